@@ -1,0 +1,838 @@
+package pygi
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"reflect"
+	"runtime"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/duet-gtk/duet/internal/capi"
+)
+
+// Kw holds keyword arguments for Call and CallMethod.
+type Kw map[string]any
+
+// KwArg is one keyword argument; unlike Kw, a list of them keeps its order.
+type KwArg struct {
+	Name  string
+	Value any
+}
+
+// Arg returns a keyword argument.
+func Arg(name string, value any) KwArg { return KwArg{name, value} }
+
+// Converter lets a Go type choose its own Python form.
+type Converter interface {
+	PyObject() (*Object, error)
+}
+
+// ValueConverter converts Go values pygi has no rule for (Go funcs, for
+// instance, once the callbacks package registers one). It returns handled
+// false to pass.
+type ValueConverter func(v reflect.Value) (obj *Object, handled bool, err error)
+
+var converters struct {
+	mu   sync.RWMutex
+	list []ValueConverter
+}
+
+// RegisterConverter adds a converter consulted for values pygi cannot
+// convert by itself (the database/sql driver idiom: higher packages plug in
+// without pygi importing them).
+func RegisterConverter(c ValueConverter) {
+	converters.mu.Lock()
+	converters.list = append(converters.list, c)
+	converters.mu.Unlock()
+}
+
+// New converts a Go value to a new Python object:
+//
+//	nil                         None
+//	bool                        bool
+//	int*, uint*, *big.Int       int (exact)
+//	float32, float64            float
+//	string                      str (must be valid UTF-8)
+//	[]byte                      bytes
+//	other slices, arrays        list
+//	maps with string, integer, bool or float keys (or any holding those)  dict
+//	*Object                     the same object (a new reference)
+//	Converter                   whatever PyObject returns
+//	pointers                    the value pointed to (nil: None)
+//
+// Go funcs become Python callables once the callbacks package is linked in.
+// Any other type is an error naming it.
+func New(v any) (*Object, error) {
+	if err := enter(); err != nil {
+		return nil, err
+	}
+	defer exit()
+	e := getEncoder()
+	defer e.release()
+	if err := e.value(v); err != nil {
+		return nil, err
+	}
+	r, err := result(capi.FromVals(e.vals, e.arena))
+	e.done()
+	return r, err
+}
+
+// encoder flattens Go values into capi.Val prefix encoding.
+type encoder struct {
+	vals  []capi.Val
+	arena []byte
+	keep  []*Object // Objects whose slots vals refer to: kept alive, temporaries closed
+	temps []*Object
+}
+
+var encoders = sync.Pool{New: func() any { return new(encoder) }}
+
+func getEncoder() *encoder { return encoders.Get().(*encoder) }
+
+// done must follow the capi call that consumed the encoding: it keeps the
+// referenced Objects alive until then and closes temporaries.
+func (e *encoder) done() {
+	runtime.KeepAlive(e.keep)
+	for _, t := range e.temps {
+		t.Close()
+	}
+	e.temps = e.temps[:0]
+}
+
+func (e *encoder) release() {
+	if len(e.temps) > 0 {
+		e.done()
+	}
+	clear(e.keep)
+	e.keep = e.keep[:0]
+	e.vals = e.vals[:0]
+	if cap(e.arena) > 1<<20 { // don't pin a huge buffer in the pool
+		e.arena = nil
+	}
+	e.arena = e.arena[:0]
+	if cap(e.vals) > 1<<16 {
+		e.vals = nil
+	}
+	encoders.Put(e)
+}
+
+func (e *encoder) push(kind int32) *capi.Val {
+	e.vals = append(e.vals, capi.Val{Kind: kind})
+	return &e.vals[len(e.vals)-1]
+}
+
+func (e *encoder) text(kind int32, s string) {
+	off := len(e.arena)
+	e.arena = append(e.arena, s...)
+	x := e.push(kind)
+	x.I, x.N = int64(off), int64(len(s))
+}
+
+func (e *encoder) str(s string) error {
+	if !utf8.ValidString(s) {
+		return &ConversionError{GoType: "string", Reason: fmt.Sprintf("not valid UTF-8 (use []byte for binary data): %q", clip(s))}
+	}
+	e.text(capi.KindStr, s)
+	return nil
+}
+
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "..."
+	}
+	return s
+}
+
+func (e *encoder) object(o *Object) error {
+	s, err := o.get()
+	if err != nil {
+		return err
+	}
+	x := e.push(capi.KindSlot)
+	x.P = unsafePointer(s)
+	e.keep = append(e.keep, o)
+	return nil
+}
+
+// args encodes call arguments: positional values, then keyword pairs.
+func (e *encoder) args(args []any) (nargs, nkw int, err error) {
+	var kws []KwArg
+	for _, a := range args {
+		switch a := a.(type) {
+		case Kw:
+			for k, v := range a {
+				kws = append(kws, KwArg{k, v})
+			}
+		case KwArg:
+			kws = append(kws, a)
+		case []KwArg:
+			kws = append(kws, a...)
+		default:
+			if len(kws) > 0 {
+				return 0, 0, &ConversionError{Reason: "positional argument after keyword arguments"}
+			}
+			if err := e.value(a); err != nil {
+				return 0, 0, fmt.Errorf("argument %d: %w", nargs+1, err)
+			}
+			nargs++
+		}
+	}
+	seen := make(map[string]bool, len(kws))
+	for _, kw := range kws {
+		if kw.Name == "" || seen[kw.Name] {
+			return 0, 0, &ConversionError{Reason: fmt.Sprintf("keyword argument %q is empty or repeated", kw.Name)}
+		}
+		seen[kw.Name] = true
+		if err := e.str(kw.Name); err != nil {
+			return 0, 0, err
+		}
+		if err := e.value(kw.Value); err != nil {
+			return 0, 0, fmt.Errorf("keyword argument %s: %w", kw.Name, err)
+		}
+	}
+	return nargs, len(kws), nil
+}
+
+func (e *encoder) value(v any) error {
+	switch v := v.(type) {
+	case nil:
+		e.push(capi.KindNone)
+	case *Object:
+		if v == nil {
+			e.push(capi.KindNone)
+			return nil
+		}
+		return e.object(v)
+	case bool:
+		x := e.push(capi.KindBool)
+		if v {
+			x.I = 1
+		}
+	case int:
+		e.push(capi.KindInt).I = int64(v)
+	case int64:
+		e.push(capi.KindInt).I = v
+	case int32:
+		e.push(capi.KindInt).I = int64(v)
+	case uint8:
+		e.push(capi.KindInt).I = int64(v)
+	case uint64:
+		e.push(capi.KindUint).I = int64(v)
+	case float64:
+		e.push(capi.KindFloat).F = v
+	case string:
+		return e.str(v)
+	case []byte:
+		if v == nil {
+			e.push(capi.KindNone)
+			return nil
+		}
+		e.text(capi.KindBytes, string(v))
+	case []any:
+		e.push(capi.KindList).N = int64(len(v))
+		for i, x := range v {
+			if err := e.value(x); err != nil {
+				return fmt.Errorf("[%d]: %w", i, err)
+			}
+		}
+	case map[string]any:
+		e.push(capi.KindDict).N = int64(len(v))
+		for k, x := range v {
+			if err := e.str(k); err != nil {
+				return err
+			}
+			if err := e.value(x); err != nil {
+				return fmt.Errorf("[%q]: %w", k, err)
+			}
+		}
+	case *big.Int:
+		if v == nil {
+			e.push(capi.KindNone)
+			return nil
+		}
+		e.text(capi.KindBigInt, v.String())
+	case Converter:
+		o, err := v.PyObject()
+		if err != nil {
+			return err
+		}
+		return e.object(o)
+	default:
+		return e.reflect(reflect.ValueOf(v), 0)
+	}
+	return nil
+}
+
+const maxDepth = 100
+
+func (e *encoder) reflect(v reflect.Value, depth int) error {
+	if depth > maxDepth {
+		return &ConversionError{GoType: v.Type().String(), Reason: "nested too deeply (or a cycle)"}
+	}
+	if !v.IsValid() {
+		e.push(capi.KindNone)
+		return nil
+	}
+	if v.CanInterface() {
+		switch x := v.Interface().(type) {
+		case *Object, *big.Int, Converter:
+			return e.value(x)
+		}
+	}
+	switch v.Kind() {
+	case reflect.Bool:
+		x := e.push(capi.KindBool)
+		if v.Bool() {
+			x.I = 1
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		e.push(capi.KindInt).I = v.Int()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		u := v.Uint()
+		if u > math.MaxInt64 {
+			e.push(capi.KindUint).I = int64(u)
+		} else {
+			e.push(capi.KindInt).I = int64(u)
+		}
+	case reflect.Float32, reflect.Float64:
+		e.push(capi.KindFloat).F = v.Float()
+	case reflect.String:
+		return e.str(v.String())
+	case reflect.Slice:
+		if v.IsNil() {
+			e.push(capi.KindNone)
+			return nil
+		}
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			e.text(capi.KindBytes, string(v.Bytes()))
+			return nil
+		}
+		fallthrough
+	case reflect.Array:
+		n := v.Len()
+		e.push(capi.KindList).N = int64(n)
+		for i := range n {
+			if err := e.reflect(v.Index(i), depth+1); err != nil {
+				return fmt.Errorf("[%d]: %w", i, err)
+			}
+		}
+	case reflect.Map:
+		if v.IsNil() {
+			e.push(capi.KindNone)
+			return nil
+		}
+		if !validKeyKind(v.Type().Key().Kind()) {
+			return &ConversionError{GoType: v.Type().String(), Reason: "map keys must be strings, integers, floats or bools"}
+		}
+		e.push(capi.KindDict).N = int64(v.Len())
+		it := v.MapRange()
+		for it.Next() {
+			k := it.Key()
+			if k.Kind() == reflect.Interface {
+				k = k.Elem()
+				if !k.IsValid() || !validKeyKind(k.Kind()) {
+					return &ConversionError{GoType: v.Type().String(), Reason: fmt.Sprintf("map key of type %v is not a string, integer, float or bool", k.Type())}
+				}
+			}
+			if err := e.reflect(k, depth+1); err != nil {
+				return err
+			}
+			if err := e.reflect(it.Value(), depth+1); err != nil {
+				return fmt.Errorf("[%v]: %w", k, err)
+			}
+		}
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			e.push(capi.KindNone)
+			return nil
+		}
+		return e.reflect(v.Elem(), depth+1)
+	default:
+		return e.custom(v)
+	}
+	return nil
+}
+
+func validKeyKind(k reflect.Kind) bool {
+	switch k {
+	case reflect.String, reflect.Bool, reflect.Float32, reflect.Float64, reflect.Interface,
+		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return true
+	}
+	return false
+}
+
+// custom asks the registered converters.
+func (e *encoder) custom(v reflect.Value) error {
+	converters.mu.RLock()
+	list := converters.list
+	converters.mu.RUnlock()
+	for _, c := range list {
+		o, ok, err := c(v)
+		if err != nil {
+			return err
+		}
+		if ok {
+			e.temps = append(e.temps, o)
+			return e.object(o)
+		}
+	}
+	reason := "no conversion for this type"
+	if v.Kind() == reflect.Func {
+		reason = "Go funcs need the callbacks package (import github.com/duet-gtk/duet/callbacks)"
+	}
+	return &ConversionError{GoType: v.Type().String(), Reason: reason}
+}
+
+// ---- Python to Go -------------------------------------------------------------
+
+// decoded is a Python value encoded by capi.ToVals, with its object leaves
+// already wrapped (so nothing leaks whatever the decoder does with them).
+type decoded struct {
+	vals  []capi.Val
+	arena []byte
+	objs  map[int]*Object // leaf index -> Object
+	used  map[int]bool
+}
+
+func (d *decoded) text(x capi.Val) string { return string(d.arena[x.I : x.I+x.N]) }
+
+// encode fetches o's encoding. Must run inside an operation.
+func encodeObject(o *Object) (*decoded, error) {
+	s, err := o.get()
+	if err != nil {
+		return nil, err
+	}
+	vals, arena, st, exc := capi.ToVals(s)
+	runtime.KeepAlive(o)
+	if st != capi.OK {
+		return nil, statusErr(st, exc)
+	}
+	d := &decoded{vals: vals, arena: arena}
+	for i, x := range vals {
+		if x.Kind == capi.KindSlot {
+			if d.objs == nil {
+				d.objs = make(map[int]*Object)
+				d.used = make(map[int]bool)
+			}
+			d.objs[i] = wrap(capi.Slot(x.P))
+		}
+	}
+	return d, nil
+}
+
+// finish closes leaves nobody took.
+func (d *decoded) finish() {
+	for i, o := range d.objs {
+		if !d.used[i] {
+			o.Close()
+		}
+	}
+}
+
+// skip returns the index just after the value at i.
+func (d *decoded) skip(i int) int {
+	x := d.vals[i]
+	i++
+	switch x.Kind {
+	case capi.KindList, capi.KindTuple, capi.KindSet:
+		for range x.N {
+			i = d.skip(i)
+		}
+	case capi.KindDict:
+		for range 2 * x.N {
+			i = d.skip(i)
+		}
+	}
+	return i
+}
+
+var pyKindNames = map[int32]string{
+	capi.KindNone: "None", capi.KindBool: "bool", capi.KindInt: "int", capi.KindUint: "int",
+	capi.KindBigInt: "int", capi.KindFloat: "float", capi.KindStr: "str", capi.KindBytes: "bytes",
+	capi.KindList: "list", capi.KindTuple: "tuple", capi.KindDict: "dict", capi.KindSet: "set",
+}
+
+func (d *decoded) pyName(i int) string {
+	if n, ok := pyKindNames[d.vals[i].Kind]; ok {
+		return n
+	}
+	if o := d.objs[i]; o != nil {
+		if n, err := o.TypeName(); err == nil {
+			return n
+		}
+	}
+	return "object"
+}
+
+// natural decodes the value at i to its natural Go form; returns the next index.
+func (d *decoded) natural(i int) (any, int, error) {
+	x := d.vals[i]
+	switch x.Kind {
+	case capi.KindNone:
+		return nil, i + 1, nil
+	case capi.KindBool:
+		return x.I != 0, i + 1, nil
+	case capi.KindInt:
+		return x.I, i + 1, nil
+	case capi.KindUint:
+		return uint64(x.I), i + 1, nil
+	case capi.KindBigInt:
+		b, ok := new(big.Int).SetString(d.text(x), 10)
+		if !ok {
+			return nil, 0, &ConversionError{Python: "int", GoType: "*big.Int", Reason: "bad decimal text"}
+		}
+		return b, i + 1, nil
+	case capi.KindFloat:
+		return x.F, i + 1, nil
+	case capi.KindStr:
+		return d.text(x), i + 1, nil
+	case capi.KindBytes:
+		return []byte(d.text(x)), i + 1, nil
+	case capi.KindList, capi.KindTuple, capi.KindSet:
+		out := make([]any, 0, x.N)
+		j := i + 1
+		for range x.N {
+			v, next, err := d.natural(j)
+			if err != nil {
+				return nil, 0, err
+			}
+			out = append(out, v)
+			j = next
+		}
+		return out, j, nil
+	case capi.KindDict:
+		allStr := true
+		j := i + 1
+		for range x.N {
+			if d.vals[j].Kind != capi.KindStr {
+				allStr = false
+			}
+			j = d.skip(d.skip(j))
+		}
+		j = i + 1
+		if allStr {
+			m := make(map[string]any, x.N)
+			for range x.N {
+				k := d.text(d.vals[j])
+				v, next, err := d.natural(j + 1)
+				if err != nil {
+					return nil, 0, err
+				}
+				m[k] = v
+				j = next
+			}
+			return m, j, nil
+		}
+		m := make(map[any]any, x.N)
+		for range x.N {
+			k, next, err := d.natural(j)
+			if err != nil {
+				return nil, 0, err
+			}
+			if k != nil && !reflect.TypeOf(k).Comparable() {
+				return nil, 0, &ConversionError{Python: "dict", GoType: "map[any]any", Reason: fmt.Sprintf("key of Python type %s has no comparable Go form", d.pyName(j))}
+			}
+			v, next2, err := d.natural(next)
+			if err != nil {
+				return nil, 0, err
+			}
+			m[k] = v
+			j = next2
+		}
+		return m, j, nil
+	case capi.KindSlot:
+		d.used[i] = true
+		return d.objs[i], i + 1, nil
+	}
+	return nil, 0, &ConversionError{Reason: fmt.Sprintf("unknown value kind %d", x.Kind)}
+}
+
+var (
+	objectType = reflect.TypeFor[*Object]()
+	bigIntType = reflect.TypeFor[*big.Int]()
+)
+
+// into decodes the value at i into dst; returns the next index.
+func (d *decoded) into(i int, dst reflect.Value) (int, error) {
+	x := d.vals[i]
+	t := dst.Type()
+	bad := func(reason string) error {
+		return &ConversionError{Python: d.pyName(i), GoType: t.String(), Reason: reason}
+	}
+	wrong := func() (int, error) { return 0, bad("wrong type") }
+
+	if t == objectType {
+		if x.Kind == capi.KindSlot {
+			d.used[i] = true
+			dst.Set(reflect.ValueOf(d.objs[i]))
+			return i + 1, nil
+		}
+		if x.Kind == capi.KindNone {
+			dst.Set(reflect.ValueOf(interp.none))
+			return i + 1, nil
+		}
+		// A plain value was encoded: rebuild it as an object.
+		end := d.skip(i)
+		r, err := result(capi.FromVals(d.sub(i, end)))
+		if err != nil {
+			return 0, err
+		}
+		dst.Set(reflect.ValueOf(r))
+		return end, nil
+	}
+	if t == bigIntType {
+		switch x.Kind {
+		case capi.KindInt:
+			dst.Set(reflect.ValueOf(big.NewInt(x.I)))
+		case capi.KindUint:
+			dst.Set(reflect.ValueOf(new(big.Int).SetUint64(uint64(x.I))))
+		case capi.KindBigInt:
+			v, _, err := d.natural(i)
+			if err != nil {
+				return 0, err
+			}
+			dst.Set(reflect.ValueOf(v))
+		default:
+			return wrong()
+		}
+		return i + 1, nil
+	}
+	if x.Kind == capi.KindSlot && t.Kind() != reflect.Interface {
+		// An object the encoder could not flatten (a subclass, a GObject...).
+		return wrong()
+	}
+	switch t.Kind() {
+	case reflect.Interface:
+		v, next, err := d.natural(i)
+		if err != nil {
+			return 0, err
+		}
+		if v == nil {
+			dst.SetZero()
+			return next, nil
+		}
+		rv := reflect.ValueOf(v)
+		if !rv.Type().AssignableTo(t) {
+			return 0, bad("does not implement " + t.String())
+		}
+		dst.Set(rv)
+		return next, nil
+	case reflect.Bool:
+		if x.Kind != capi.KindBool {
+			return wrong()
+		}
+		dst.SetBool(x.I != 0)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		switch x.Kind {
+		case capi.KindInt:
+			if dst.OverflowInt(x.I) {
+				return 0, bad(fmt.Sprintf("%d does not fit", x.I))
+			}
+			dst.SetInt(x.I)
+		case capi.KindUint:
+			return 0, bad(fmt.Sprintf("%d does not fit", uint64(x.I)))
+		case capi.KindBigInt:
+			return 0, bad(d.text(x) + " does not fit")
+		default:
+			return wrong()
+		}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		switch x.Kind {
+		case capi.KindInt:
+			if x.I < 0 || dst.OverflowUint(uint64(x.I)) {
+				return 0, bad(fmt.Sprintf("%d does not fit", x.I))
+			}
+			dst.SetUint(uint64(x.I))
+		case capi.KindUint:
+			if dst.OverflowUint(uint64(x.I)) {
+				return 0, bad(fmt.Sprintf("%d does not fit", uint64(x.I)))
+			}
+			dst.SetUint(uint64(x.I))
+		case capi.KindBigInt:
+			return 0, bad(d.text(x) + " does not fit")
+		default:
+			return wrong()
+		}
+	case reflect.Float32, reflect.Float64:
+		switch x.Kind {
+		case capi.KindFloat:
+			if t.Kind() == reflect.Float32 && !math.IsInf(x.F, 0) && !math.IsNaN(x.F) && math.Abs(x.F) > math.MaxFloat32 {
+				return 0, bad(strconv.FormatFloat(x.F, 'g', -1, 64) + " does not fit")
+			}
+			dst.SetFloat(x.F)
+		case capi.KindInt:
+			dst.SetFloat(float64(x.I))
+		case capi.KindUint:
+			dst.SetFloat(float64(uint64(x.I)))
+		default:
+			return wrong()
+		}
+	case reflect.String:
+		if x.Kind != capi.KindStr && x.Kind != capi.KindBytes {
+			return wrong()
+		}
+		dst.SetString(d.text(x))
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 && (x.Kind == capi.KindBytes || x.Kind == capi.KindStr) {
+			dst.SetBytes([]byte(d.text(x)))
+			return i + 1, nil
+		}
+		if x.Kind == capi.KindNone {
+			dst.SetZero()
+			return i + 1, nil
+		}
+		if x.Kind != capi.KindList && x.Kind != capi.KindTuple && x.Kind != capi.KindSet {
+			return wrong()
+		}
+		s := reflect.MakeSlice(t, int(x.N), int(x.N))
+		j := i + 1
+		for k := range int(x.N) {
+			next, err := d.into(j, s.Index(k))
+			if err != nil {
+				return 0, fmt.Errorf("[%d]: %w", k, err)
+			}
+			j = next
+		}
+		dst.Set(s)
+		return j, nil
+	case reflect.Array:
+		if x.Kind != capi.KindList && x.Kind != capi.KindTuple {
+			return wrong()
+		}
+		if int(x.N) != t.Len() {
+			return 0, bad(fmt.Sprintf("length %d, want %d", x.N, t.Len()))
+		}
+		j := i + 1
+		for k := range int(x.N) {
+			next, err := d.into(j, dst.Index(k))
+			if err != nil {
+				return 0, fmt.Errorf("[%d]: %w", k, err)
+			}
+			j = next
+		}
+		return j, nil
+	case reflect.Map:
+		if x.Kind == capi.KindNone {
+			dst.SetZero()
+			return i + 1, nil
+		}
+		if x.Kind != capi.KindDict {
+			return wrong()
+		}
+		m := reflect.MakeMapWithSize(t, int(x.N))
+		j := i + 1
+		for range int(x.N) {
+			k := reflect.New(t.Key()).Elem()
+			next, err := d.into(j, k)
+			if err != nil {
+				return 0, fmt.Errorf("key: %w", err)
+			}
+			if !k.Comparable() {
+				return 0, bad("key has no comparable Go form")
+			}
+			v := reflect.New(t.Elem()).Elem()
+			next, err = d.into(next, v)
+			if err != nil {
+				return 0, fmt.Errorf("[%v]: %w", k, err)
+			}
+			m.SetMapIndex(k, v)
+			j = next
+		}
+		dst.Set(m)
+		return j, nil
+	case reflect.Pointer:
+		if x.Kind == capi.KindNone {
+			dst.SetZero()
+			return i + 1, nil
+		}
+		p := reflect.New(t.Elem())
+		next, err := d.into(i, p.Elem())
+		if err != nil {
+			return 0, err
+		}
+		dst.Set(p)
+		return next, nil
+	default:
+		return 0, bad("unsupported Go type")
+	}
+	return i + 1, nil
+}
+
+// sub returns the encoding of values [i, end) as a standalone value list.
+func (d *decoded) sub(i, end int) ([]capi.Val, []byte) {
+	return d.vals[i:end], d.arena
+}
+
+// decodeTop converts o to its natural Go form. Must run inside an operation.
+func decodeTop(o *Object, _ any) (any, error) {
+	d, err := encodeObject(o)
+	if err != nil {
+		return nil, err
+	}
+	defer d.finish()
+	v, _, err := d.natural(0)
+	return v, err
+}
+
+// Go converts o to its natural Go form: nil, bool, int64 (uint64 or *big.Int
+// when it does not fit), float64, string, []byte, []any for lists, tuples
+// and sets, map[string]any for dicts with only string keys (map[any]any
+// otherwise), and *Object for anything else.
+func (o *Object) Go() (any, error) {
+	if err := enter(); err != nil {
+		return nil, err
+	}
+	defer exit()
+	return decodeTop(o, nil)
+}
+
+// Decode converts o into the value dst points to, which may be of any type
+// New accepts (plus *Object anywhere, and any). Integers must fit the
+// target exactly; nothing is truncated.
+func (o *Object) Decode(dst any) error {
+	rv := reflect.ValueOf(dst)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return &ConversionError{GoType: fmt.Sprintf("%T", dst), Reason: "Decode needs a non-nil pointer"}
+	}
+	if err := enter(); err != nil {
+		return err
+	}
+	defer exit()
+	d, err := encodeObject(o)
+	if err != nil {
+		return err
+	}
+	defer d.finish()
+	_, err = d.into(0, rv.Elem())
+	return err
+}
+
+// As converts o to a T, as Decode does.
+func As[T any](o *Object) (T, error) {
+	var v T
+	err := o.Decode(&v)
+	return v, err
+}
+
+// Int returns o as an int64; o must be a Python int that fits.
+func (o *Object) Int() (int64, error) { return As[int64](o) }
+
+// Uint returns o as a uint64; o must be a non-negative Python int that fits.
+func (o *Object) Uint() (uint64, error) { return As[uint64](o) }
+
+// Float returns o as a float64; o must be a Python float or int.
+func (o *Object) Float() (float64, error) { return As[float64](o) }
+
+// String returns o as a Go string; o must be a Python str (or bytes).
+func (o *Object) Text() (string, error) { return As[string](o) }
+
+// Bool returns o as a bool; o must be a Python bool (see Truthy for bool(o)).
+func (o *Object) Bool() (bool, error) { return As[bool](o) }
+
+// Bytes returns o as a []byte; o must be bytes, bytearray or str.
+func (o *Object) Bytes() ([]byte, error) { return As[[]byte](o) }

@@ -1,0 +1,139 @@
+package pygi
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/duet-gtk/duet/internal/capi"
+)
+
+// Sentinel errors; compare with errors.Is.
+var (
+	// ErrClosed: the Object (or an Object passed as an argument) was closed.
+	ErrClosed = errors.New("pygi: object is closed")
+	// ErrNilObject: a nil *Object was used as a receiver.
+	ErrNilObject = errors.New("pygi: nil *Object")
+	// ErrFinalized: the interpreter has been finalised (or is finalising).
+	ErrFinalized = errors.New("pygi: Python is finalized")
+	// ErrWrongThread: Finalize must run on the thread that started Python
+	// (the main thread) unless the event loop is running to take it there.
+	ErrWrongThread = errors.New("pygi: Finalize must run on the OS thread that initialised Python (the main thread)")
+	// ErrNoGI: PyGObject (the gi package) cannot be imported.
+	ErrNoGI = errors.New("pygi: PyGObject (module gi) is not importable")
+	// ErrConversion: a value cannot be converted between Go and Python.
+	ErrConversion = errors.New("pygi: conversion failed")
+)
+
+// Error is a Python exception seen from Go.
+type Error struct {
+	Type      string   // qualified exception type, e.g. "ValueError" or "gi.repository.GLib.GError"
+	Message   string   // str(exception)
+	Traceback string   // the formatted traceback, as Python would print it
+	MRO       []string // qualified names of the type and its bases, most derived first
+	Value     *Object  // the exception instance
+
+	cause error // a Go error the exception carries (set by the callbacks layer)
+}
+
+func (e *Error) Error() string {
+	if e.Message == "" {
+		return e.Type
+	}
+	return e.Type + ": " + e.Message
+}
+
+// Matches reports whether the exception is an instance of the named type
+// (qualified as in Type, e.g. "KeyError" or "LookupError").
+func (e *Error) Matches(typeName string) bool {
+	return e.Type == typeName || slices.Contains(e.MRO, typeName)
+}
+
+// Unwrap returns the Go error the exception carries, if it started as a Go
+// error or panic inside a callback.
+func (e *Error) Unwrap() error { return e.cause }
+
+// ConversionError reports a value that cannot cross between Go and Python.
+type ConversionError struct {
+	GoType string // the Go type involved
+	Python string // the Python type involved, when known
+	Reason string
+}
+
+func (e *ConversionError) Error() string {
+	switch {
+	case e.Python != "" && e.GoType != "":
+		return fmt.Sprintf("pygi: cannot convert Python %s to Go %s: %s", e.Python, e.GoType, e.Reason)
+	case e.GoType != "":
+		return fmt.Sprintf("pygi: cannot convert Go %s to Python: %s", e.GoType, e.Reason)
+	default:
+		return fmt.Sprintf("pygi: conversion failed: %s", e.Reason)
+	}
+}
+
+func (e *ConversionError) Unwrap() error { return ErrConversion }
+
+// Error causes: the callbacks layer registers a function that recovers the
+// Go error behind an exception it raised (database/sql driver idiom).
+var errorCause func(exc *Object) error
+
+// RegisterErrorCause installs the function that finds the Go error an
+// exception carries. It is meant for the callbacks package.
+func RegisterErrorCause(f func(exc *Object) error) { errorCause = f }
+
+// newError builds an *Error from an exception slot (the caller's Slot is
+// taken over). It must run inside an operation (between enter and exit).
+func newError(exc capi.Slot) error {
+	if exc == nil {
+		return &Error{Type: "SystemError", Message: "error return without an exception set"}
+	}
+	val := wrap(exc)
+	e := &Error{Type: "BaseException", Value: val}
+	info, st, infoExc := capi.Call(interp.helper.slot, "exc_info", []capi.Val{{Kind: capi.KindSlot, P: unsafePointer(exc)}}, nil, 1, 0)
+	if st != capi.OK {
+		// Formatting failed; keep what C can tell without running Python.
+		capi.Drain([]capi.Slot{infoExc}, true)
+		if name, st := capi.TypeName(exc); st == capi.OK {
+			e.Type = name
+		}
+		return e
+	}
+	infoObj := wrap(info)
+	defer infoObj.Close()
+	var parts struct {
+		name, msg, tb string
+		mro           []string
+	}
+	if v, err := decodeTop(infoObj, nil); err == nil {
+		if t, ok := v.([]any); ok && len(t) == 4 {
+			parts.name, _ = t[0].(string)
+			parts.msg, _ = t[1].(string)
+			parts.tb, _ = t[2].(string)
+			if m, ok := t[3].([]any); ok {
+				for _, s := range m {
+					if s, ok := s.(string); ok {
+						parts.mro = append(parts.mro, s)
+					}
+				}
+			}
+		}
+	}
+	e.Type, e.Message, e.Traceback, e.MRO = parts.name, parts.msg, parts.tb, parts.mro
+	if errorCause != nil {
+		e.cause = errorCause(val)
+	}
+	return e
+}
+
+// statusErr maps a failed status to a Go error.
+func statusErr(st capi.Status, exc capi.Slot) error {
+	switch st {
+	case capi.Err:
+		return newError(exc)
+	case capi.Closed:
+		return ErrClosed
+	case capi.NotInit:
+		return ErrFinalized
+	}
+	return fmt.Errorf("pygi: unexpected status %d", st)
+}

@@ -1,0 +1,41 @@
+package pygi
+
+import (
+	"fmt"
+	"os"
+	"testing"
+)
+
+// onMain runs functions on the main OS thread for tests that need it.
+var onMain = make(chan func())
+
+func runOnMainThread(fn func()) {
+	done := make(chan struct{})
+	onMain <- func() { fn(); close(done) }
+	<-done
+}
+
+func TestMain(m *testing.M) {
+	if os.Getenv("PYGI_CHILD") != "" {
+		os.Exit(childMain(os.Getenv("PYGI_CHILD")))
+	}
+	// pygi's init locked this goroutine to the main thread.
+	if err := Init(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := make(chan int)
+	go func() { code <- m.Run() }()
+	for {
+		select {
+		case fn := <-onMain:
+			fn()
+		case c := <-code:
+			if err := Finalize(); err != nil {
+				fmt.Fprintln(os.Stderr, "Finalize:", err)
+				c = 1
+			}
+			os.Exit(c)
+		}
+	}
+}

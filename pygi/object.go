@@ -1,0 +1,610 @@
+package pygi
+
+import (
+	"iter"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/duet-gtk/duet/internal/capi"
+)
+
+// Object is a Go reference to a Python object. It owns exactly one strong
+// reference, which Close releases at once; otherwise the reference is
+// released after the Object becomes unreachable and Go's GC has run (the
+// GC never touches Python itself: it queues the reference, and the queue is
+// drained by the next Python operation or by the event loop).
+//
+// An Object may be used from any goroutine. Close may race with other use:
+// the GIL orders them, so a concurrent operation either completes or sees
+// ErrClosed.
+type Object struct {
+	// slot is C memory owned by this Object (see internal/capi/duet.h): it
+	// holds the reference, and is freed by the release queue after the
+	// Object is unreachable.
+	slot      capi.Slot
+	closed    atomic.Bool
+	permanent bool // None and the helper module: never released
+}
+
+func unsafePointer(s capi.Slot) unsafe.Pointer { return unsafe.Pointer(s) }
+
+// wrap takes ownership of a slot. Must run inside an operation.
+func wrap(s capi.Slot) *Object {
+	o := &Object{slot: s}
+	runtime.AddCleanup(o, releases.collect, s)
+	stats.created.Add(1)
+	return o
+}
+
+// result turns an operation's outcome into an Object or an error.
+func result(s capi.Slot, st capi.Status, exc capi.Slot) (*Object, error) {
+	switch st {
+	case capi.OK:
+		return wrap(s), nil
+	case capi.None:
+		return interp.none, nil
+	}
+	return nil, statusErr(st, exc)
+}
+
+// ---- release queue ----------------------------------------------------------
+
+// releaseQueue holds the slots of Objects Go has collected. GC cleanups only
+// append here (they never call Python); drain releases them under the GIL.
+type releaseQueue struct {
+	mu    sync.Mutex
+	slots []capi.Slot
+	dirty atomic.Bool
+}
+
+var releases releaseQueue
+
+// onDirty is called (outside any lock) when the queue goes from empty to
+// non-empty; the event loop registers a hook that schedules a drain so
+// objects are freed even when no Go code calls Python.
+var onDirty atomic.Pointer[func()]
+
+// SetReleaseHook registers fn to be called when released references start
+// waiting in the queue. Pass nil to remove it.
+func SetReleaseHook(fn func()) {
+	if fn == nil {
+		onDirty.Store(nil)
+		return
+	}
+	onDirty.Store(&fn)
+}
+
+// collect is the GC cleanup of an Object: s is its slot.
+func (q *releaseQueue) collect(s capi.Slot) {
+	if capi.Holds(s) {
+		stats.collected.Add(1)
+	}
+	if interp.phase.Load() == phaseFinalized {
+		// Nothing left to release; just free the slot's memory.
+		capi.Drain([]capi.Slot{s}, false)
+		return
+	}
+	q.mu.Lock()
+	q.slots = append(q.slots, s)
+	first := !q.dirty.Swap(true)
+	q.mu.Unlock()
+	if first {
+		if h := onDirty.Load(); h != nil {
+			(*h)()
+		}
+	}
+}
+
+func (q *releaseQueue) take() []capi.Slot {
+	q.mu.Lock()
+	s := q.slots
+	q.slots = nil
+	q.dirty.Store(false)
+	q.mu.Unlock()
+	return s
+}
+
+// drain releases queued references. It must run inside an operation.
+func (q *releaseQueue) drain() {
+	s := q.take()
+	if len(s) == 0 {
+		return
+	}
+	n := int64(0)
+	for _, x := range s {
+		if capi.Holds(x) { // slots of queued Objects are no longer shared
+			n++
+		}
+	}
+	capi.Drain(s, true)
+	stats.drained.Add(n)
+}
+
+// drainFinal runs during Finalize with no operation in flight.
+func (q *releaseQueue) drainFinal() { q.drain() }
+
+// Drain releases every reference Go has collected but not yet released,
+// without waiting for the next operation. Tests call it after runtime.GC().
+func Drain() error {
+	if err := enter(); err != nil {
+		return err
+	}
+	defer exit()
+	releases.drain()
+	return nil
+}
+
+// ---- stats ---------------------------------------------------------------
+
+var stats struct {
+	created, closed, collected, drained atomic.Int64
+}
+
+// Stats counts Objects since start-up (or the last ResetStats).
+type Stats struct {
+	Created   int64 // Objects made
+	Closed    int64 // references released by Close
+	Collected int64 // Objects collected by Go's GC while holding a reference
+	Drained   int64 // of those, references released by the queue
+	Pending   int64 // collected but not yet released
+	Live      int64 // Objects holding a reference and still reachable from Go
+}
+
+// ReadStats returns the current counts.
+func ReadStats() Stats {
+	s := Stats{
+		Created:   stats.created.Load(),
+		Closed:    stats.closed.Load(),
+		Collected: stats.collected.Load(),
+		Drained:   stats.drained.Load(),
+	}
+	s.Pending = s.Collected - s.Drained
+	s.Live = s.Created - s.Closed - s.Collected
+	return s
+}
+
+// ResetStats zeroes the counters (the queue itself is not touched).
+func ResetStats() {
+	// Live objects keep counting from here, so Live may go negative for
+	// objects made before the reset; tests compare differences.
+	stats.created.Store(0)
+	stats.closed.Store(0)
+	stats.collected.Store(0)
+	stats.drained.Store(0)
+}
+
+// ---- basic methods ------------------------------------------------------------
+
+// Close releases the reference now. It is idempotent and safe to call
+// concurrently with other use; after it every operation on o returns
+// ErrClosed. Closing None or a nil Object does nothing.
+func (o *Object) Close() error {
+	if o == nil || o.permanent || o.closed.Swap(true) {
+		return nil
+	}
+	stats.closed.Add(1)
+	if interp.phase.Load() == phaseFinalized {
+		return nil // released with the interpreter
+	}
+	if err := enter(); err != nil {
+		return nil // finalising: the reference goes with the interpreter
+	}
+	defer exit()
+	capi.Close(o.slot)
+	runtime.KeepAlive(o)
+	return nil
+}
+
+// get returns the slot for an operation, or an error for nil and closed
+// Objects. The slot stays valid while o is reachable (callers KeepAlive).
+func (o *Object) get() (capi.Slot, error) {
+	if o == nil {
+		return nil, ErrNilObject
+	}
+	if o.closed.Load() {
+		return nil, ErrClosed
+	}
+	return o.slot, nil
+}
+
+// Clone returns a new Object with its own reference to the same Python
+// object.
+func (o *Object) Clone() (*Object, error) {
+	s, err := o.get()
+	if err != nil {
+		return nil, err
+	}
+	if o.permanent {
+		return o, nil // None and friends are shared, never released
+	}
+	if err := enter(); err != nil {
+		return nil, err
+	}
+	defer exit()
+	c := capi.Clone(s)
+	runtime.KeepAlive(o)
+	if c == nil {
+		return nil, ErrClosed
+	}
+	return wrap(c), nil
+}
+
+// RefCount returns the Python reference count of the object, including the
+// one o holds (like sys.getrefcount, minus getrefcount's own argument).
+func (o *Object) RefCount() (int64, error) {
+	s, err := o.get()
+	if err != nil {
+		return 0, err
+	}
+	if err := enter(); err != nil {
+		return 0, err
+	}
+	defer exit()
+	n := capi.Refcount(s)
+	runtime.KeepAlive(o)
+	if n < 0 {
+		return 0, ErrClosed
+	}
+	return n, nil
+}
+
+// Closed reports whether Close was called.
+func (o *Object) Closed() bool { return o == nil || o.closed.Load() }
+
+// op runs one operation on o's slot.
+func (o *Object) op(f func(s capi.Slot) (*Object, error)) (*Object, error) {
+	s, err := o.get()
+	if err != nil {
+		return nil, err
+	}
+	if err := enter(); err != nil {
+		return nil, err
+	}
+	defer exit()
+	r, err := f(s)
+	runtime.KeepAlive(o)
+	return r, err
+}
+
+// Attr returns getattr(o, name).
+func (o *Object) Attr(name string) (*Object, error) {
+	return o.op(func(s capi.Slot) (*Object, error) { return result(capi.GetAttr(s, name)) })
+}
+
+// SetAttr sets o.name = value (converted as by New).
+func (o *Object) SetAttr(name string, value any) error {
+	_, err := o.op(func(s capi.Slot) (*Object, error) {
+		e := getEncoder()
+		defer e.release()
+		if err := e.value(value); err != nil {
+			return nil, err
+		}
+		st, exc := capi.SetAttr(s, name, e.vals, e.arena)
+		e.done()
+		if st != capi.OK {
+			return nil, statusErr(st, exc)
+		}
+		return nil, nil
+	})
+	return err
+}
+
+// HasAttr reports hasattr(o, name); errors other than AttributeError are
+// returned.
+func (o *Object) HasAttr(name string) (bool, error) {
+	var ok bool
+	_, err := o.op(func(s capi.Slot) (*Object, error) {
+		has, st, exc := capi.HasAttr(s, name)
+		if st != capi.OK {
+			return nil, statusErr(st, exc)
+		}
+		ok = has
+		return nil, nil
+	})
+	return ok, err
+}
+
+// DelAttr runs del o.name.
+func (o *Object) DelAttr(name string) error {
+	_, err := o.op(func(s capi.Slot) (*Object, error) {
+		if st, exc := capi.DelAttr(s, name); st != capi.OK {
+			return nil, statusErr(st, exc)
+		}
+		return nil, nil
+	})
+	return err
+}
+
+// Call calls o with args. Arguments are converted as by New; a Kw map or
+// KwArg values among them become keyword arguments.
+func (o *Object) Call(args ...any) (*Object, error) { return o.call("", args) }
+
+// CallMethod calls o.name(args...), with arguments as for Call.
+func (o *Object) CallMethod(name string, args ...any) (*Object, error) {
+	if name == "" {
+		return nil, &ConversionError{Reason: "empty method name"}
+	}
+	return o.call(name, args)
+}
+
+func (o *Object) call(method string, args []any) (*Object, error) {
+	return o.op(func(s capi.Slot) (*Object, error) {
+		e := getEncoder()
+		defer e.release()
+		nargs, nkw, err := e.args(args)
+		if err != nil {
+			return nil, err
+		}
+		r, err := result(capi.Call(s, method, e.vals, e.arena, nargs, nkw))
+		e.done()
+		return r, err
+	})
+}
+
+// Item returns o[key].
+func (o *Object) Item(key any) (*Object, error) {
+	return o.op(func(s capi.Slot) (*Object, error) {
+		e := getEncoder()
+		defer e.release()
+		if err := e.value(key); err != nil {
+			return nil, err
+		}
+		r, err := result(capi.GetItem(s, e.vals, e.arena))
+		e.done()
+		return r, err
+	})
+}
+
+// SetItem runs o[key] = value.
+func (o *Object) SetItem(key, value any) error {
+	_, err := o.op(func(s capi.Slot) (*Object, error) {
+		e := getEncoder()
+		defer e.release()
+		if err := e.value(key); err != nil {
+			return nil, err
+		}
+		if err := e.value(value); err != nil {
+			return nil, err
+		}
+		st, exc := capi.SetItem(s, e.vals, e.arena)
+		e.done()
+		if st != capi.OK {
+			return nil, statusErr(st, exc)
+		}
+		return nil, nil
+	})
+	return err
+}
+
+// DelItem runs del o[key].
+func (o *Object) DelItem(key any) error {
+	_, err := o.op(func(s capi.Slot) (*Object, error) {
+		e := getEncoder()
+		defer e.release()
+		if err := e.value(key); err != nil {
+			return nil, err
+		}
+		st, exc := capi.DelItem(s, e.vals, e.arena)
+		e.done()
+		if st != capi.OK {
+			return nil, statusErr(st, exc)
+		}
+		return nil, nil
+	})
+	return err
+}
+
+// Len returns len(o).
+func (o *Object) Len() (int, error) {
+	var n int64
+	_, err := o.op(func(s capi.Slot) (*Object, error) {
+		l, st, exc := capi.Len(s)
+		if st != capi.OK {
+			return nil, statusErr(st, exc)
+		}
+		n = l
+		return nil, nil
+	})
+	return int(n), err
+}
+
+func (o *Object) text(repr bool) (string, error) {
+	var text string
+	_, err := o.op(func(s capi.Slot) (*Object, error) {
+		t, st, exc := capi.Str(s, repr)
+		if st != capi.OK {
+			return nil, statusErr(st, exc)
+		}
+		text = t
+		return nil, nil
+	})
+	return text, err
+}
+
+// Str returns str(o).
+func (o *Object) Str() (string, error) { return o.text(false) }
+
+// Repr returns repr(o).
+func (o *Object) Repr() (string, error) { return o.text(true) }
+
+// String implements fmt.Stringer with str(o), or a description of the
+// error that prevented it.
+func (o *Object) String() string {
+	s, err := o.Str()
+	if err != nil {
+		return "<pygi.Object: " + err.Error() + ">"
+	}
+	return s
+}
+
+// TypeName returns the name of o's type (its tp_name, e.g. "int" or
+// "gi.repository.Gtk.Button" for a type defined in C, "Button" for a class
+// defined in Python).
+func (o *Object) TypeName() (string, error) {
+	var name string
+	_, err := o.op(func(s capi.Slot) (*Object, error) {
+		n, st := capi.TypeName(s)
+		if st != capi.OK {
+			return nil, statusErr(st, nil)
+		}
+		name = n
+		return nil, nil
+	})
+	return name, err
+}
+
+// Truthy returns bool(o).
+func (o *Object) Truthy() (bool, error) {
+	var t bool
+	_, err := o.op(func(s capi.Slot) (*Object, error) {
+		v, st, exc := capi.Truth(s)
+		if st != capi.OK {
+			return nil, statusErr(st, exc)
+		}
+		t = v
+		return nil, nil
+	})
+	return t, err
+}
+
+// Is reports whether o and other are the same Python object (Python's is).
+func (o *Object) Is(other *Object) (bool, error) {
+	b, err := other.get()
+	if err != nil {
+		return false, err
+	}
+	var same bool
+	_, err = o.op(func(s capi.Slot) (*Object, error) {
+		v, st := capi.Is(s, b)
+		if st != capi.OK {
+			return nil, statusErr(st, nil)
+		}
+		same = v
+		return nil, nil
+	})
+	runtime.KeepAlive(other)
+	return same, err
+}
+
+// IsNone reports whether o is None. A nil or closed Object is not None.
+func (o *Object) IsNone() bool {
+	if o == interp.none && o != nil {
+		return true
+	}
+	if o == nil || interp.none == nil {
+		return false
+	}
+	same, err := o.Is(interp.none)
+	return err == nil && same
+}
+
+// IsInstance reports isinstance(o, cls).
+func (o *Object) IsInstance(cls *Object) (bool, error) {
+	c, err := cls.get()
+	if err != nil {
+		return false, err
+	}
+	var ok bool
+	_, err = o.op(func(s capi.Slot) (*Object, error) {
+		v, st, exc := capi.IsInstance(s, c)
+		if st != capi.OK {
+			return nil, statusErr(st, exc)
+		}
+		ok = v
+		return nil, nil
+	})
+	runtime.KeepAlive(cls)
+	return ok, err
+}
+
+// Iter iterates over o as Python's for loop would. The sequence yields
+// each item with a nil error, or stops after yielding one non-nil error.
+func (o *Object) Iter() iter.Seq2[*Object, error] {
+	return func(yield func(*Object, error) bool) {
+		it, err := o.op(func(s capi.Slot) (*Object, error) { return result(capi.Iter(s)) })
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		defer it.Close()
+		for {
+			var end bool
+			item, err := it.op(func(s capi.Slot) (*Object, error) {
+				out, st, exc := capi.Next(s)
+				if st == capi.End {
+					end = true
+					return nil, nil
+				}
+				return result(out, st, exc)
+			})
+			if end {
+				return
+			}
+			if !yield(item, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// None returns Python's None. It needs the interpreter, which it starts.
+func None() *Object {
+	if Init() != nil {
+		return nil
+	}
+	return interp.none
+}
+
+// Import imports a module by dotted name.
+func Import(name string) (*Object, error) {
+	if err := enter(); err != nil {
+		return nil, err
+	}
+	defer exit()
+	return result(capi.Import(name))
+}
+
+// NewGlobals returns a fresh dict with __builtins__, for Exec and Eval.
+func NewGlobals() (*Object, error) {
+	if err := enter(); err != nil {
+		return nil, err
+	}
+	defer exit()
+	return wrap(capi.NewGlobals()), nil
+}
+
+func run(src, filename string, eval bool, globals *Object) (*Object, error) {
+	if globals == nil {
+		g, err := NewGlobals()
+		if err != nil {
+			return nil, err
+		}
+		defer g.Close()
+		globals = g
+	}
+	return globals.op(func(s capi.Slot) (*Object, error) {
+		return result(capi.Run(src, filename, eval, s))
+	})
+}
+
+// Exec runs Python statements with globals as their global namespace (a
+// dict; nil for a fresh one). Errors, syntax errors included, come back as
+// *Error.
+func Exec(src string, globals *Object) error {
+	_, err := run(src, "<duet>", false, globals)
+	return err
+}
+
+// ExecFile is Exec with a file name for tracebacks.
+func ExecFile(src, filename string, globals *Object) error {
+	_, err := run(src, filename, false, globals)
+	return err
+}
+
+// Eval evaluates one Python expression with globals (a dict; nil for a
+// fresh one).
+func Eval(expr string, globals *Object) (*Object, error) {
+	return run(expr, "<duet>", true, globals)
+}
