@@ -231,6 +231,28 @@ func (e *encoder) value(v any) error {
 			return nil
 		}
 		e.text(capi.KindBytes, string(v))
+	case []int:
+		e.push(capi.KindList).N = int64(len(v))
+		for _, x := range v {
+			e.push(capi.KindInt).I = int64(x)
+		}
+	case []int64:
+		e.push(capi.KindList).N = int64(len(v))
+		for _, x := range v {
+			e.push(capi.KindInt).I = x
+		}
+	case []float64:
+		e.push(capi.KindList).N = int64(len(v))
+		for _, x := range v {
+			e.push(capi.KindFloat).F = x
+		}
+	case []string:
+		e.push(capi.KindList).N = int64(len(v))
+		for _, x := range v {
+			if err := e.str(x); err != nil {
+				return err
+			}
+		}
 	case []any:
 		e.push(capi.KindList).N = int64(len(v))
 		for i, x := range v {
@@ -276,11 +298,8 @@ func (e *encoder) reflect(v reflect.Value, depth int) error {
 		e.push(capi.KindNone)
 		return nil
 	}
-	if v.CanInterface() {
-		switch x := v.Interface().(type) {
-		case *Object, *big.Int, Converter:
-			return e.value(x)
-		}
+	if t := v.Type(); (t == objectType || t == bigIntType || t.Implements(converterType)) && v.CanInterface() {
+		return e.value(v.Interface())
 	}
 	switch v.Kind() {
 	case reflect.Bool:
@@ -392,6 +411,8 @@ func (e *encoder) custom(v reflect.Value) error {
 
 // decoded is a Python value encoded by capi.ToVals, with its object leaves
 // already wrapped (so nothing leaks whatever the decoder does with them).
+// Decoding must not read vals after an operation failed: building that
+// error may reuse the scratch memory vals lives in.
 type decoded struct {
 	vals  []capi.Val
 	arena []byte
@@ -401,28 +422,34 @@ type decoded struct {
 
 func (d *decoded) text(x capi.Val) string { return string(d.arena[x.I : x.I+x.N]) }
 
-// encode fetches o's encoding. Must run inside an operation.
-func encodeObject(o *Object) (*decoded, error) {
+// withDecoded encodes o and runs use on the encoding. The encoding aliases C
+// scratch memory valid only during use. Must run inside an operation.
+func withDecoded(o *Object, use func(d *decoded) error) error {
 	s, err := o.get()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	vals, arena, st, exc := capi.ToVals(s)
+	var useErr error
+	st, exc := capi.ToVals(s, func(vals []capi.Val, arena []byte) {
+		d := &decoded{vals: vals, arena: arena}
+		// Wrap every object leaf first, so none leaks whatever use does.
+		for i, x := range vals {
+			if x.Kind == capi.KindSlot {
+				if d.objs == nil {
+					d.objs = make(map[int]*Object)
+					d.used = make(map[int]bool)
+				}
+				d.objs[i] = wrap(capi.Slot(x.P))
+			}
+		}
+		defer d.finish()
+		useErr = use(d)
+	})
 	runtime.KeepAlive(o)
 	if st != capi.OK {
-		return nil, statusErr(st, exc)
+		return statusErr(st, exc)
 	}
-	d := &decoded{vals: vals, arena: arena}
-	for i, x := range vals {
-		if x.Kind == capi.KindSlot {
-			if d.objs == nil {
-				d.objs = make(map[int]*Object)
-				d.used = make(map[int]bool)
-			}
-			d.objs[i] = wrap(capi.Slot(x.P))
-		}
-	}
-	return d, nil
+	return useErr
 }
 
 // finish closes leaves nobody took.
@@ -553,8 +580,9 @@ func (d *decoded) natural(i int) (any, int, error) {
 }
 
 var (
-	objectType = reflect.TypeFor[*Object]()
-	bigIntType = reflect.TypeFor[*big.Int]()
+	objectType    = reflect.TypeFor[*Object]()
+	bigIntType    = reflect.TypeFor[*big.Int]()
+	converterType = reflect.TypeFor[Converter]()
 )
 
 // into decodes the value at i into dst; returns the next index.
@@ -566,7 +594,7 @@ func (d *decoded) into(i int, dst reflect.Value) (int, error) {
 	}
 	wrong := func() (int, error) { return 0, bad("wrong type") }
 
-	if t == objectType {
+	if t.Kind() == reflect.Pointer && t == objectType {
 		if x.Kind == capi.KindSlot {
 			d.used[i] = true
 			dst.Set(reflect.ValueOf(d.objs[i]))
@@ -585,7 +613,7 @@ func (d *decoded) into(i int, dst reflect.Value) (int, error) {
 		dst.Set(reflect.ValueOf(r))
 		return end, nil
 	}
-	if t == bigIntType {
+	if t.Kind() == reflect.Pointer && t == bigIntType {
 		switch x.Kind {
 		case capi.KindInt:
 			dst.Set(reflect.ValueOf(big.NewInt(x.I)))
@@ -689,6 +717,9 @@ func (d *decoded) into(i int, dst reflect.Value) (int, error) {
 		if x.Kind != capi.KindList && x.Kind != capi.KindTuple && x.Kind != capi.KindSet {
 			return wrong()
 		}
+		if next, ok := d.fastSlice(i, dst); ok {
+			return next, nil
+		}
 		s := reflect.MakeSlice(t, int(x.N), int(x.N))
 		j := i + 1
 		for k := range int(x.N) {
@@ -763,19 +794,83 @@ func (d *decoded) into(i int, dst reflect.Value) (int, error) {
 	return i + 1, nil
 }
 
+// fastSlice decodes a flat list into the common slice types without
+// reflection per element. It declines (ok false) on anything unusual, and
+// the general path then produces the precise error.
+func (d *decoded) fastSlice(i int, dst reflect.Value) (int, bool) {
+	n := int(d.vals[i].N)
+	items := d.vals[i+1:]
+	if len(items) < n {
+		return 0, false
+	}
+	items = items[:n]
+	all := func(kind int32) bool {
+		for _, x := range items {
+			if x.Kind != kind {
+				return false
+			}
+		}
+		return true
+	}
+	if !dst.CanAddr() {
+		return 0, false
+	}
+	switch p := dst.Addr().Interface().(type) {
+	case *[]int:
+		if !all(capi.KindInt) {
+			return 0, false
+		}
+		out := make([]int, n)
+		for k, x := range items {
+			out[k] = int(x.I)
+		}
+		*p = out
+	case *[]int64:
+		if !all(capi.KindInt) {
+			return 0, false
+		}
+		out := make([]int64, n)
+		for k, x := range items {
+			out[k] = x.I
+		}
+		*p = out
+	case *[]float64:
+		if !all(capi.KindFloat) {
+			return 0, false
+		}
+		out := make([]float64, n)
+		for k, x := range items {
+			out[k] = x.F
+		}
+		*p = out
+	case *[]string:
+		if !all(capi.KindStr) {
+			return 0, false
+		}
+		out := make([]string, n)
+		for k, x := range items {
+			out[k] = d.text(x)
+		}
+		*p = out
+	default:
+		return 0, false
+	}
+	return i + 1 + n, true
+}
+
 // sub returns the encoding of values [i, end) as a standalone value list.
 func (d *decoded) sub(i, end int) ([]capi.Val, []byte) {
 	return d.vals[i:end], d.arena
 }
 
 // decodeTop converts o to its natural Go form. Must run inside an operation.
-func decodeTop(o *Object, _ any) (any, error) {
-	d, err := encodeObject(o)
-	if err != nil {
-		return nil, err
-	}
-	defer d.finish()
-	v, _, err := d.natural(0)
+func decodeTop(o *Object) (any, error) {
+	var v any
+	err := withDecoded(o, func(d *decoded) error {
+		var err error
+		v, _, err = d.natural(0)
+		return err
+	})
 	return v, err
 }
 
@@ -788,7 +883,7 @@ func (o *Object) Go() (any, error) {
 		return nil, err
 	}
 	defer exit()
-	return decodeTop(o, nil)
+	return decodeTop(o)
 }
 
 // Decode converts o into the value dst points to, which may be of any type
@@ -803,13 +898,10 @@ func (o *Object) Decode(dst any) error {
 		return err
 	}
 	defer exit()
-	d, err := encodeObject(o)
-	if err != nil {
+	return withDecoded(o, func(d *decoded) error {
+		_, err := d.into(0, rv.Elem())
 		return err
-	}
-	defer d.finish()
-	_, err = d.into(0, rv.Elem())
-	return err
+	})
 }
 
 // As converts o to a T, as Decode does.

@@ -104,7 +104,7 @@ func newError(exc capi.Slot) error {
 		name, msg, tb string
 		mro           []string
 	}
-	if v, err := decodeTop(infoObj, nil); err == nil {
+	if v, err := decodeTop(infoObj); err == nil {
 		if t, ok := v.([]any); ok && len(t) == 4 {
 			parts.name, _ = t[0].(string)
 			parts.msg, _ = t[1].(string)

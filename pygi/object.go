@@ -26,6 +26,7 @@ type Object struct {
 	slot      capi.Slot
 	closed    atomic.Bool
 	permanent bool // None and the helper module: never released
+
 }
 
 func unsafePointer(s capi.Slot) unsafe.Pointer { return unsafe.Pointer(s) }

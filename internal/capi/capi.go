@@ -144,26 +144,24 @@ func FromVals(v []Val, arena []byte) (Slot, Status, Slot) {
 	return Slot(out), Status(st), Slot(exc)
 }
 
-// ToVals encodes the object in s. The returned slices are copies; every
-// KindSlot value in them carries a new Slot the caller owns.
-func ToVals(s Slot) ([]Val, []byte, Status, Slot) {
+// ToVals encodes the object in s and hands the encoding to use, which runs
+// before ToVals returns. vals and arena alias C memory that is only valid
+// during use (use must copy what it keeps, and must not call ToVals). Every
+// KindSlot value carries a new Slot that use takes over.
+func ToVals(s Slot, use func(vals []Val, arena []byte)) (Status, Slot) {
 	var cv *C.duet_val
 	var cb *C.char
 	var nv, nb C.int64_t
 	var exc *C.duet_slot
-	// The results live in this thread's scratch buffer until the next call
-	// on the thread: stay on it until they are copied.
+	// The encoding lives in this thread's scratch buffer until the next
+	// ToVals on the thread: stay on it while use reads it.
 	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	st := C.duet_to_vals(slot(s), &cv, &nv, &cb, &nb, &exc)
-	var vals []Val
-	var arena []byte
 	if Status(st) == OK {
-		vals = make([]Val, int(nv))
-		copy(vals, unsafe.Slice((*Val)(unsafe.Pointer(cv)), int(nv)))
-		arena = C.GoBytes(unsafe.Pointer(cb), C.int(nb))
+		use(unsafe.Slice((*Val)(unsafe.Pointer(cv)), int(nv)), unsafe.Slice((*byte)(unsafe.Pointer(cb)), int(nb)))
 	}
-	runtime.UnlockOSThread()
-	return vals, arena, Status(st), Slot(exc)
+	return Status(st), Slot(exc)
 }
 
 // Import imports a module by dotted name.

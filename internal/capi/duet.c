@@ -760,16 +760,33 @@ int duet_len(duet_slot *s, int64_t *n, duet_slot **exc) {
 	return rc;
 }
 
+// Text results get their own per-thread buffer, so that str() and type
+// names never overwrite a duet_to_vals encoding the caller is still reading.
+static __thread char *textbuf;
+static __thread int64_t textcap;
+
+static int text_copy(const char *s, int64_t l, char **text, int64_t *len) {
+	if (l + 1 > textcap || (textcap > (1 << 20) && l < 4096)) {
+		char *nb = realloc(textbuf, l + 1 > 256 ? l + 1 : 256);
+		if (!nb) {
+			PyErr_NoMemory();
+			return -1;
+		}
+		textbuf = nb;
+		textcap = l + 1 > 256 ? l + 1 : 256;
+	}
+	memcpy(textbuf, s, l);
+	textbuf[l] = 0;
+	*text = textbuf;
+	*len = l;
+	return 0;
+}
+
 static int text_out(PyObject *u, char **text, int64_t *len) {
 	Py_ssize_t l;
 	const char *s = PyUnicode_AsUTF8AndSize(u, &l);
 	if (!s) return -1;
-	scratch_reset();
-	int64_t off = push_bytes(s, l);
-	if (off < 0) return -1;
-	*text = scratch.b + off;
-	*len = l;
-	return 0;
+	return text_copy(s, l, text, len);
 }
 
 int duet_str(duet_slot *s, int repr, char **text, int64_t *len, duet_slot **exc) {
@@ -788,13 +805,14 @@ int duet_typename(duet_slot *s, char **text, int64_t *len) {
 	PyGILState_STATE st = enter();
 	TAKE(s, o);
 	const char *n = Py_TYPE(o)->tp_name;
-	scratch_reset();
-	int64_t off = push_bytes(n, strlen(n));
-	*text = off < 0 ? NULL : scratch.b + off;
-	*len = off < 0 ? 0 : (int64_t)strlen(n);
+	int rc = DUET_OK;
+	if (text_copy(n, strlen(n), text, len) < 0) {
+		PyErr_Clear();
+		rc = DUET_ERR;
+	}
 	Py_DECREF(o);
 	leave(st);
-	return DUET_OK;
+	return rc;
 }
 
 int duet_truth(duet_slot *s, int *res, duet_slot **exc) {

@@ -75,9 +75,9 @@ int64_t duet_refcount(duet_slot *s); // -1 when closed
 
 // Values.
 int duet_from_vals(const duet_val *v, int64_t nv, const char *arena, duet_slot **out, duet_slot **exc);
-// duet_to_vals encodes s into this thread's scratch buffer; the pointers stay valid
-// until the next call on the same thread, so the caller must copy them out
-// before it unlocks its OS thread.
+// duet_to_vals encodes s into this thread's scratch buffer; the pointers stay
+// valid until the next duet_to_vals on the same thread, so the caller reads
+// them before it unlocks its OS thread.
 int duet_to_vals(duet_slot *s, duet_val **vals, int64_t *nvals, char **bytes, int64_t *nbytes, duet_slot **exc);
 
 // Operations. args: nargs positional values then nkw (name, value) pairs,
@@ -93,7 +93,7 @@ int duet_getitem(duet_slot *s, const duet_val *v, int64_t nv, const char *arena,
 int duet_setitem(duet_slot *s, const duet_val *v, int64_t nv, const char *arena, duet_slot **exc); // key then value
 int duet_delitem(duet_slot *s, const duet_val *v, int64_t nv, const char *arena, duet_slot **exc);
 int duet_len(duet_slot *s, int64_t *n, duet_slot **exc);
-int duet_str(duet_slot *s, int repr, char **text, int64_t *len, duet_slot **exc); // text is thread scratch, as for duet_to_vals
+int duet_str(duet_slot *s, int repr, char **text, int64_t *len, duet_slot **exc); // text: a per-thread buffer valid until the next text result
 int duet_typename(duet_slot *s, char **text, int64_t *len);                      // likewise
 int duet_truth(duet_slot *s, int *res, duet_slot **exc);
 int duet_is(duet_slot *a, duet_slot *b, int *res);

@@ -1,0 +1,192 @@
+package pygi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Child-process scenarios: behaviour that could hang or crash the process
+// runs in a re-executed test binary, and the parent checks its exit.
+var childScenarios = map[string]func() error{
+	// The pycall.rb hang: Python used only from a non-main goroutine.
+	"nonmain": func() error {
+		done := make(chan error)
+		go func() {
+			sys, err := Import("sys")
+			if err == nil {
+				_, err = sys.Attr("path")
+			}
+			done <- err
+		}()
+		return <-done
+	},
+	// The same, finalising from that goroutine (Python lives on its own thread).
+	"nonmain-finalize": func() error {
+		done := make(chan error)
+		go func() {
+			if _, err := Eval("sum(range(10))", nil); err != nil {
+				done <- err
+				return
+			}
+			if err := Finalize(); err != nil {
+				done <- err
+				return
+			}
+			if _, err := Eval("1", nil); !errors.Is(err, ErrFinalized) {
+				done <- fmt.Errorf("after Finalize: got %v, want ErrFinalized", err)
+				return
+			}
+			done <- nil
+		}()
+		return <-done
+	},
+	// Finalize while 8 goroutines keep calling: they see ErrFinalized and stop.
+	"finalize-while-calling": func() error {
+		if err := Init(); err != nil {
+			return err
+		}
+		f, err := Eval("lambda x: x * 2", nil)
+		if err != nil {
+			return err
+		}
+		var wg sync.WaitGroup
+		var calls atomic.Int64
+		errs := make(chan error, 8)
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					r, err := f.Call(21)
+					if errors.Is(err, ErrFinalized) {
+						errs <- nil
+						return
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+					r.Close() // after Finalize this is a no-op
+					calls.Add(1)
+				}
+			}()
+		}
+		time.Sleep(200 * time.Millisecond)
+		if err := Finalize(); err != nil {
+			return err
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				return err
+			}
+		}
+		f.Close()
+		fmt.Println("calls before finalize:", calls.Load())
+		return nil
+	},
+	// Finalize from the wrong thread is refused, not a crash.
+	"finalize-wrong-thread": func() error {
+		if err := Init(); err != nil {
+			return err
+		}
+		errc := make(chan error)
+		go func() { errc <- Finalize() }()
+		if err := <-errc; !errors.Is(err, ErrWrongThread) {
+			return fmt.Errorf("Finalize off the main thread: got %v", err)
+		}
+		if _, err := Eval("1", nil); err != nil {
+			return fmt.Errorf("interpreter unusable after a refused Finalize: %v", err)
+		}
+		return Finalize()
+	},
+	// Exit while goroutines are inside Python, without finalising.
+	"exit-while-calling": func() error {
+		f, err := Eval("lambda: sum(range(1000))", nil)
+		if err != nil {
+			return err
+		}
+		for range 4 {
+			go func() {
+				for {
+					r, err := f.Call()
+					if err != nil {
+						return
+					}
+					r.Close()
+				}
+			}()
+		}
+		time.Sleep(100 * time.Millisecond)
+		return nil
+	},
+	// A Python thread still running at Finalize: Py_FinalizeEx joins it.
+	"python-thread-at-finalize": func() error {
+		g, err := NewGlobals()
+		if err != nil {
+			return err
+		}
+		if err := Exec("import threading, time\nt = threading.Thread(target=time.sleep, args=(0.2,))\nt.start()", g); err != nil {
+			return err
+		}
+		g.Close()
+		return Finalize()
+	},
+}
+
+func childMain(name string) int {
+	fn, ok := childScenarios[name]
+	if !ok {
+		fmt.Fprintln(os.Stderr, "unknown scenario", name)
+		return 2
+	}
+	if err := fn(); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		return 1
+	}
+	fmt.Println("ok")
+	return 0
+}
+
+// runChild runs a scenario in a child process with a timeout.
+func runChild(t *testing.T, name string) (stdout, stderr string, err error) {
+	t.Helper()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), "PYGI_CHILD="+name)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("%s: child hung (killed after 60 s)\nstderr: %s", name, errb.String())
+	}
+	return out.String(), errb.String(), err
+}
+
+func TestChildProcesses(t *testing.T) {
+	for _, name := range []string{"nonmain", "nonmain-finalize", "finalize-while-calling",
+		"finalize-wrong-thread", "exit-while-calling", "python-thread-at-finalize"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			out, errOut, err := runChild(t, name)
+			require.NoError(t, err, "exit status; stderr:\n%s", errOut)
+			assert.Contains(t, out, "ok")
+			assert.Empty(t, errOut)
+		})
+	}
+}
