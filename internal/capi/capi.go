@@ -37,6 +37,10 @@ type Val struct {
 	P    unsafe.Pointer // a Slot for KindSlot; never a Go pointer
 }
 
+// Compile-time check that Val and duet_val agree in size (duet.c checks
+// the offsets).
+var _ [unsafe.Sizeof(Val{})]byte = [C.sizeof_duet_val]byte{}
+
 // Value kinds, as in duet.h.
 const (
 	KindNone int32 = iota

@@ -7,7 +7,11 @@
 
 #include "duet.h"
 
+#include <stddef.h>
 _Static_assert(sizeof(duet_val) == 40, "duet_val layout is mirrored in Go (Val)");
+_Static_assert(offsetof(duet_val, n) == 8 && offsetof(duet_val, i) == 16 && offsetof(duet_val, f) == 24 &&
+                   offsetof(duet_val, p) == 32,
+               "duet_val layout is mirrored in Go (Val)");
 
 struct duet_slot {
 	PyObject *ob; // one strong reference, or NULL once closed; GIL-protected

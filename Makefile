@@ -1,0 +1,39 @@
+# duet: make run starts the showcase app, make test runs every test.
+SHELL := /bin/bash
+GO ?= go
+
+DEB_PACKAGES := gcc pkg-config libgtk-4-dev libadwaita-1-dev gir1.2-gtk-4.0 gir1.2-adw-1 \
+	python3-dev python3-gi python3-gi-cairo python-gi-dev xvfb xauth imagemagick
+
+# GUI programs and tests run under Xvfb when there is no display.
+HEADLESS := $(if $(DISPLAY)$(WAYLAND_DISPLAY),,1)
+XRUN := $(if $(HEADLESS),xvfb-run -a -s "-screen 0 1280x800x24",)
+OUT := $(CURDIR)/out
+
+.PHONY: help deps test vet run
+
+help:
+	@echo "make run    start the showcase app (under Xvfb with a screenshot when there is no display)"
+	@echo "make test   vet and run every test (the first build compiles gotk4's GTK bindings: ~10 min)"
+
+deps:
+	@scripts/deps.sh $(DEB_PACKAGES)
+
+vet: deps
+	$(GO) vet ./...
+
+test: vet
+	@nogtk="$$(scripts/pkgs.sh nogtk)"; gtk="$$(scripts/pkgs.sh gtk)"; \
+	set -e; \
+	if [ -n "$$nogtk" ]; then echo "== go test -race (packages without gtk/v4)"; $(XRUN) $(GO) test -race -count=1 $$nogtk; fi; \
+	if [ -n "$$gtk" ]; then echo "== go test (packages with gtk/v4)"; $(XRUN) $(GO) test -count=1 $$gtk; fi
+
+run: deps
+	@mkdir -p $(OUT)
+ifeq ($(HEADLESS),1)
+	@echo "no display: running the showcase under Xvfb; it saves a screenshot and exits"
+	DUET_SCREENSHOT=$(OUT)/showcase.png $(XRUN) $(GO) run ./examples/showcase
+	@echo "screenshot: $(OUT)/showcase.png"
+else
+	$(GO) run ./examples/showcase
+endif
