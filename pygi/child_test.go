@@ -132,6 +132,33 @@ var childScenarios = map[string]func() error{
 		time.Sleep(100 * time.Millisecond)
 		return nil
 	},
+	// First use from 8 goroutines at once: one initialisation, all succeed.
+	"concurrent-init": func() error {
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for i := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, err := Eval(fmt.Sprintf("%d * 2", i), nil)
+				if err == nil {
+					var n int64
+					if n, err = r.Int(); err == nil && n != int64(2*i) {
+						err = fmt.Errorf("got %d", n)
+					}
+				}
+				errs <- err
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				return err
+			}
+		}
+		return Finalize()
+	},
 	// A Python thread still running at Finalize: Py_FinalizeEx joins it.
 	"python-thread-at-finalize": func() error {
 		g, err := NewGlobals()
@@ -180,7 +207,7 @@ func runChild(t *testing.T, name string) (stdout, stderr string, err error) {
 
 func TestChildProcesses(t *testing.T) {
 	for _, name := range []string{"nonmain", "nonmain-finalize", "finalize-while-calling",
-		"finalize-wrong-thread", "exit-while-calling", "python-thread-at-finalize"} {
+		"finalize-wrong-thread", "exit-while-calling", "python-thread-at-finalize", "concurrent-init"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			out, errOut, err := runChild(t, name)
