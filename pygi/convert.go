@@ -151,8 +151,7 @@ func (e *encoder) object(o *Object) error {
 	if err != nil {
 		return err
 	}
-	x := e.push(capi.KindSlot)
-	x.P = unsafePointer(s)
+	e.vals = append(e.vals, capi.SlotVal(s))
 	e.keep = append(e.keep, o)
 	return nil
 }
@@ -425,12 +424,12 @@ func (d *decoded) text(x capi.Val) string { return string(d.arena[x.I : x.I+x.N]
 // withDecoded encodes o and runs use on the encoding. The encoding aliases C
 // scratch memory valid only during use. Must run inside an operation.
 func withDecoded(o *Object, use func(d *decoded) error) error {
-	s, err := o.get()
+	r, err := o.get()
 	if err != nil {
 		return err
 	}
 	var useErr error
-	st, exc := capi.ToVals(s, func(vals []capi.Val, arena []byte) {
+	st, exc := capi.ToVals(r, func(vals []capi.Val, arena []byte) {
 		d := &decoded{vals: vals, arena: arena}
 		// Wrap every object leaf first, so none leaks whatever use does.
 		for i, x := range vals {
@@ -439,7 +438,7 @@ func withDecoded(o *Object, use func(d *decoded) error) error {
 					d.objs = make(map[int]*Object)
 					d.used = make(map[int]bool)
 				}
-				d.objs[i] = wrap(capi.Slot(x.P))
+				d.objs[i] = wrap(x.Ref())
 			}
 		}
 		defer d.finish()

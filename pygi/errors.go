@@ -83,16 +83,16 @@ func RegisterErrorCause(f func(exc *Object) error) { errorCause = f }
 
 // newError builds an *Error from an exception slot (the caller's Slot is
 // taken over). It must run inside an operation (between enter and exit).
-func newError(exc capi.Slot) error {
-	if exc == nil {
+func newError(exc capi.Ref) error {
+	if !exc.Valid() {
 		return &Error{Type: "SystemError", Message: "error return without an exception set"}
 	}
 	val := wrap(exc)
 	e := &Error{Type: "BaseException", Value: val}
-	info, st, infoExc := capi.Call(interp.helper.slot, "exc_info", []capi.Val{{Kind: capi.KindSlot, P: unsafePointer(exc)}}, nil, 1, 0)
+	info, st, infoExc := capi.Call(interp.helper.ref, "exc_info", []capi.Val{capi.SlotVal(exc)}, nil, 1, 0)
 	if st != capi.OK {
 		// Formatting failed; keep what C can tell without running Python.
-		capi.Drain([]capi.Slot{infoExc}, true)
+		capi.Drain([]capi.Ref{infoExc})
 		if name, st := capi.TypeName(exc); st == capi.OK {
 			e.Type = name
 		}
@@ -126,14 +126,12 @@ func newError(exc capi.Slot) error {
 }
 
 // statusErr maps a failed status to a Go error.
-func statusErr(st capi.Status, exc capi.Slot) error {
+func statusErr(st capi.Status, exc capi.Ref) error {
 	switch st {
 	case capi.Err:
 		return newError(exc)
 	case capi.Closed:
 		return ErrClosed
-	case capi.NotInit:
-		return ErrFinalized
 	}
 	return fmt.Errorf("pygi: unexpected status %d", st)
 }

@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/duet-gtk/duet/internal/capi"
 )
@@ -20,27 +19,34 @@ import (
 // the GIL orders them, so a concurrent operation either completes or sees
 // ErrClosed.
 type Object struct {
-	// slot is C memory owned by this Object (see internal/capi/duet.h): it
-	// holds the reference, and is freed by the release queue after the
-	// Object is unreachable.
-	slot      capi.Slot
-	closed    atomic.Bool
-	permanent bool // None and the helper module: never released
-
+	// ref designates the reference this Object owns (see
+	// internal/capi/duet.h). Once released, by Close, by the release queue
+	// or, for a borrowed argument, by the return of the callback, the ref is
+	// stale and every operation on it reports ErrClosed.
+	ref     capi.Ref
+	cleanup runtime.Cleanup
+	closed  atomic.Bool
+	kind    objectKind
 }
 
-func unsafePointer(s capi.Slot) unsafe.Pointer { return unsafe.Pointer(s) }
+type objectKind uint8
 
-// wrap takes ownership of a slot. Must run inside an operation.
-func wrap(s capi.Slot) *Object {
-	o := &Object{slot: s}
-	runtime.AddCleanup(o, releases.collect, s)
+const (
+	owned     objectKind = iota
+	permanent            // None and the helper module: never released
+	borrowed             // a callback argument: valid until the callback returns
+)
+
+// wrap takes ownership of a ref. Must run inside an operation.
+func wrap(r capi.Ref) *Object {
+	o := &Object{ref: r}
+	o.cleanup = runtime.AddCleanup(o, releases.collect, r)
 	stats.created.Add(1)
 	return o
 }
 
 // result turns an operation's outcome into an Object or an error.
-func result(s capi.Slot, st capi.Status, exc capi.Slot) (*Object, error) {
+func result(s capi.Ref, st capi.Status, exc capi.Ref) (*Object, error) {
 	switch st {
 	case capi.OK:
 		return wrap(s), nil
@@ -52,11 +58,11 @@ func result(s capi.Slot, st capi.Status, exc capi.Slot) (*Object, error) {
 
 // ---- release queue ----------------------------------------------------------
 
-// releaseQueue holds the slots of Objects Go has collected. GC cleanups only
+// releaseQueue holds the refs of Objects Go has collected. GC cleanups only
 // append here (they never call Python); drain releases them under the GIL.
 type releaseQueue struct {
 	mu    sync.Mutex
-	slots []capi.Slot
+	refs  []capi.Ref
 	dirty atomic.Bool
 }
 
@@ -77,18 +83,15 @@ func SetReleaseHook(fn func()) {
 	onDirty.Store(&fn)
 }
 
-// collect is the GC cleanup of an Object: s is its slot.
-func (q *releaseQueue) collect(s capi.Slot) {
-	if capi.Holds(s) {
-		stats.collected.Add(1)
-	}
+// collect is the GC cleanup of an Object that was not closed (Close stops
+// the cleanup): r is its reference.
+func (q *releaseQueue) collect(r capi.Ref) {
+	stats.collected.Add(1)
 	if interp.phase.Load() == phaseFinalized {
-		// Nothing left to release; just free the slot's memory.
-		capi.Drain([]capi.Slot{s}, false)
-		return
+		return // the reference died with the interpreter
 	}
 	q.mu.Lock()
-	q.slots = append(q.slots, s)
+	q.refs = append(q.refs, r)
 	first := !q.dirty.Swap(true)
 	q.mu.Unlock()
 	if first {
@@ -98,10 +101,10 @@ func (q *releaseQueue) collect(s capi.Slot) {
 	}
 }
 
-func (q *releaseQueue) take() []capi.Slot {
+func (q *releaseQueue) take() []capi.Ref {
 	q.mu.Lock()
-	s := q.slots
-	q.slots = nil
+	s := q.refs
+	q.refs = nil
 	q.dirty.Store(false)
 	q.mu.Unlock()
 	return s
@@ -113,14 +116,7 @@ func (q *releaseQueue) drain() {
 	if len(s) == 0 {
 		return
 	}
-	n := int64(0)
-	for _, x := range s {
-		if capi.Holds(x) { // slots of queued Objects are no longer shared
-			n++
-		}
-	}
-	capi.Drain(s, true)
-	stats.drained.Add(n)
+	stats.drained.Add(capi.Drain(s))
 }
 
 // drainFinal runs during Finalize with no operation in flight.
@@ -147,7 +143,7 @@ var stats struct {
 type Stats struct {
 	Created   int64 // Objects made
 	Closed    int64 // references released by Close
-	Collected int64 // Objects collected by Go's GC while holding a reference
+	Collected int64 // Objects collected by Go's GC without having been closed
 	Drained   int64 // of those, references released by the queue
 	Pending   int64 // collected but not yet released
 	Live      int64 // Objects holding a reference and still reachable from Go
@@ -182,9 +178,13 @@ func ResetStats() {
 // concurrently with other use; after it every operation on o returns
 // ErrClosed. Closing None or a nil Object does nothing.
 func (o *Object) Close() error {
-	if o == nil || o.permanent || o.closed.Swap(true) {
+	if o == nil || o.kind == permanent || o.closed.Swap(true) {
 		return nil
 	}
+	if o.kind == borrowed {
+		return nil // the callback's caller owns the reference
+	}
+	o.cleanup.Stop()
 	stats.closed.Add(1)
 	if interp.phase.Load() == phaseFinalized {
 		return nil // released with the interpreter
@@ -193,21 +193,21 @@ func (o *Object) Close() error {
 		return nil // finalising: the reference goes with the interpreter
 	}
 	defer exit()
-	capi.Close(o.slot)
-	runtime.KeepAlive(o)
+	capi.Close(o.ref)
 	return nil
 }
 
-// get returns the slot for an operation, or an error for nil and closed
-// Objects. The slot stays valid while o is reachable (callers KeepAlive).
-func (o *Object) get() (capi.Slot, error) {
+// get returns the ref for an operation, or an error for nil and closed
+// Objects. Callers KeepAlive o until the operation is done, so that its
+// cleanup cannot release the ref underneath.
+func (o *Object) get() (capi.Ref, error) {
 	if o == nil {
-		return nil, ErrNilObject
+		return capi.Ref{}, ErrNilObject
 	}
 	if o.closed.Load() {
-		return nil, ErrClosed
+		return capi.Ref{}, ErrClosed
 	}
-	return o.slot, nil
+	return o.ref, nil
 }
 
 // Clone returns a new Object with its own reference to the same Python
@@ -217,17 +217,17 @@ func (o *Object) Clone() (*Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.permanent {
+	if o.kind == permanent {
 		return o, nil // None and friends are shared, never released
 	}
 	if err := enter(); err != nil {
 		return nil, err
 	}
 	defer exit()
-	c := capi.Clone(s)
+	c, st := capi.Clone(s)
 	runtime.KeepAlive(o)
-	if c == nil {
-		return nil, ErrClosed
+	if st != capi.OK {
+		return nil, statusErr(st, capi.Ref{})
 	}
 	return wrap(c), nil
 }
@@ -255,7 +255,7 @@ func (o *Object) RefCount() (int64, error) {
 func (o *Object) Closed() bool { return o == nil || o.closed.Load() }
 
 // op runs one operation on o's slot.
-func (o *Object) op(f func(s capi.Slot) (*Object, error)) (*Object, error) {
+func (o *Object) op(f func(s capi.Ref) (*Object, error)) (*Object, error) {
 	s, err := o.get()
 	if err != nil {
 		return nil, err
@@ -271,12 +271,12 @@ func (o *Object) op(f func(s capi.Slot) (*Object, error)) (*Object, error) {
 
 // Attr returns getattr(o, name).
 func (o *Object) Attr(name string) (*Object, error) {
-	return o.op(func(s capi.Slot) (*Object, error) { return result(capi.GetAttr(s, name)) })
+	return o.op(func(s capi.Ref) (*Object, error) { return result(capi.GetAttr(s, name)) })
 }
 
 // SetAttr sets o.name = value (converted as by New).
 func (o *Object) SetAttr(name string, value any) error {
-	_, err := o.op(func(s capi.Slot) (*Object, error) {
+	_, err := o.op(func(s capi.Ref) (*Object, error) {
 		e := getEncoder()
 		defer e.release()
 		if err := e.value(value); err != nil {
@@ -296,7 +296,7 @@ func (o *Object) SetAttr(name string, value any) error {
 // returned.
 func (o *Object) HasAttr(name string) (bool, error) {
 	var ok bool
-	_, err := o.op(func(s capi.Slot) (*Object, error) {
+	_, err := o.op(func(s capi.Ref) (*Object, error) {
 		has, st, exc := capi.HasAttr(s, name)
 		if st != capi.OK {
 			return nil, statusErr(st, exc)
@@ -309,7 +309,7 @@ func (o *Object) HasAttr(name string) (bool, error) {
 
 // DelAttr runs del o.name.
 func (o *Object) DelAttr(name string) error {
-	_, err := o.op(func(s capi.Slot) (*Object, error) {
+	_, err := o.op(func(s capi.Ref) (*Object, error) {
 		if st, exc := capi.DelAttr(s, name); st != capi.OK {
 			return nil, statusErr(st, exc)
 		}
@@ -331,7 +331,7 @@ func (o *Object) CallMethod(name string, args ...any) (*Object, error) {
 }
 
 func (o *Object) call(method string, args []any) (*Object, error) {
-	return o.op(func(s capi.Slot) (*Object, error) {
+	return o.op(func(s capi.Ref) (*Object, error) {
 		e := getEncoder()
 		defer e.release()
 		nargs, nkw, err := e.args(args)
@@ -346,7 +346,7 @@ func (o *Object) call(method string, args []any) (*Object, error) {
 
 // Item returns o[key].
 func (o *Object) Item(key any) (*Object, error) {
-	return o.op(func(s capi.Slot) (*Object, error) {
+	return o.op(func(s capi.Ref) (*Object, error) {
 		e := getEncoder()
 		defer e.release()
 		if err := e.value(key); err != nil {
@@ -360,7 +360,7 @@ func (o *Object) Item(key any) (*Object, error) {
 
 // SetItem runs o[key] = value.
 func (o *Object) SetItem(key, value any) error {
-	_, err := o.op(func(s capi.Slot) (*Object, error) {
+	_, err := o.op(func(s capi.Ref) (*Object, error) {
 		e := getEncoder()
 		defer e.release()
 		if err := e.value(key); err != nil {
@@ -381,7 +381,7 @@ func (o *Object) SetItem(key, value any) error {
 
 // DelItem runs del o[key].
 func (o *Object) DelItem(key any) error {
-	_, err := o.op(func(s capi.Slot) (*Object, error) {
+	_, err := o.op(func(s capi.Ref) (*Object, error) {
 		e := getEncoder()
 		defer e.release()
 		if err := e.value(key); err != nil {
@@ -400,7 +400,7 @@ func (o *Object) DelItem(key any) error {
 // Len returns len(o).
 func (o *Object) Len() (int, error) {
 	var n int64
-	_, err := o.op(func(s capi.Slot) (*Object, error) {
+	_, err := o.op(func(s capi.Ref) (*Object, error) {
 		l, st, exc := capi.Len(s)
 		if st != capi.OK {
 			return nil, statusErr(st, exc)
@@ -413,7 +413,7 @@ func (o *Object) Len() (int, error) {
 
 func (o *Object) text(repr bool) (string, error) {
 	var text string
-	_, err := o.op(func(s capi.Slot) (*Object, error) {
+	_, err := o.op(func(s capi.Ref) (*Object, error) {
 		t, st, exc := capi.Str(s, repr)
 		if st != capi.OK {
 			return nil, statusErr(st, exc)
@@ -445,10 +445,10 @@ func (o *Object) String() string {
 // defined in Python).
 func (o *Object) TypeName() (string, error) {
 	var name string
-	_, err := o.op(func(s capi.Slot) (*Object, error) {
+	_, err := o.op(func(s capi.Ref) (*Object, error) {
 		n, st := capi.TypeName(s)
 		if st != capi.OK {
-			return nil, statusErr(st, nil)
+			return nil, statusErr(st, capi.Ref{})
 		}
 		name = n
 		return nil, nil
@@ -459,7 +459,7 @@ func (o *Object) TypeName() (string, error) {
 // Truthy returns bool(o).
 func (o *Object) Truthy() (bool, error) {
 	var t bool
-	_, err := o.op(func(s capi.Slot) (*Object, error) {
+	_, err := o.op(func(s capi.Ref) (*Object, error) {
 		v, st, exc := capi.Truth(s)
 		if st != capi.OK {
 			return nil, statusErr(st, exc)
@@ -477,10 +477,10 @@ func (o *Object) Is(other *Object) (bool, error) {
 		return false, err
 	}
 	var same bool
-	_, err = o.op(func(s capi.Slot) (*Object, error) {
+	_, err = o.op(func(s capi.Ref) (*Object, error) {
 		v, st := capi.Is(s, b)
 		if st != capi.OK {
-			return nil, statusErr(st, nil)
+			return nil, statusErr(st, capi.Ref{})
 		}
 		same = v
 		return nil, nil
@@ -508,7 +508,7 @@ func (o *Object) IsInstance(cls *Object) (bool, error) {
 		return false, err
 	}
 	var ok bool
-	_, err = o.op(func(s capi.Slot) (*Object, error) {
+	_, err = o.op(func(s capi.Ref) (*Object, error) {
 		v, st, exc := capi.IsInstance(s, c)
 		if st != capi.OK {
 			return nil, statusErr(st, exc)
@@ -524,7 +524,7 @@ func (o *Object) IsInstance(cls *Object) (bool, error) {
 // each item with a nil error, or stops after yielding one non-nil error.
 func (o *Object) Iter() iter.Seq2[*Object, error] {
 	return func(yield func(*Object, error) bool) {
-		it, err := o.op(func(s capi.Slot) (*Object, error) { return result(capi.Iter(s)) })
+		it, err := o.op(func(s capi.Ref) (*Object, error) { return result(capi.Iter(s)) })
 		if err != nil {
 			yield(nil, err)
 			return
@@ -532,7 +532,7 @@ func (o *Object) Iter() iter.Seq2[*Object, error] {
 		defer it.Close()
 		for {
 			var end bool
-			item, err := it.op(func(s capi.Slot) (*Object, error) {
+			item, err := it.op(func(s capi.Ref) (*Object, error) {
 				out, st, exc := capi.Next(s)
 				if st == capi.End {
 					end = true
@@ -573,7 +573,11 @@ func NewGlobals() (*Object, error) {
 		return nil, err
 	}
 	defer exit()
-	return wrap(capi.NewGlobals()), nil
+	g, st := capi.NewGlobals()
+	if st != capi.OK {
+		return nil, statusErr(st, capi.Ref{})
+	}
+	return wrap(g), nil
 }
 
 func run(src, filename string, eval bool, globals *Object) (*Object, error) {
@@ -585,7 +589,7 @@ func run(src, filename string, eval bool, globals *Object) (*Object, error) {
 		defer g.Close()
 		globals = g
 	}
-	return globals.op(func(s capi.Slot) (*Object, error) {
+	return globals.op(func(s capi.Ref) (*Object, error) {
 		return result(capi.Run(src, filename, eval, s))
 	})
 }

@@ -151,31 +151,32 @@ func startHere() error {
 		return fmt.Errorf("pygi: cannot start the embedded Python: %v", err)
 	}
 	interp.initTID = syscall.Gettid()
-	interp.none = &Object{slot: capi.NoneSlot(), permanent: true}
+	interp.none = &Object{ref: capi.NoneRef(), kind: permanent}
 	// The helper module backs error formatting; it must exist before any
 	// operation can fail. Operations are not open yet, so run it directly.
-	g := capi.NewGlobals()
+	g, _ := capi.NewGlobals()
+	defer capi.Drain([]capi.Ref{g})
 	if _, st, exc := capi.Run("import sys, types\nm = types.ModuleType('_duet')\nsys.modules['_duet'] = m\n",
-		"<duet>", false, capi.Slot(g)); st != capi.OK && st != capi.None {
-		capi.Drain([]capi.Slot{exc}, true)
+		"<duet>", false, g); st != capi.OK && st != capi.None {
+		capi.Drain([]capi.Ref{exc})
 		return errors.New("pygi: cannot create the _duet helper module")
 	}
 	mod, st, exc := capi.Import("_duet")
 	if st != capi.OK {
-		capi.Drain([]capi.Slot{exc, g}, true)
+		capi.Drain([]capi.Ref{exc})
 		return errors.New("pygi: cannot import the _duet helper module")
 	}
 	dict, _, _ := capi.GetAttr(mod, "__dict__")
+	defer capi.Drain([]capi.Ref{dict})
 	if _, st, exc = capi.Run(helperSource, "<duet helper>", false, dict); st != capi.OK && st != capi.None {
 		msg := "pygi: the _duet helper module failed"
 		if text, s2, _ := capi.Str(exc, false); s2 == capi.OK {
 			msg += ": " + text
 		}
-		capi.Drain([]capi.Slot{exc, dict, g, mod}, true)
+		capi.Drain([]capi.Ref{exc, mod})
 		return errors.New(msg)
 	}
-	capi.Drain([]capi.Slot{dict, g}, true)
-	interp.helper = &Object{slot: mod, permanent: true}
+	interp.helper = &Object{ref: mod, kind: permanent}
 	return nil
 }
 

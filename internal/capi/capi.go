@@ -3,8 +3,8 @@
 //
 // Each function here makes one cgo crossing that attaches to Python itself
 // (see duet.h), so callers need no GIL bookkeeping. Results that own a
-// Python reference come back as a Slot; the caller must eventually hand
-// every Slot it receives to Close or Drain.
+// Python reference come back as a Ref; the caller must eventually hand
+// every owned Ref it receives to Close or Drain.
 package capi
 
 /*
@@ -23,23 +23,43 @@ import (
 	"unsafe"
 )
 
-// Slot is a duet_slot*: C memory holding one strong Python reference (or
-// none once closed). It is owned by exactly one Go value at a time.
-type Slot unsafe.Pointer
+// Ref mirrors duet_ref: a slot (C memory, never freed) and the generation
+// it was issued with. A Ref whose generation is no longer current is stale
+// and every operation reports it as Closed.
+type Ref struct {
+	S   unsafe.Pointer // duet_slot*: C memory
+	Gen uint64
+}
 
-// Val mirrors duet_val (checked by a static assert in duet.c and a test).
+// Valid reports whether r was ever issued (it may still be stale).
+func (r Ref) Valid() bool { return r.S != nil }
+
+func (r Ref) c() C.duet_ref { return *(*C.duet_ref)(unsafe.Pointer(&r)) }
+
+func goRef(r C.duet_ref) Ref { return *(*Ref)(unsafe.Pointer(&r)) }
+
+// Val mirrors duet_val (checked by a static assert in duet.c and below).
 type Val struct {
 	Kind int32
 	_    int32
-	N    int64
+	N    int64 // length, item count, or for KindSlot the generation
 	I    int64
 	F    float64
-	P    unsafe.Pointer // a Slot for KindSlot; never a Go pointer
+	P    unsafe.Pointer // for KindSlot the duet_slot*; never a Go pointer
 }
 
-// Compile-time check that Val and duet_val agree in size (duet.c checks
-// the offsets).
-var _ [unsafe.Sizeof(Val{})]byte = [C.sizeof_duet_val]byte{}
+// SlotVal encodes a (borrowed) reference to r's object.
+func SlotVal(r Ref) Val { return Val{Kind: KindSlot, P: r.S, N: int64(r.Gen)} }
+
+// Ref returns the reference a KindSlot value carries.
+func (v Val) Ref() Ref { return Ref{S: v.P, Gen: uint64(v.N)} }
+
+// Compile-time checks that the Go mirrors agree in size with C (duet.c
+// checks the field offsets).
+var (
+	_ [unsafe.Sizeof(Val{})]byte = [C.sizeof_duet_val]byte{}
+	_ [unsafe.Sizeof(Ref{})]byte = [C.sizeof_duet_ref]byte{}
+)
 
 // Value kinds, as in duet.h.
 const (
@@ -56,7 +76,6 @@ const (
 	KindDict
 	KindSet
 	KindSlot
-	KindHandle
 )
 
 // Status is the outcome of an operation.
@@ -64,12 +83,11 @@ type Status int
 
 // Status values, as in duet.h.
 const (
-	OK      Status = 0  // a new Slot was returned
-	None    Status = 1  // the result was None; no Slot
-	End     Status = 2  // an iterator is exhausted
-	Err     Status = -1 // a Python exception; its Slot was returned
-	Closed  Status = -2 // a Slot involved was closed
-	NotInit Status = -3
+	OK     Status = 0  // a new owned Ref was returned
+	None   Status = 1  // the result was None; no Ref
+	End    Status = 2  // an iterator is exhausted
+	Err    Status = -1 // a Python exception; its Ref was returned
+	Closed Status = -2 // a Ref involved was stale
 )
 
 func cstr(s string) (*C.char, C.int64_t) {
@@ -81,8 +99,6 @@ func cvals(v []Val) (*C.duet_val, C.int64_t) {
 }
 
 func carena(b []byte) *C.char { return (*C.char)(unsafe.Pointer(unsafe.SliceData(b))) }
-
-func slot(s Slot) *C.duet_slot { return (*C.duet_slot)(s) }
 
 // Init starts the interpreter on the calling OS thread and releases the GIL
 // before returning, whether or not it succeeded.
@@ -102,223 +118,192 @@ func Init(argv0 string) error {
 func Finalize() { C.duet_finalize() }
 
 // HoldsGIL reports whether the calling OS thread holds the GIL.
-func HoldsGIL() bool { return C.PyGILState_Check() != 0 }
+func HoldsGIL() bool { return C.duet_holds_gil() != 0 }
 
 // Attach and Detach bracket a batch scope; the caller must keep its
 // goroutine on one OS thread in between.
-func Attach() int           { return int(C.duet_attach()) }
-func Detach(state int)      { C.duet_detach(C.int(state)) }
-func SaveThread() Slot      { return Slot(C.duet_save_thread()) }
-func RestoreThread(ts Slot) { C.duet_restore_thread(unsafe.Pointer(ts)) }
+func Attach() int      { return int(C.duet_attach()) }
+func Detach(state int) { C.duet_detach(C.int(state)) }
 
-// Close releases the reference held by s now; s stays readable (and empty)
-// until drained.
-func Close(s Slot) { C.duet_close(slot(s)) }
+// SaveThread detaches the calling thread (which must hold the GIL);
+// RestoreThread attaches it again.
+func SaveThread() unsafe.Pointer     { return C.duet_save_thread() }
+func RestoreThread(ts unsafe.Pointer) { C.duet_restore_thread(ts) }
 
-// Drain releases what each slot still holds and frees the slots. With
-// pythonAlive false (after finalisation) it only frees the memory.
-func Drain(slots []Slot, pythonAlive bool) {
-	if len(slots) == 0 {
-		return
+// Close releases r's reference now, if r is current.
+func Close(r Ref) { C.duet_close(r.c()) }
+
+// Drain releases each current ref and returns how many were current.
+func Drain(refs []Ref) int64 {
+	if len(refs) == 0 {
+		return 0
 	}
-	alive := C.int(0)
-	if pythonAlive {
-		alive = 1
-	}
-	C.duet_drain((**C.duet_slot)(unsafe.Pointer(unsafe.SliceData(slots))), C.int64_t(len(slots)), alive)
+	return int64(C.duet_drain((*C.duet_ref)(unsafe.Pointer(unsafe.SliceData(refs))), C.int64_t(len(refs))))
 }
 
-// Holds reports whether s still holds a reference. It reads without the GIL
-// and is only meaningful when no goroutine can close s concurrently (for
-// example in a GC cleanup, where the owner is already unreachable).
-func Holds(s Slot) bool { return *(*unsafe.Pointer)(s) != nil }
+// res unpacks an operation's outcome.
+func res(r C.duet_res) (Ref, Status, Ref) {
+	st := Status(r.status)
+	if st == Err {
+		return Ref{}, st, goRef(r.ref)
+	}
+	return goRef(r.ref), st, Ref{}
+}
 
-// Clone returns a new slot with its own reference to the same object, or
-// nil when s is closed.
-func Clone(s Slot) Slot { return Slot(C.duet_clone(slot(s))) }
+// Clone returns a new owned ref to r's object.
+func Clone(r Ref) (Ref, Status) {
+	out, st, _ := res(C.duet_clone(r.c()))
+	return out, st
+}
 
-// Refcount returns the object's reference count, or -1 when s is closed.
-func Refcount(s Slot) int64 { return int64(C.duet_refcount(slot(s))) }
+// Refcount returns the object's reference count, or -1 when r is stale.
+func Refcount(r Ref) int64 { return int64(C.duet_refcount(r.c())) }
 
 // FromVals builds one Python object from an encoded Go value.
-func FromVals(v []Val, arena []byte) (Slot, Status, Slot) {
-	var out, exc *C.duet_slot
+func FromVals(v []Val, arena []byte) (Ref, Status, Ref) {
 	cv, n := cvals(v)
-	st := C.duet_from_vals(cv, n, carena(arena), &out, &exc)
-	return Slot(out), Status(st), Slot(exc)
+	return res(C.duet_from_vals(cv, n, carena(arena)))
 }
 
-// ToVals encodes the object in s and hands the encoding to use, which runs
+// ToVals encodes r's object and hands the encoding to use, which runs
 // before ToVals returns. vals and arena alias C memory that is only valid
 // during use (use must copy what it keeps, and must not call ToVals). Every
-// KindSlot value carries a new Slot that use takes over.
-func ToVals(s Slot, use func(vals []Val, arena []byte)) (Status, Slot) {
-	var cv *C.duet_val
-	var cb *C.char
-	var nv, nb C.int64_t
-	var exc *C.duet_slot
+// KindSlot value carries a new owned Ref that use takes over.
+func ToVals(r Ref, use func(vals []Val, arena []byte)) (Status, Ref) {
 	// The encoding lives in this thread's scratch buffer until the next
 	// ToVals on the thread: stay on it while use reads it.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	st := C.duet_to_vals(slot(s), &cv, &nv, &cb, &nb, &exc)
-	if Status(st) == OK {
-		use(unsafe.Slice((*Val)(unsafe.Pointer(cv)), int(nv)), unsafe.Slice((*byte)(unsafe.Pointer(cb)), int(nb)))
+	cr := C.duet_to_vals(r.c())
+	_, st, exc := res(cr)
+	if st == OK {
+		use(unsafe.Slice((*Val)(cr.p), int(cr.n)), unsafe.Slice((*byte)(cr.p2), int(cr.n2)))
 	}
-	return Status(st), Slot(exc)
+	return st, exc
 }
 
 // Import imports a module by dotted name.
-func Import(name string) (Slot, Status, Slot) {
-	var out, exc *C.duet_slot
+func Import(name string) (Ref, Status, Ref) {
 	p, n := cstr(name)
-	st := C.duet_import(p, n, &out, &exc)
-	return Slot(out), Status(st), Slot(exc)
+	return res(C.duet_import(p, n))
 }
 
-func GetAttr(s Slot, name string) (Slot, Status, Slot) {
-	var out, exc *C.duet_slot
+func GetAttr(r Ref, name string) (Ref, Status, Ref) {
 	p, n := cstr(name)
-	st := C.duet_getattr(slot(s), p, n, &out, &exc)
-	return Slot(out), Status(st), Slot(exc)
+	return res(C.duet_getattr(r.c(), p, n))
 }
 
 // SetAttr sets name to the value encoded in v.
-func SetAttr(s Slot, name string, v []Val, arena []byte) (Status, Slot) {
-	var exc *C.duet_slot
+func SetAttr(r Ref, name string, v []Val, arena []byte) (Status, Ref) {
 	p, n := cstr(name)
 	cv, nv := cvals(v)
-	st := C.duet_setattr(slot(s), p, n, cv, nv, carena(arena), &exc)
-	return Status(st), Slot(exc)
+	_, st, exc := res(C.duet_setattr(r.c(), p, n, cv, nv, carena(arena)))
+	return st, exc
 }
 
-func DelAttr(s Slot, name string) (Status, Slot) {
-	var exc *C.duet_slot
+func DelAttr(r Ref, name string) (Status, Ref) {
 	p, n := cstr(name)
-	st := C.duet_delattr(slot(s), p, n, &exc)
-	return Status(st), Slot(exc)
+	_, st, exc := res(C.duet_delattr(r.c(), p, n))
+	return st, exc
 }
 
-func HasAttr(s Slot, name string) (bool, Status, Slot) {
-	var exc *C.duet_slot
-	var res C.int
+func HasAttr(r Ref, name string) (bool, Status, Ref) {
 	p, n := cstr(name)
-	st := C.duet_hasattr(slot(s), p, n, &res, &exc)
-	return res != 0, Status(st), Slot(exc)
+	cr := C.duet_hasattr(r.c(), p, n)
+	_, st, exc := res(cr)
+	return cr.n != 0, st, exc
 }
 
-// Call calls s (or its method named method, when method is not empty) with
-// nargs positional values then nkw (name, value) pairs, encoded in v.
-func Call(s Slot, method string, v []Val, arena []byte, nargs, nkw int) (Slot, Status, Slot) {
-	var out, exc *C.duet_slot
+// Call calls r's object (or its method named method, when method is not
+// empty) with nargs positional values then nkw (name, value) pairs encoded
+// in v.
+func Call(r Ref, method string, v []Val, arena []byte, nargs, nkw int) (Ref, Status, Ref) {
 	var mp *C.char
 	var ml C.int64_t
 	if method != "" {
 		mp, ml = cstr(method)
 	}
 	cv, nv := cvals(v)
-	st := C.duet_call(slot(s), mp, ml, cv, nv, carena(arena), C.int64_t(nargs), C.int64_t(nkw), &out, &exc)
-	return Slot(out), Status(st), Slot(exc)
+	return res(C.duet_call(r.c(), mp, ml, cv, nv, carena(arena), C.int64_t(nargs), C.int64_t(nkw)))
 }
 
-func GetItem(s Slot, key []Val, arena []byte) (Slot, Status, Slot) {
-	var out, exc *C.duet_slot
+func GetItem(r Ref, key []Val, arena []byte) (Ref, Status, Ref) {
 	cv, nv := cvals(key)
-	st := C.duet_getitem(slot(s), cv, nv, carena(arena), &out, &exc)
-	return Slot(out), Status(st), Slot(exc)
+	return res(C.duet_getitem(r.c(), cv, nv, carena(arena)))
 }
 
 // SetItem: v holds the key then the value.
-func SetItem(s Slot, v []Val, arena []byte) (Status, Slot) {
-	var exc *C.duet_slot
+func SetItem(r Ref, v []Val, arena []byte) (Status, Ref) {
 	cv, nv := cvals(v)
-	st := C.duet_setitem(slot(s), cv, nv, carena(arena), &exc)
-	return Status(st), Slot(exc)
+	_, st, exc := res(C.duet_setitem(r.c(), cv, nv, carena(arena)))
+	return st, exc
 }
 
-func DelItem(s Slot, key []Val, arena []byte) (Status, Slot) {
-	var exc *C.duet_slot
+func DelItem(r Ref, key []Val, arena []byte) (Status, Ref) {
 	cv, nv := cvals(key)
-	st := C.duet_delitem(slot(s), cv, nv, carena(arena), &exc)
-	return Status(st), Slot(exc)
+	_, st, exc := res(C.duet_delitem(r.c(), cv, nv, carena(arena)))
+	return st, exc
 }
 
-func Len(s Slot) (int64, Status, Slot) {
-	var exc *C.duet_slot
-	var n C.int64_t
-	st := C.duet_len(slot(s), &n, &exc)
-	return int64(n), Status(st), Slot(exc)
+func Len(r Ref) (int64, Status, Ref) {
+	cr := C.duet_len(r.c())
+	_, st, exc := res(cr)
+	return int64(cr.n), st, exc
 }
 
-// Str returns str(s), or repr(s) when repr is true.
-func Str(s Slot, repr bool) (string, Status, Slot) {
-	var exc *C.duet_slot
-	var p *C.char
-	var n C.int64_t
-	r := C.int(0)
+// Str returns str(r), or repr(r) when repr is true.
+func Str(r Ref, repr bool) (string, Status, Ref) {
+	rp := C.int(0)
 	if repr {
-		r = 1
+		rp = 1
 	}
-	runtime.LockOSThread() // the text is thread scratch: copy before moving
-	st := C.duet_str(slot(s), r, &p, &n, &exc)
+	runtime.LockOSThread() // the text is per-thread: copy it before moving
+	defer runtime.UnlockOSThread()
+	cr := C.duet_str(r.c(), rp)
+	_, st, exc := res(cr)
 	var text string
-	if Status(st) == OK {
-		text = C.GoStringN(p, C.int(n))
+	if st == OK {
+		text = C.GoStringN((*C.char)(cr.p), C.int(cr.n))
 	}
-	runtime.UnlockOSThread()
-	return text, Status(st), Slot(exc)
+	return text, st, exc
 }
 
-func TypeName(s Slot) (string, Status) {
-	var p *C.char
-	var n C.int64_t
+func TypeName(r Ref) (string, Status) {
 	runtime.LockOSThread()
-	st := C.duet_typename(slot(s), &p, &n)
+	defer runtime.UnlockOSThread()
+	cr := C.duet_typename(r.c())
 	var text string
-	if Status(st) == OK && p != nil {
-		text = C.GoStringN(p, C.int(n))
+	if Status(cr.status) == OK {
+		text = C.GoStringN((*C.char)(cr.p), C.int(cr.n))
 	}
-	runtime.UnlockOSThread()
-	return text, Status(st)
+	return text, Status(cr.status)
 }
 
-func Truth(s Slot) (bool, Status, Slot) {
-	var exc *C.duet_slot
-	var res C.int
-	st := C.duet_truth(slot(s), &res, &exc)
-	return res != 0, Status(st), Slot(exc)
+func Truth(r Ref) (bool, Status, Ref) {
+	cr := C.duet_truth(r.c())
+	_, st, exc := res(cr)
+	return cr.n != 0, st, exc
 }
 
-func Is(a, b Slot) (bool, Status) {
-	var res C.int
-	st := C.duet_is(slot(a), slot(b), &res)
-	return res != 0, Status(st)
+func Is(a, b Ref) (bool, Status) {
+	cr := C.duet_is(a.c(), b.c())
+	return cr.n != 0, Status(cr.status)
 }
 
-func IsInstance(s, cls Slot) (bool, Status, Slot) {
-	var exc *C.duet_slot
-	var res C.int
-	st := C.duet_isinstance(slot(s), slot(cls), &res, &exc)
-	return res != 0, Status(st), Slot(exc)
+func IsInstance(r, cls Ref) (bool, Status, Ref) {
+	cr := C.duet_isinstance(r.c(), cls.c())
+	_, st, exc := res(cr)
+	return cr.n != 0, st, exc
 }
 
-func Iter(s Slot) (Slot, Status, Slot) {
-	var out, exc *C.duet_slot
-	st := C.duet_iter(slot(s), &out, &exc)
-	return Slot(out), Status(st), Slot(exc)
-}
+func Iter(r Ref) (Ref, Status, Ref) { return res(C.duet_iter(r.c())) }
 
 // Next returns the next item (status OK, even for None), End, or Err.
-func Next(it Slot) (Slot, Status, Slot) {
-	var out, exc *C.duet_slot
-	st := C.duet_next(slot(it), &out, &exc)
-	return Slot(out), Status(st), Slot(exc)
-}
+func Next(it Ref) (Ref, Status, Ref) { return res(C.duet_next(it.c())) }
 
 // Run compiles and runs src with globals as both globals and locals. eval
 // selects expression mode (the result is returned) over statement mode.
-func Run(src, filename string, eval bool, globals Slot) (Slot, Status, Slot) {
-	var out, exc *C.duet_slot
+func Run(src, filename string, eval bool, globals Ref) (Ref, Status, Ref) {
 	p, n := cstr(src)
 	f := C.CString(filename)
 	defer C.free(unsafe.Pointer(f))
@@ -326,20 +311,17 @@ func Run(src, filename string, eval bool, globals Slot) (Slot, Status, Slot) {
 	if eval {
 		mode = 1
 	}
-	st := C.duet_run(p, n, f, mode, slot(globals), &out, &exc)
-	return Slot(out), Status(st), Slot(exc)
+	return res(C.duet_run(p, n, f, mode, globals.c()))
 }
 
 // NewGlobals returns a new dict with __builtins__ set.
-func NewGlobals() Slot {
-	var out *C.duet_slot
-	C.duet_new_dict_with_builtins(&out)
-	return Slot(out)
+func NewGlobals() (Ref, Status) {
+	out, st, _ := res(C.duet_new_globals())
+	return out, st
 }
 
-// NoneSlot returns a new slot holding None.
-func NoneSlot() Slot {
-	var out *C.duet_slot
-	C.duet_none(&out)
-	return Slot(out)
+// NoneRef returns a new owned ref to None.
+func NoneRef() Ref {
+	out, _, _ := res(C.duet_none())
+	return out
 }

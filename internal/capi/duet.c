@@ -14,8 +14,44 @@ _Static_assert(offsetof(duet_val, n) == 8 && offsetof(duet_val, i) == 16 && offs
                "duet_val layout is mirrored in Go (Val)");
 
 struct duet_slot {
-	PyObject *ob; // one strong reference, or NULL once closed; GIL-protected
+	PyObject *ob;    // owned or borrowed (see duet.h); NULL while free
+	uint64_t gen;    // bumped on every release
+	duet_slot *next; // free list link
 };
+
+// Slots are carved from chunks that are never returned to the system: a
+// stale ref must always point at readable slot memory. The pool is bounded by
+// the peak number of live references. GIL-protected.
+#define SLOT_CHUNK 512
+static duet_slot *free_slots;
+
+static duet_slot *slot_get(void) {
+	if (!free_slots) {
+		duet_slot *chunk = calloc(SLOT_CHUNK, sizeof(duet_slot));
+		if (!chunk) return NULL;
+		for (int i = 0; i < SLOT_CHUNK; i++) {
+			chunk[i].gen = 1;
+			chunk[i].next = free_slots;
+			free_slots = &chunk[i];
+		}
+	}
+	duet_slot *s = free_slots;
+	free_slots = s->next;
+	s->next = NULL;
+	return s;
+}
+
+static void slot_put(duet_slot *s) {
+	s->ob = NULL;
+	s->gen++;
+	s->next = free_slots;
+	free_slots = s;
+}
+
+// deref returns the object a ref designates (borrowed), or NULL when stale.
+static inline PyObject *deref(duet_ref r) { return r.s && r.s->gen == r.gen ? r.s->ob : NULL; }
+
+static const duet_ref no_ref = {NULL, 0};
 
 // Nesting limit for container conversion. Deeper structures (or a container
 // that contains itself) are refused with ValueError instead of exhausting
@@ -105,14 +141,17 @@ static int64_t push_bytes(const char *data, int64_t len) {
 
 // ---- slots and errors ------------------------------------------------------
 
-static duet_slot *new_slot(PyObject *owned) {
-	duet_slot *s = malloc(sizeof *s);
+// new_ref stores an owned reference in a fresh slot; on failure it drops
+// the reference and returns an empty ref with MemoryError set.
+static duet_ref new_ref(PyObject *owned) {
+	duet_slot *s = slot_get();
 	if (!s) {
 		Py_DECREF(owned);
-		return NULL;
+		PyErr_NoMemory();
+		return no_ref;
 	}
 	s->ob = owned;
-	return s;
+	return (duet_ref){s, s->gen};
 }
 
 // fetch_exc takes the raised exception as a normalised instance carrying its
@@ -128,26 +167,24 @@ static PyObject *fetch_exc(void) {
 	return v;
 }
 
-static int fail(duet_slot **exc) {
+static int fail(duet_ref *exc) {
 	PyObject *e = fetch_exc();
-	*exc = e ? new_slot(e) : NULL;
+	*exc = e ? new_ref(e) : no_ref;
+	if (e && !exc->s) PyErr_Clear(); // out of memory while reporting: report nothing
 	return DUET_ERR;
 }
 
 // finish turns a result (a new reference, or NULL with an exception set)
 // into a status and a slot. GIL held.
-static int finish(PyObject *res, duet_slot **out, duet_slot **exc) {
+static int finish(PyObject *res, duet_ref *out, duet_ref *exc) {
 	if (res == NULL) return fail(exc);
 	if (res == Py_None) {
 		Py_DECREF(res);
-		*out = NULL;
+		*out = no_ref;
 		return DUET_NONE;
 	}
-	*out = new_slot(res);
-	if (!*out) {
-		PyErr_NoMemory();
-		return fail(exc);
-	}
+	*out = new_ref(res);
+	if (!out->s) return fail(exc);
 	return DUET_OK;
 }
 
@@ -155,20 +192,16 @@ static int finish(PyObject *res, duet_slot **out, duet_slot **exc) {
 // as a Python exception, so Go can return its ErrClosed sentinel.
 static __thread int closed_hit;
 
-static PyObject *slot_ref(duet_slot *s) {
-	if (!s || !s->ob) {
+static PyObject *take(duet_ref r) {
+	PyObject *o = deref(r);
+	if (!o) {
 		closed_hit = 1;
 		return NULL;
 	}
-	return Py_NewRef(s->ob);
+	return Py_NewRef(o);
 }
 
 // ---- Go values to Python ----------------------------------------------------
-
-// Go callables: set by the callbacks layer (duet_set_callback_factory).
-static PyObject *(*callback_factory)(int64_t handle, int64_t flags);
-
-void duet_set_callback_factory(PyObject *(*f)(int64_t, int64_t)) { callback_factory = f; }
 
 static PyObject *decode(const duet_val *v, int64_t nv, int64_t *pos, const char *arena, int depth) {
 	if (*pos >= nv) {
@@ -242,13 +275,7 @@ static PyObject *decode(const duet_val *v, int64_t nv, int64_t *pos, const char 
 		}
 		return o;
 	case DV_SLOT:
-		return slot_ref((duet_slot *)x->p);
-	case DV_HANDLE:
-		if (!callback_factory) {
-			PyErr_SetString(PyExc_TypeError, "duet: Go funcs need the callbacks package");
-			return NULL;
-		}
-		return callback_factory(x->i, x->n);
+		return take((duet_ref){(duet_slot *)x->p, (uint64_t)x->n});
 	default:
 		PyErr_Format(PyExc_SystemError, "duet: unknown value kind %d", (int)x->kind);
 		return NULL;
@@ -262,11 +289,11 @@ static PyObject *decode_one(const duet_val *v, int64_t nv, int64_t *pos, const c
 	return decode(v, nv, pos, arena, 0);
 }
 
-static int decode_fail(duet_slot **exc) {
+static int decode_fail(duet_ref *exc) {
 	if (closed_hit) {
 		closed_hit = 0;
 		PyErr_Clear();
-		*exc = NULL;
+		*exc = no_ref;
 		return DUET_CLOSED;
 	}
 	return fail(exc);
@@ -376,17 +403,14 @@ static int encode(PyObject *o, int depth) {
 		}
 		return 0;
 	}
-	duet_slot *s = new_slot(Py_NewRef(o));
-	if (!s) {
-		PyErr_NoMemory();
+	if (!(x = push_val(DV_SLOT))) return -1;
+	duet_ref r = new_ref(Py_NewRef(o));
+	if (!r.s) {
+		scratch.n--;
 		return -1;
 	}
-	if (!(x = push_val(DV_SLOT))) {
-		Py_DECREF(o);
-		free(s);
-		return -1;
-	}
-	x->p = s;
+	x->p = r.s;
+	x->n = (int64_t)r.gen;
 	return 0;
 }
 
@@ -395,22 +419,23 @@ static void release_encoded(void) {
 	for (int64_t j = 0; j < scratch.n; j++) {
 		if (scratch.v[j].kind == DV_SLOT) {
 			duet_slot *s = scratch.v[j].p;
-			Py_XDECREF(s->ob);
-			free(s);
+			PyObject *o = s->ob;
+			slot_put(s);
+			Py_XDECREF(o);
 		}
 	}
 	scratch.n = 0;
 	scratch.nb = 0;
 }
 
-int duet_to_vals(duet_slot *s, duet_val **vals, int64_t *nvals, char **bytes, int64_t *nbytes, duet_slot **exc) {
+static int impl_to_vals(duet_ref r, duet_val **vals, int64_t *nvals, char **bytes, int64_t *nbytes, duet_ref *exc) {
 	PyGILState_STATE st = enter();
 	int rc = DUET_OK;
 	scratch_reset();
-	if (!s->ob) {
+	if (!deref(r)) {
 		rc = DUET_CLOSED;
 	} else {
-		PyObject *o = Py_NewRef(s->ob);
+		PyObject *o = Py_NewRef(deref(r));
 		if (encode(o, 0) < 0) {
 			release_encoded();
 			rc = fail(exc);
@@ -425,7 +450,7 @@ int duet_to_vals(duet_slot *s, duet_val **vals, int64_t *nvals, char **bytes, in
 	return rc;
 }
 
-int duet_from_vals(const duet_val *v, int64_t nv, const char *arena, duet_slot **out, duet_slot **exc) {
+static int impl_from_vals(const duet_val *v, int64_t nv, const char *arena, duet_ref *out, duet_ref *exc) {
 	PyGILState_STATE st = enter();
 	int64_t pos = 0;
 	PyObject *o = decode_one(v, nv, &pos, arena);
@@ -484,7 +509,7 @@ void duet_finalize(void) {
 	// The interpreter is gone; every thread state with it.
 }
 
-int duet_is_initialized(void) { return initialized; }
+int duet_holds_gil(void) { return initialized && PyGILState_Check(); }
 
 int duet_attach(void) { return (int)enter(); }
 void duet_detach(int state) { leave((PyGILState_STATE)state); }
@@ -493,55 +518,69 @@ void duet_restore_thread(void *ts) { PyEval_RestoreThread((PyThreadState *)ts); 
 
 // ---- lifetime ---------------------------------------------------------------
 
-void duet_close(duet_slot *s) {
+void duet_close(duet_ref r) {
 	PyGILState_STATE st = enter();
-	PyObject *o = s->ob;
-	s->ob = NULL;
-	Py_XDECREF(o);
+	PyObject *o = deref(r);
+	if (o) {
+		slot_put(r.s);
+		Py_DECREF(o); // may run arbitrary code: the slot is already released
+	}
 	leave(st);
 }
 
-void duet_drain(duet_slot **slots, int64_t n, int python_alive) {
-	if (!python_alive) {
-		// After finalisation the references died with the interpreter.
-		for (int64_t j = 0; j < n; j++) free(slots[j]);
-		return;
-	}
+int64_t duet_drain(const duet_ref *refs, int64_t n) {
 	PyGILState_STATE st = enter();
+	int64_t released = 0;
 	for (int64_t j = 0; j < n; j++) {
-		Py_XDECREF(slots[j]->ob);
-		free(slots[j]);
+		PyObject *o = deref(refs[j]);
+		if (o) {
+			slot_put(refs[j].s);
+			Py_DECREF(o);
+			released++;
+		}
 	}
 	leave(st);
+	return released;
 }
 
-duet_slot *duet_clone(duet_slot *s) {
+static int impl_clone(duet_ref r, duet_ref *out) {
 	PyGILState_STATE st = enter();
-	duet_slot *c = s->ob ? new_slot(Py_NewRef(s->ob)) : NULL;
+	int rc = DUET_CLOSED;
+	PyObject *o = deref(r);
+	if (o) {
+		*out = new_ref(Py_NewRef(o));
+		if (out->s) {
+			rc = DUET_OK;
+		} else {
+			PyErr_Clear();
+			rc = DUET_ERR;
+		}
+	}
 	leave(st);
-	return c;
+	return rc;
 }
 
-int64_t duet_refcount(duet_slot *s) {
+int64_t duet_refcount(duet_ref r) {
 	PyGILState_STATE st = enter();
-	// The slot's own reference is included, as sys.getrefcount would
-	// include its argument's.
-	int64_t n = s->ob ? (int64_t)Py_REFCNT(s->ob) : -1;
+	PyObject *o = deref(r);
+	int64_t n = o ? (int64_t)Py_REFCNT(o) : -1;
 	leave(st);
 	return n;
 }
 
 // ---- operations ---------------------------------------------------------------
 
-#define TAKE(s, o)                     \
-	PyObject *o = NULL;                \
-	if (!(s)->ob) {                    \
+// TAKE holds a reference to r's object for the whole operation: Python code
+// run by the operation may release the GIL, and another thread may close r.
+#define TAKE(r, o)                     \
+	PyObject *o = deref(r);            \
+	if (!o) {                          \
 		leave(st);                     \
 		return DUET_CLOSED;            \
 	}                                  \
-	o = Py_NewRef((s)->ob)
+	Py_INCREF(o)
 
-int duet_import(const char *name, int64_t len, duet_slot **out, duet_slot **exc) {
+static int impl_import(const char *name, int64_t len, duet_ref *out, duet_ref *exc) {
 	PyGILState_STATE st = enter();
 	PyObject *n = PyUnicode_DecodeUTF8(name, len, "strict");
 	PyObject *m = n ? PyImport_Import(n) : NULL;
@@ -553,7 +592,7 @@ int duet_import(const char *name, int64_t len, duet_slot **out, duet_slot **exc)
 
 static PyObject *attr_name(const char *name, int64_t len) { return PyUnicode_DecodeUTF8(name, len, "strict"); }
 
-int duet_getattr(duet_slot *s, const char *name, int64_t len, duet_slot **out, duet_slot **exc) {
+static int impl_getattr(duet_ref s, const char *name, int64_t len, duet_ref *out, duet_ref *exc) {
 	PyGILState_STATE st = enter();
 	TAKE(s, o);
 	PyObject *n = attr_name(name, len);
@@ -565,8 +604,8 @@ int duet_getattr(duet_slot *s, const char *name, int64_t len, duet_slot **out, d
 	return rc;
 }
 
-int duet_setattr(duet_slot *s, const char *name, int64_t len, const duet_val *v, int64_t nv, const char *arena,
-                 duet_slot **exc) {
+static int impl_setattr(duet_ref s, const char *name, int64_t len, const duet_val *v, int64_t nv, const char *arena,
+                 duet_ref *exc) {
 	PyGILState_STATE st = enter();
 	TAKE(s, o);
 	int64_t pos = 0;
@@ -585,7 +624,7 @@ int duet_setattr(duet_slot *s, const char *name, int64_t len, const duet_val *v,
 	return rc;
 }
 
-int duet_delattr(duet_slot *s, const char *name, int64_t len, duet_slot **exc) {
+static int impl_delattr(duet_ref s, const char *name, int64_t len, duet_ref *exc) {
 	PyGILState_STATE st = enter();
 	TAKE(s, o);
 	int rc = DUET_OK;
@@ -597,7 +636,7 @@ int duet_delattr(duet_slot *s, const char *name, int64_t len, duet_slot **exc) {
 	return rc;
 }
 
-int duet_hasattr(duet_slot *s, const char *name, int64_t len, int *res, duet_slot **exc) {
+static int impl_hasattr(duet_ref s, const char *name, int64_t len, int *res, duet_ref *exc) {
 	PyGILState_STATE st = enter();
 	TAKE(s, o);
 	int rc = DUET_OK;
@@ -626,8 +665,8 @@ int duet_hasattr(duet_slot *s, const char *name, int64_t len, int *res, duet_slo
 // Arguments for a call are decoded into a small stack array when they fit.
 #define SMALL_ARGS 8
 
-int duet_call(duet_slot *s, const char *method, int64_t mlen, const duet_val *v, int64_t nv, const char *arena,
-              int64_t nargs, int64_t nkw, duet_slot **out, duet_slot **exc) {
+static int impl_call(duet_ref s, const char *method, int64_t mlen, const duet_val *v, int64_t nv, const char *arena,
+              int64_t nargs, int64_t nkw, duet_ref *out, duet_ref *exc) {
 	PyGILState_STATE st = enter();
 	TAKE(s, o);
 	int rc;
@@ -697,7 +736,7 @@ done:
 	return rc;
 }
 
-int duet_getitem(duet_slot *s, const duet_val *v, int64_t nv, const char *arena, duet_slot **out, duet_slot **exc) {
+static int impl_getitem(duet_ref s, const duet_val *v, int64_t nv, const char *arena, duet_ref *out, duet_ref *exc) {
 	PyGILState_STATE st = enter();
 	TAKE(s, o);
 	int64_t pos = 0;
@@ -714,7 +753,7 @@ int duet_getitem(duet_slot *s, const duet_val *v, int64_t nv, const char *arena,
 	return rc;
 }
 
-int duet_setitem(duet_slot *s, const duet_val *v, int64_t nv, const char *arena, duet_slot **exc) {
+static int impl_setitem(duet_ref s, const duet_val *v, int64_t nv, const char *arena, duet_ref *exc) {
 	PyGILState_STATE st = enter();
 	TAKE(s, o);
 	int64_t pos = 0;
@@ -733,7 +772,7 @@ int duet_setitem(duet_slot *s, const duet_val *v, int64_t nv, const char *arena,
 	return rc;
 }
 
-int duet_delitem(duet_slot *s, const duet_val *v, int64_t nv, const char *arena, duet_slot **exc) {
+static int impl_delitem(duet_ref s, const duet_val *v, int64_t nv, const char *arena, duet_ref *exc) {
 	PyGILState_STATE st = enter();
 	TAKE(s, o);
 	int64_t pos = 0;
@@ -750,7 +789,7 @@ int duet_delitem(duet_slot *s, const duet_val *v, int64_t nv, const char *arena,
 	return rc;
 }
 
-int duet_len(duet_slot *s, int64_t *n, duet_slot **exc) {
+static int impl_len(duet_ref s, int64_t *n, duet_ref *exc) {
 	PyGILState_STATE st = enter();
 	TAKE(s, o);
 	int rc = DUET_OK;
@@ -793,7 +832,7 @@ static int text_out(PyObject *u, char **text, int64_t *len) {
 	return text_copy(s, l, text, len);
 }
 
-int duet_str(duet_slot *s, int repr, char **text, int64_t *len, duet_slot **exc) {
+static int impl_str(duet_ref s, int repr, char **text, int64_t *len, duet_ref *exc) {
 	PyGILState_STATE st = enter();
 	TAKE(s, o);
 	int rc = DUET_OK;
@@ -805,7 +844,7 @@ int duet_str(duet_slot *s, int repr, char **text, int64_t *len, duet_slot **exc)
 	return rc;
 }
 
-int duet_typename(duet_slot *s, char **text, int64_t *len) {
+static int impl_typename(duet_ref s, char **text, int64_t *len) {
 	PyGILState_STATE st = enter();
 	TAKE(s, o);
 	const char *n = Py_TYPE(o)->tp_name;
@@ -819,7 +858,7 @@ int duet_typename(duet_slot *s, char **text, int64_t *len) {
 	return rc;
 }
 
-int duet_truth(duet_slot *s, int *res, duet_slot **exc) {
+static int impl_truth(duet_ref s, int *res, duet_ref *exc) {
 	PyGILState_STATE st = enter();
 	TAKE(s, o);
 	int rc = DUET_OK;
@@ -833,24 +872,24 @@ int duet_truth(duet_slot *s, int *res, duet_slot **exc) {
 	return rc;
 }
 
-int duet_is(duet_slot *a, duet_slot *b, int *res) {
+static int impl_is(duet_ref a, duet_ref b, int *res) {
 	PyGILState_STATE st = enter();
 	int rc = DUET_OK;
-	if (!a->ob || !b->ob)
+	if (!deref(a) || !deref(b))
 		rc = DUET_CLOSED;
 	else
-		*res = a->ob == b->ob;
+		*res = deref(a) == deref(b);
 	leave(st);
 	return rc;
 }
 
-int duet_isinstance(duet_slot *s, duet_slot *cls, int *res, duet_slot **exc) {
+static int impl_isinstance(duet_ref s, duet_ref cls, int *res, duet_ref *exc) {
 	PyGILState_STATE st = enter();
-	if (!s->ob || !cls->ob) {
+	if (!deref(s) || !deref(cls)) {
 		leave(st);
 		return DUET_CLOSED;
 	}
-	PyObject *o = Py_NewRef(s->ob), *c = Py_NewRef(cls->ob);
+	PyObject *o = Py_NewRef(deref(s)), *c = Py_NewRef(deref(cls));
 	int rc = DUET_OK;
 	int t = PyObject_IsInstance(o, c);
 	if (t < 0)
@@ -863,7 +902,7 @@ int duet_isinstance(duet_slot *s, duet_slot *cls, int *res, duet_slot **exc) {
 	return rc;
 }
 
-int duet_iter(duet_slot *s, duet_slot **out, duet_slot **exc) {
+static int impl_iter(duet_ref s, duet_ref *out, duet_ref *exc) {
 	PyGILState_STATE st = enter();
 	TAKE(s, o);
 	int rc = finish(PyObject_GetIter(o), out, exc);
@@ -872,7 +911,7 @@ int duet_iter(duet_slot *s, duet_slot **out, duet_slot **exc) {
 	return rc;
 }
 
-int duet_next(duet_slot *it, duet_slot **out, duet_slot **exc) {
+static int impl_next(duet_ref it, duet_ref *out, duet_ref *exc) {
 	PyGILState_STATE st = enter();
 	TAKE(it, o);
 	int rc;
@@ -884,9 +923,9 @@ int duet_next(duet_slot *it, duet_slot **out, duet_slot **exc) {
 		if (!r && !PyErr_Occurred()) {
 			rc = DUET_END;
 		} else if (r == Py_None) {
-			// None is a real item here, not the end: hand it out as a slot.
-			*out = new_slot(r);
-			rc = *out ? DUET_OK : fail(exc);
+			// None is a real item here, not the end: hand it out as a ref.
+			*out = new_ref(r);
+			rc = out->s ? DUET_OK : fail(exc);
 		} else {
 			rc = finish(r, out, exc);
 		}
@@ -896,8 +935,8 @@ int duet_next(duet_slot *it, duet_slot **out, duet_slot **exc) {
 	return rc;
 }
 
-int duet_run(const char *src, int64_t len, const char *filename, int mode, duet_slot *globals, duet_slot **out,
-             duet_slot **exc) {
+static int impl_run(const char *src, int64_t len, const char *filename, int mode, duet_ref globals, duet_ref *out,
+             duet_ref *exc) {
 	PyGILState_STATE st = enter();
 	TAKE(globals, g);
 	int rc;
@@ -932,7 +971,7 @@ int duet_run(const char *src, int64_t len, const char *filename, int mode, duet_
 	return rc;
 }
 
-int duet_new_dict_with_builtins(duet_slot **out) {
+static int impl_new_globals(duet_ref *out) {
 	PyGILState_STATE st = enter();
 	PyObject *d = PyDict_New();
 	int rc = DUET_OK;
@@ -941,16 +980,369 @@ int duet_new_dict_with_builtins(duet_slot **out) {
 		PyErr_Clear();
 		rc = DUET_ERR;
 	} else {
-		*out = new_slot(d);
-		if (!*out) rc = DUET_ERR;
+		*out = new_ref(d);
+		if (!out->s) {
+			PyErr_Clear();
+			rc = DUET_ERR;
+		}
 	}
 	leave(st);
 	return rc;
 }
 
-int duet_none(duet_slot **out) {
+static int impl_none(duet_ref *out) {
 	PyGILState_STATE st = enter();
-	*out = new_slot(Py_NewRef(Py_None));
+	*out = new_ref(Py_NewRef(Py_None));
+	int rc = out->s ? DUET_OK : DUET_ERR;
+	PyErr_Clear();
 	leave(st);
-	return *out ? DUET_OK : DUET_ERR;
+	return rc;
+}
+
+// ---- callbacks ---------------------------------------------------------------
+
+#include "_cgo_export.h"
+
+#define CB_CAPSULE "duet.callback"
+#define HANDLE_CAPSULE "duet.gohandle"
+
+// duet_cb is a callback's native state. The PyMethodDef comes first so that
+// a use-after-free in the broken ownership mode hits the function pointer.
+typedef struct {
+	PyMethodDef def; // must outlive every function made from it: owned by the capsule
+	uintptr_t handle;
+	int flags;
+	size_t size;
+	char text[]; // name, then doc, NUL-terminated
+} duet_cb;
+
+static void cb_capsule_destructor(PyObject *cap) {
+	// Runs when CPython frees the last reference to the function (and so to
+	// its m_self), on whatever thread, possibly inside gc.collect() or during
+	// finalisation. It hands the handle back to Go and frees the native
+	// state; it never calls Python.
+	duet_cb *cb = PyCapsule_GetPointer(cap, CB_CAPSULE);
+	if (!cb) {
+		PyErr_Clear();
+		return;
+	}
+	uintptr_t h = cb->handle;
+	free(cb);
+	duetCallbackRelease(h);
+}
+
+// The one C entry point of every Go callback (METH_FASTCALL|METH_KEYWORDS).
+// Arguments are lent to Go in borrowed slots that are released (generation
+// bumped, no decref) when Go returns: a Go Object kept past the call reads as
+// closed, never as freed memory.
+static PyObject *cb_trampoline(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+	duet_cb *cb = PyCapsule_GetPointer(self, CB_CAPSULE);
+	if (!cb) return NULL;
+	Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+	Py_ssize_t total = nargs + nkw;
+	duet_ref small[8];
+	duet_ref *refs = small;
+	if (total > 8) {
+		refs = PyMem_Malloc(total * sizeof(duet_ref));
+		if (!refs) return PyErr_NoMemory();
+	}
+	Py_ssize_t lent = 0;
+	duet_ref kw = no_ref;
+	PyObject *res = NULL;
+	for (; lent < total; lent++) {
+		duet_slot *s = slot_get();
+		if (!s) {
+			PyErr_NoMemory();
+			goto done;
+		}
+		s->ob = (PyObject *)args[lent];
+		refs[lent] = (duet_ref){s, s->gen};
+	}
+	if (nkw) {
+		duet_slot *s = slot_get();
+		if (!s) {
+			PyErr_NoMemory();
+			goto done;
+		}
+		s->ob = kwnames;
+		kw = (duet_ref){s, s->gen};
+	}
+	duet_ref result = no_ref;
+	int rc = duetCallbackInvoke(cb->handle, refs, nargs, nkw, kw, &result);
+	if (rc == 0) {
+		res = deref(result);
+		if (res) {
+			slot_put(result.s); // the reference moves to our caller
+		} else if (!PyErr_Occurred()) {
+			PyErr_SetString(PyExc_SystemError, "duet: callback returned a stale result");
+		}
+	} else if (rc == 1) {
+		res = Py_NewRef(Py_None);
+	} else if (!PyErr_Occurred()) {
+		PyErr_SetString(PyExc_SystemError, "duet: callback failed without setting an exception");
+	}
+done:
+	for (Py_ssize_t j = 0; j < lent; j++) slot_put(refs[j].s);
+	if (kw.s) slot_put(kw.s);
+	if (refs != small) PyMem_Free(refs);
+	return res;
+}
+
+static int impl_callback_new(uintptr_t handle, const char *name, const char *doc, const char *module, int flags,
+                      duet_ref *out, void **native, duet_ref *exc) {
+	PyGILState_STATE st = enter();
+	size_t nl = strlen(name) + 1, dl = doc ? strlen(doc) + 1 : 0;
+	size_t size = sizeof(duet_cb) + nl + dl;
+	duet_cb *cb = calloc(1, size);
+	int rc;
+	if (!cb) {
+		PyErr_NoMemory();
+		rc = fail(exc);
+		goto out;
+	}
+	cb->handle = handle;
+	cb->flags = flags;
+	cb->size = size;
+	memcpy(cb->text, name, nl);
+	if (doc) memcpy(cb->text + nl, doc, dl);
+	cb->def.ml_name = cb->text;
+	cb->def.ml_meth = (PyCFunction)(void (*)(void))cb_trampoline;
+	cb->def.ml_flags = METH_FASTCALL | METH_KEYWORDS;
+	cb->def.ml_doc = doc ? cb->text + nl : NULL;
+	// In the broken mode the capsule has no destructor: Go's GC frees the
+	// native state instead (duet_callback_free_native), whatever Python holds.
+	PyObject *cap = PyCapsule_New(cb, CB_CAPSULE, (flags & DUET_CB_BROKEN) ? NULL : cb_capsule_destructor);
+	if (!cap) {
+		free(cb);
+		rc = fail(exc);
+		goto out;
+	}
+	PyObject *mod = module ? PyUnicode_FromString(module) : NULL;
+	PyObject *fn = PyCFunction_NewEx(&cb->def, cap, mod);
+	Py_XDECREF(mod);
+	// PyCFunction_NewEx took its own reference to m_self: drop ours. If it
+	// failed, this runs the destructor, which gives the handle back.
+	Py_DECREF(cap);
+	if (fn && (flags & DUET_CB_METHOD)) {
+		PyObject *m = PyInstanceMethod_New(fn);
+		Py_DECREF(fn);
+		fn = m;
+	}
+	if (!fn && (flags & DUET_CB_BROKEN)) {
+		free(cb); // no destructor ran for it; Go gives the handle back
+		cb = NULL;
+	}
+	*native = cb;
+	rc = finish(fn, out, exc);
+out:
+	leave(st);
+	return rc;
+}
+
+void duet_callback_free_native(void *native) {
+	duet_cb *cb = native;
+	// Poison before freeing, as glibc's MALLOC_PERTURB_ would: a later call
+	// through the dangling PyMethodDef then jumps to garbage instead of
+	// finding a plausible function pointer.
+	memset(cb, 0xdb, cb->size);
+	free(cb);
+}
+
+static void handle_capsule_destructor(PyObject *cap) {
+	void *p = PyCapsule_GetPointer(cap, HANDLE_CAPSULE);
+	if (!p) {
+		PyErr_Clear();
+		return;
+	}
+	duetHandleRelease((uintptr_t)p);
+}
+
+static int impl_handle_capsule(uintptr_t handle, duet_ref *out) {
+	PyGILState_STATE st = enter();
+	PyObject *cap = PyCapsule_New((void *)handle, HANDLE_CAPSULE, handle_capsule_destructor);
+	int rc = DUET_ERR;
+	if (cap) {
+		*out = new_ref(cap);
+		if (out->s) rc = DUET_OK;
+	}
+	PyErr_Clear();
+	leave(st);
+	return rc;
+}
+
+uintptr_t duet_capsule_handle(duet_ref r) {
+	PyGILState_STATE st = enter();
+	PyObject *o = deref(r);
+	uintptr_t h = 0;
+	if (o && PyCapsule_IsValid(o, HANDLE_CAPSULE)) h = (uintptr_t)PyCapsule_GetPointer(o, HANDLE_CAPSULE);
+	leave(st);
+	return h;
+}
+
+int duet_raise(duet_ref exc) {
+	PyGILState_STATE st = enter();
+	PyObject *e = deref(exc);
+	int rc = DUET_CLOSED;
+	if (e) {
+		PyErr_SetObject((PyObject *)Py_TYPE(e), e);
+		rc = DUET_OK;
+	}
+	leave(st);
+	return rc;
+}
+
+// ---- the exported entry points ------------------------------------------------
+//
+// Each returns its outcome by value: a Go caller that passed pointers to its
+// own variables would have them moved to the heap by cgo, one allocation per
+// output on every call.
+
+#define R0                                \
+	duet_ref out_ = no_ref, exc_ = no_ref; \
+	duet_res r_ = {0};                     \
+	(void)out_;                            \
+	(void)exc_
+#define RDONE(expr)                                      \
+	do {                                                 \
+		r_.status = (expr);                              \
+		r_.ref = r_.status == DUET_ERR ? exc_ : out_;    \
+		return r_;                                       \
+	} while (0)
+
+duet_res duet_to_vals(duet_ref r) {
+	R0;
+	duet_val *v = NULL;
+	char *b = NULL;
+	int64_t nv = 0, nb = 0;
+	int st = impl_to_vals(r, &v, &nv, &b, &nb, &exc_);
+	r_.p = v;
+	r_.n = nv;
+	r_.p2 = b;
+	r_.n2 = nb;
+	RDONE(st);
+}
+duet_res duet_from_vals(const duet_val *v, int64_t nv, const char *arena) {
+	R0;
+	RDONE(impl_from_vals(v, nv, arena, &out_, &exc_));
+}
+duet_res duet_clone(duet_ref r) {
+	R0;
+	RDONE(impl_clone(r, &out_));
+}
+duet_res duet_import(const char *name, int64_t len) {
+	R0;
+	RDONE(impl_import(name, len, &out_, &exc_));
+}
+duet_res duet_getattr(duet_ref r, const char *name, int64_t len) {
+	R0;
+	RDONE(impl_getattr(r, name, len, &out_, &exc_));
+}
+duet_res duet_setattr(duet_ref r, const char *name, int64_t len, const duet_val *v, int64_t nv, const char *arena) {
+	R0;
+	RDONE(impl_setattr(r, name, len, v, nv, arena, &exc_));
+}
+duet_res duet_delattr(duet_ref r, const char *name, int64_t len) {
+	R0;
+	RDONE(impl_delattr(r, name, len, &exc_));
+}
+duet_res duet_hasattr(duet_ref r, const char *name, int64_t len) {
+	R0;
+	int res = 0;
+	int st = impl_hasattr(r, name, len, &res, &exc_);
+	r_.n = res;
+	RDONE(st);
+}
+duet_res duet_call(duet_ref r, const char *method, int64_t mlen, const duet_val *v, int64_t nv, const char *arena,
+                   int64_t nargs, int64_t nkw) {
+	R0;
+	RDONE(impl_call(r, method, mlen, v, nv, arena, nargs, nkw, &out_, &exc_));
+}
+duet_res duet_getitem(duet_ref r, const duet_val *v, int64_t nv, const char *arena) {
+	R0;
+	RDONE(impl_getitem(r, v, nv, arena, &out_, &exc_));
+}
+duet_res duet_setitem(duet_ref r, const duet_val *v, int64_t nv, const char *arena) {
+	R0;
+	RDONE(impl_setitem(r, v, nv, arena, &exc_));
+}
+duet_res duet_delitem(duet_ref r, const duet_val *v, int64_t nv, const char *arena) {
+	R0;
+	RDONE(impl_delitem(r, v, nv, arena, &exc_));
+}
+duet_res duet_len(duet_ref r) {
+	R0;
+	int64_t n = 0;
+	int st = impl_len(r, &n, &exc_);
+	r_.n = n;
+	RDONE(st);
+}
+duet_res duet_str(duet_ref r, int repr) {
+	R0;
+	char *t = NULL;
+	int64_t l = 0;
+	int st = impl_str(r, repr, &t, &l, &exc_);
+	r_.p = t;
+	r_.n = l;
+	RDONE(st);
+}
+duet_res duet_typename(duet_ref r) {
+	R0;
+	char *t = NULL;
+	int64_t l = 0;
+	int st = impl_typename(r, &t, &l);
+	r_.p = t;
+	r_.n = l;
+	RDONE(st);
+}
+duet_res duet_truth(duet_ref r) {
+	R0;
+	int res = 0;
+	int st = impl_truth(r, &res, &exc_);
+	r_.n = res;
+	RDONE(st);
+}
+duet_res duet_is(duet_ref a, duet_ref b) {
+	R0;
+	int res = 0;
+	int st = impl_is(a, b, &res);
+	r_.n = res;
+	RDONE(st);
+}
+duet_res duet_isinstance(duet_ref r, duet_ref cls) {
+	R0;
+	int res = 0;
+	int st = impl_isinstance(r, cls, &res, &exc_);
+	r_.n = res;
+	RDONE(st);
+}
+duet_res duet_iter(duet_ref r) {
+	R0;
+	RDONE(impl_iter(r, &out_, &exc_));
+}
+duet_res duet_next(duet_ref it) {
+	R0;
+	RDONE(impl_next(it, &out_, &exc_));
+}
+duet_res duet_run(const char *src, int64_t len, const char *filename, int mode, duet_ref globals) {
+	R0;
+	RDONE(impl_run(src, len, filename, mode, globals, &out_, &exc_));
+}
+duet_res duet_new_globals(void) {
+	R0;
+	RDONE(impl_new_globals(&out_));
+}
+duet_res duet_none(void) {
+	R0;
+	RDONE(impl_none(&out_));
+}
+duet_res duet_callback_new(uintptr_t handle, const char *name, const char *doc, const char *module, int flags) {
+	R0;
+	void *native = NULL;
+	int st = impl_callback_new(handle, name, doc, module, flags, &out_, &native, &exc_);
+	r_.p = native;
+	RDONE(st);
+}
+duet_res duet_handle_capsule(uintptr_t handle) {
+	R0;
+	RDONE(impl_handle_capsule(handle, &out_));
 }

@@ -1,23 +1,33 @@
 // duet.h: the only C interface between Go and CPython in duet.
 //
 // Ownership rules for everything declared here:
-//  - duet_slot is C memory holding one strong reference (ob) or NULL once
-//    closed. It is owned by exactly one Go *pygi.Object; ob is read and
-//    written only while holding the GIL, so the GIL orders Close against use.
-//    The slot itself is freed by duet_drain after the Go object is
-//    unreachable (never earlier, so a closed slot can still be read).
-//  - duet_val arrays are Go memory that holds no Go pointers: p is a
-//    duet_slot* (C memory) and strings live in a separate byte arena
-//    addressed by offset.
-//  - Every duet_* entry point below acquires the GIL itself (PyGILState_Ensure
-//    with a per-thread pinned thread state) and releases it before returning,
-//    unless its comment says otherwise.
+//  - A duet_slot is C memory holding one Python object pointer. Slots come
+//    from a free list and are recycled; each recycling bumps the slot's
+//    generation. Go never holds a bare slot: it holds a duet_ref (slot plus
+//    the generation it was issued with), and every entry point checks the
+//    generation under the GIL. A stale ref (closed, released, or a borrowed
+//    callback argument whose call has returned) therefore reads as "closed",
+//    never as another object or as freed memory.
+//  - An owned slot holds one strong reference; releasing the slot drops it.
+//    A borrowed slot (a callback argument) holds the caller's reference for
+//    the duration of the call and is released without a decref.
+//  - Slots, the free list and generations are only touched with the GIL held.
+//  - duet_val arrays are Go memory holding no Go pointers: p is a duet_slot*
+//    (C memory) and strings live in a separate byte arena, by offset.
+//  - Every duet_* entry point acquires the GIL itself (PyGILState_Ensure on a
+//    per-thread pinned thread state) and releases it before returning, unless
+//    its comment says it must be called with the GIL held.
 #ifndef DUET_H
 #define DUET_H
 
 #include <stdint.h>
 
 typedef struct duet_slot duet_slot;
+
+typedef struct {
+	duet_slot *s;
+	uint64_t gen;
+} duet_ref;
 
 enum {
 	DV_NONE = 0,
@@ -32,8 +42,7 @@ enum {
 	DV_TUPLE,  // n items follow
 	DV_DICT,   // n key/value pairs follow
 	DV_SET,    // n items follow (Python to Go only)
-	DV_SLOT,   // p is a duet_slot*; Go to Python: borrowed; Python to Go: a new slot the caller owns
-	DV_HANDLE, // i is a callback handle; Go to Python: make a Go callable (n = flags)
+	DV_SLOT,   // a ref: p = slot, n = generation. Go to Python: borrowed. Python to Go: a new owned ref
 };
 
 typedef struct {
@@ -47,61 +56,103 @@ typedef struct {
 
 // Status codes returned by operations.
 enum {
-	DUET_OK = 0,      // *out holds a new slot
-	DUET_NONE = 1,    // the result was None; *out is NULL
+	DUET_OK = 0,      // *out holds a new owned ref
+	DUET_NONE = 1,    // the result was None; *out is empty
 	DUET_END = 2,     // iteration finished
-	DUET_ERR = -1,    // a Python exception was raised; *exc holds it as a new slot
-	DUET_CLOSED = -2, // a slot involved was closed
-	DUET_NOTINIT = -3,
+	DUET_ERR = -1,    // a Python exception was raised; *exc holds it as a new owned ref
+	DUET_CLOSED = -2, // a ref involved was stale
 };
 
 // Lifecycle. duet_init and duet_finalize must run on the same OS thread.
 int duet_init(const char *argv0, char **errmsg);
 void duet_finalize(void);
-int duet_is_initialized(void);
 
 // Batch scopes: duet_attach returns the state to hand back to duet_detach.
 int duet_attach(void);
 void duet_detach(int state);
-// Detach from Python while blocking (the GIL must be held on entry).
+int duet_holds_gil(void);
+// Detach while blocking (the GIL must be held on entry).
 void *duet_save_thread(void);
 void duet_restore_thread(void *ts);
 
+// The outcome of an operation, returned by value. ref is the result (DUET_OK)
+// or the exception (DUET_ERR); n and p carry numbers and text.
+typedef struct {
+	int64_t status;
+	int64_t n;
+	void *p;
+	duet_ref ref;
+	int64_t n2;
+	void *p2;
+} duet_res;
+
 // Lifetime.
-void duet_close(duet_slot *s);
-void duet_drain(duet_slot **slots, int64_t n, int python_alive);
-duet_slot *duet_clone(duet_slot *s); // NULL when closed
-int64_t duet_refcount(duet_slot *s); // -1 when closed
+void duet_close(duet_ref r);
+// duet_drain releases each ref that is still current; returns how many were.
+int64_t duet_drain(const duet_ref *refs, int64_t n);
+duet_res duet_clone(duet_ref r);
+int64_t duet_refcount(duet_ref r); // -1 when stale
 
 // Values.
-int duet_from_vals(const duet_val *v, int64_t nv, const char *arena, duet_slot **out, duet_slot **exc);
-// duet_to_vals encodes s into this thread's scratch buffer; the pointers stay
-// valid until the next duet_to_vals on the same thread, so the caller reads
-// them before it unlocks its OS thread.
-int duet_to_vals(duet_slot *s, duet_val **vals, int64_t *nvals, char **bytes, int64_t *nbytes, duet_slot **exc);
+duet_res duet_from_vals(const duet_val *v, int64_t nv, const char *arena);
+// duet_to_vals encodes r into this thread's scratch buffer (p/n: the values,
+// p2/n2: the byte arena); the pointers stay valid until the next
+// duet_to_vals on the same thread, so the caller reads them before it unlocks
+// its OS thread.
+duet_res duet_to_vals(duet_ref r);
 
-// Operations. args: nargs positional values then nkw (name, value) pairs,
-// all encoded as a flat prefix sequence in v.
-int duet_import(const char *name, int64_t len, duet_slot **out, duet_slot **exc);
-int duet_getattr(duet_slot *s, const char *name, int64_t len, duet_slot **out, duet_slot **exc);
-int duet_setattr(duet_slot *s, const char *name, int64_t len, const duet_val *v, int64_t nv, const char *arena, duet_slot **exc);
-int duet_delattr(duet_slot *s, const char *name, int64_t len, duet_slot **exc);
-int duet_hasattr(duet_slot *s, const char *name, int64_t len, int *res, duet_slot **exc);
-int duet_call(duet_slot *s, const char *method, int64_t mlen, const duet_val *v, int64_t nv, const char *arena,
-              int64_t nargs, int64_t nkw, duet_slot **out, duet_slot **exc);
-int duet_getitem(duet_slot *s, const duet_val *v, int64_t nv, const char *arena, duet_slot **out, duet_slot **exc);
-int duet_setitem(duet_slot *s, const duet_val *v, int64_t nv, const char *arena, duet_slot **exc); // key then value
-int duet_delitem(duet_slot *s, const duet_val *v, int64_t nv, const char *arena, duet_slot **exc);
-int duet_len(duet_slot *s, int64_t *n, duet_slot **exc);
-int duet_str(duet_slot *s, int repr, char **text, int64_t *len, duet_slot **exc); // text: a per-thread buffer valid until the next text result
-int duet_typename(duet_slot *s, char **text, int64_t *len);                      // likewise
-int duet_truth(duet_slot *s, int *res, duet_slot **exc);
-int duet_is(duet_slot *a, duet_slot *b, int *res);
-int duet_isinstance(duet_slot *s, duet_slot *cls, int *res, duet_slot **exc);
-int duet_iter(duet_slot *s, duet_slot **out, duet_slot **exc);
-int duet_next(duet_slot *it, duet_slot **out, duet_slot **exc);
-int duet_run(const char *src, int64_t len, const char *filename, int mode, duet_slot *globals, duet_slot **out, duet_slot **exc);
-int duet_new_dict_with_builtins(duet_slot **out);
-int duet_none(duet_slot **out);
+// Operations. Call arguments: nargs positional values then nkw (name, value)
+// pairs, all encoded as one flat prefix sequence in v.
+duet_res duet_import(const char *name, int64_t len);
+duet_res duet_getattr(duet_ref r, const char *name, int64_t len);
+duet_res duet_setattr(duet_ref r, const char *name, int64_t len, const duet_val *v, int64_t nv, const char *arena);
+duet_res duet_delattr(duet_ref r, const char *name, int64_t len);
+duet_res duet_hasattr(duet_ref r, const char *name, int64_t len); // n: 0 or 1
+duet_res duet_call(duet_ref r, const char *method, int64_t mlen, const duet_val *v, int64_t nv, const char *arena,
+                   int64_t nargs, int64_t nkw);
+duet_res duet_getitem(duet_ref r, const duet_val *v, int64_t nv, const char *arena);
+duet_res duet_setitem(duet_ref r, const duet_val *v, int64_t nv, const char *arena); // key, then value
+duet_res duet_delitem(duet_ref r, const duet_val *v, int64_t nv, const char *arena);
+duet_res duet_len(duet_ref r); // n
+// Text results (p, n) point into a per-thread buffer valid until the next
+// text result on the thread.
+duet_res duet_str(duet_ref r, int repr);
+duet_res duet_typename(duet_ref r);
+duet_res duet_truth(duet_ref r);              // n
+duet_res duet_is(duet_ref a, duet_ref b);     // n
+duet_res duet_isinstance(duet_ref r, duet_ref cls); // n
+duet_res duet_iter(duet_ref r);
+duet_res duet_next(duet_ref it); // DUET_OK with an item (None included), DUET_END, or DUET_ERR
+duet_res duet_run(const char *src, int64_t len, const char *filename, int mode, duet_ref globals);
+duet_res duet_new_globals(void);
+duet_res duet_none(void);
+
+// ---- callbacks: Go functions as Python callables (callbacks.c) -------------
+//
+// A callback is a builtin function (PyCFunction, METH_FASTCALL|METH_KEYWORDS)
+// whose m_self is a PyCapsule. The capsule owns a duet_cb (C memory) holding
+// the Go cgo.Handle and the PyMethodDef; CPython runs the capsule's
+// destructor when the last reference to the function (and so to m_self) is
+// gone, and the destructor hands the handle back to Go
+// (duetCallbackRelease) and frees the duet_cb. That is the whole lifetime
+// contract: the Go function lives exactly as long as Python holds it.
+enum {
+	DUET_CB_METHOD = 1, // wrap in an instancemethod so it binds like a Python method
+	DUET_CB_BROKEN = 2, // deliberately broken ownership (see callbacks.GoOwnedBroken)
+};
+// p: the native state (duet_cb), for duet_callback_free_native.
+duet_res duet_callback_new(uintptr_t handle, const char *name, const char *doc, const char *module, int flags);
+// duet_callback_free_native frees a broken-mode callback's native state while
+// Python may still hold the function: the use-after-free the broken mode
+// exists to reproduce. Never called for correctly owned callbacks.
+void duet_callback_free_native(void *native);
+
+// A capsule that owns a Go handle (released through duetHandleRelease).
+duet_res duet_handle_capsule(uintptr_t handle);
+// The handle inside such a capsule, or 0.
+uintptr_t duet_capsule_handle(duet_ref r);
+
+// Inside a callback (GIL held): make a result object, raise an exception.
+int duet_raise(duet_ref exc);
 
 #endif

@@ -1,0 +1,105 @@
+package capi
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+#include "duet.h"
+*/
+import "C"
+
+import (
+	"sync/atomic"
+	"unsafe"
+)
+
+// CallbackResult tells the C trampoline what a Go callback produced.
+type CallbackResult int
+
+const (
+	ResultRef    CallbackResult = 0  // the owned Ref returned is the result
+	ResultNone   CallbackResult = 1  // the result is None
+	ResultRaised CallbackResult = -1 // a Python exception was set with Raise
+)
+
+// CallbackHandler runs a Go callback. args aliases C memory valid only
+// during the call: nargs positional refs then nkw keyword values (their
+// names are in the tuple kwnames), all borrowed.
+type CallbackHandler func(handle uintptr, args []Ref, nargs, nkw int, kwnames Ref) (Ref, CallbackResult)
+
+var (
+	callbackHandler atomic.Pointer[CallbackHandler]
+	releaseHandler  atomic.Pointer[func(uintptr)]
+	handleRelease   atomic.Pointer[func(uintptr)]
+)
+
+// SetCallbackHandlers installs the Go side of callbacks: invoke runs one,
+// release is told when Python freed a callback, handle when Python freed a
+// capsule made by HandleCapsule.
+func SetCallbackHandlers(invoke CallbackHandler, release, handle func(uintptr)) {
+	callbackHandler.Store(&invoke)
+	releaseHandler.Store(&release)
+	handleRelease.Store(&handle)
+}
+
+//export duetCallbackInvoke
+func duetCallbackInvoke(handle C.uintptr_t, args *C.duet_ref, nargs, nkw C.int64_t, kwnames C.duet_ref, result *C.duet_ref) C.int {
+	n := int(nargs + nkw)
+	refs := unsafe.Slice((*Ref)(unsafe.Pointer(args)), n)
+	r, st := (*callbackHandler.Load())(uintptr(handle), refs, int(nargs), int(nkw), goRef(kwnames))
+	*result = r.c()
+	return C.int(st)
+}
+
+//export duetCallbackRelease
+func duetCallbackRelease(handle C.uintptr_t) {
+	if f := releaseHandler.Load(); f != nil {
+		(*f)(uintptr(handle))
+	}
+}
+
+//export duetHandleRelease
+func duetHandleRelease(handle C.uintptr_t) {
+	if f := handleRelease.Load(); f != nil {
+		(*f)(uintptr(handle))
+	}
+}
+
+// Callback flags, as in duet.h.
+const (
+	CallbackMethod = 1 // bind like a Python method (instancemethod)
+	CallbackBroken = 2 // the deliberately broken ownership mode
+)
+
+// NewCallback makes the Python callable for handle. native is the callback's
+// C state, which only the broken mode ever frees from Go (FreeNative).
+func NewCallback(handle uintptr, name, doc, module string, flags int) (ref Ref, native unsafe.Pointer, st Status, exc Ref) {
+	cname, cdoc, cmod := C.CString(name), (*C.char)(nil), (*C.char)(nil)
+	defer C.free(unsafe.Pointer(cname))
+	if doc != "" {
+		cdoc = C.CString(doc)
+		defer C.free(unsafe.Pointer(cdoc))
+	}
+	if module != "" {
+		cmod = C.CString(module)
+		defer C.free(unsafe.Pointer(cmod))
+	}
+	cr := C.duet_callback_new(C.uintptr_t(handle), cname, cdoc, cmod, C.int(flags))
+	ref, st, exc = res(cr)
+	return ref, cr.p, st, exc
+}
+
+// FreeNative frees a broken-mode callback's C state (see duet.h).
+func FreeNative(native unsafe.Pointer) { C.duet_callback_free_native(native) }
+
+// HandleCapsule returns a capsule that gives handle back (through the
+// handler set with SetCallbackHandlers) when Python frees it.
+func HandleCapsule(handle uintptr) (Ref, Status) {
+	out, st, _ := res(C.duet_handle_capsule(C.uintptr_t(handle)))
+	return out, st
+}
+
+// CapsuleHandle returns the handle in a HandleCapsule capsule, or 0.
+func CapsuleHandle(r Ref) uintptr { return uintptr(C.duet_capsule_handle(r.c())) }
+
+// Raise sets exc as the current Python exception (inside a callback).
+func Raise(exc Ref) Status { return Status(C.duet_raise(exc.c())) }
