@@ -2,7 +2,6 @@ package capi
 
 /*
 #include <stdint.h>
-#include <stdlib.h>
 #include "duet.h"
 */
 import "C"
@@ -73,17 +72,16 @@ const (
 // NewCallback makes the Python callable for handle. native is the callback's
 // C state, which only the broken mode ever frees from Go (FreeNative).
 func NewCallback(handle uintptr, name, doc, module string, flags int) (ref Ref, native unsafe.Pointer, st Status, exc Ref) {
-	cname, cdoc, cmod := C.CString(name), (*C.char)(nil), (*C.char)(nil)
-	defer C.free(unsafe.Pointer(cname))
+	np, nl := cstr(name)
+	var dp, mp *C.char
+	var dl, ml C.int64_t
 	if doc != "" {
-		cdoc = C.CString(doc)
-		defer C.free(unsafe.Pointer(cdoc))
+		dp, dl = cstr(doc)
 	}
 	if module != "" {
-		cmod = C.CString(module)
-		defer C.free(unsafe.Pointer(cmod))
+		mp, ml = cstr(module)
 	}
-	cr := C.duet_callback_new(C.uintptr_t(handle), cname, cdoc, cmod, C.int(flags))
+	cr := C.duet_callback_new(C.uintptr_t(handle), np, nl, dp, dl, mp, ml, C.int(flags))
 	ref, st, exc = res(cr)
 	return ref, cr.p, st, exc
 }
@@ -103,3 +101,16 @@ func CapsuleHandle(r Ref) uintptr { return uintptr(C.duet_capsule_handle(r.c()))
 
 // Raise sets exc as the current Python exception (inside a callback).
 func Raise(exc Ref) Status { return Status(C.duet_raise(exc.c())) }
+
+// Builtin exception kinds for RaiseMessage.
+const (
+	TypeError    = 0
+	RuntimeError = 1
+	SystemError  = 2
+)
+
+// RaiseMessage sets a builtin exception with msg (inside a callback).
+func RaiseMessage(kind int, msg string) {
+	p, n := cstr(msg)
+	C.duet_raise_msg(C.int(kind), p, n)
+}

@@ -127,7 +127,7 @@ func Detach(state int) { C.duet_detach(C.int(state)) }
 
 // SaveThread detaches the calling thread (which must hold the GIL);
 // RestoreThread attaches it again.
-func SaveThread() unsafe.Pointer     { return C.duet_save_thread() }
+func SaveThread() unsafe.Pointer      { return C.duet_save_thread() }
 func RestoreThread(ts unsafe.Pointer) { C.duet_restore_thread(ts) }
 
 // Close releases r's reference now, if r is current.

@@ -1088,11 +1088,12 @@ done:
 	return res;
 }
 
-static int impl_callback_new(uintptr_t handle, const char *name, const char *doc, const char *module, int flags,
-                      duet_ref *out, void **native, duet_ref *exc) {
+static int impl_callback_new(uintptr_t handle, const char *name, int64_t nlen, const char *doc, int64_t dlen,
+                             const char *module, int64_t mlen, int flags, duet_ref *out, void **native, duet_ref *exc) {
 	PyGILState_STATE st = enter();
-	size_t nl = strlen(name) + 1, dl = doc ? strlen(doc) + 1 : 0;
-	size_t size = sizeof(duet_cb) + nl + dl;
+	// One allocation holds the state, the name and the doc (NUL-terminated
+	// copies: the Go strings are only valid during this call).
+	size_t size = sizeof(duet_cb) + nlen + 1 + (doc ? dlen + 1 : 0);
 	duet_cb *cb = calloc(1, size);
 	int rc;
 	if (!cb) {
@@ -1103,12 +1104,12 @@ static int impl_callback_new(uintptr_t handle, const char *name, const char *doc
 	cb->handle = handle;
 	cb->flags = flags;
 	cb->size = size;
-	memcpy(cb->text, name, nl);
-	if (doc) memcpy(cb->text + nl, doc, dl);
+	memcpy(cb->text, name, nlen);
+	if (doc) memcpy(cb->text + nlen + 1, doc, dlen);
 	cb->def.ml_name = cb->text;
 	cb->def.ml_meth = (PyCFunction)(void (*)(void))cb_trampoline;
 	cb->def.ml_flags = METH_FASTCALL | METH_KEYWORDS;
-	cb->def.ml_doc = doc ? cb->text + nl : NULL;
+	cb->def.ml_doc = doc ? cb->text + nlen + 1 : NULL;
 	// In the broken mode the capsule has no destructor: Go's GC frees the
 	// native state instead (duet_callback_free_native), whatever Python holds.
 	PyObject *cap = PyCapsule_New(cb, CB_CAPSULE, (flags & DUET_CB_BROKEN) ? NULL : cb_capsule_destructor);
@@ -1117,7 +1118,7 @@ static int impl_callback_new(uintptr_t handle, const char *name, const char *doc
 		rc = fail(exc);
 		goto out;
 	}
-	PyObject *mod = module ? PyUnicode_FromString(module) : NULL;
+	PyObject *mod = module ? PyUnicode_FromStringAndSize(module, mlen) : NULL;
 	PyObject *fn = PyCFunction_NewEx(&cb->def, cap, mod);
 	Py_XDECREF(mod);
 	// PyCFunction_NewEx took its own reference to m_self: drop ours. If it
@@ -1335,14 +1336,26 @@ duet_res duet_none(void) {
 	R0;
 	RDONE(impl_none(&out_));
 }
-duet_res duet_callback_new(uintptr_t handle, const char *name, const char *doc, const char *module, int flags) {
+duet_res duet_callback_new(uintptr_t handle, const char *name, int64_t nlen, const char *doc, int64_t dlen,
+                           const char *module, int64_t mlen, int flags) {
 	R0;
 	void *native = NULL;
-	int st = impl_callback_new(handle, name, doc, module, flags, &out_, &native, &exc_);
+	int st = impl_callback_new(handle, name, nlen, doc, dlen, module, mlen, flags, &out_, &native, &exc_);
 	r_.p = native;
 	RDONE(st);
 }
 duet_res duet_handle_capsule(uintptr_t handle) {
 	R0;
 	RDONE(impl_handle_capsule(handle, &out_));
+}
+
+void duet_raise_msg(int kind, const char *msg, int64_t len) {
+	PyGILState_STATE st = enter();
+	PyObject *type = kind == 0 ? PyExc_TypeError : kind == 1 ? PyExc_RuntimeError : PyExc_SystemError;
+	PyObject *m = PyUnicode_DecodeUTF8(msg, len, "replace");
+	if (m) {
+		PyErr_SetObject(type, m);
+		Py_DECREF(m);
+	}
+	leave(st);
 }

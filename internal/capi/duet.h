@@ -141,7 +141,9 @@ enum {
 	DUET_CB_BROKEN = 2, // deliberately broken ownership (see callbacks.GoOwnedBroken)
 };
 // p: the native state (duet_cb), for duet_callback_free_native.
-duet_res duet_callback_new(uintptr_t handle, const char *name, const char *doc, const char *module, int flags);
+// Strings are (pointer, length); a NULL doc or module means none.
+duet_res duet_callback_new(uintptr_t handle, const char *name, int64_t nlen, const char *doc, int64_t dlen,
+                           const char *module, int64_t mlen, int flags);
 // duet_callback_free_native frees a broken-mode callback's native state while
 // Python may still hold the function: the use-after-free the broken mode
 // exists to reproduce. Never called for correctly owned callbacks.
@@ -152,7 +154,9 @@ duet_res duet_handle_capsule(uintptr_t handle);
 // The handle inside such a capsule, or 0.
 uintptr_t duet_capsule_handle(duet_ref r);
 
-// Inside a callback (GIL held): make a result object, raise an exception.
+// Inside a callback: raise exc, or raise a builtin exception with a message
+// (kind 0 TypeError, 1 RuntimeError, 2 SystemError).
 int duet_raise(duet_ref exc);
+void duet_raise_msg(int kind, const char *msg, int64_t len);
 
 #endif

@@ -1,0 +1,84 @@
+package callbacks_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/duet-gtk/duet/callbacks"
+	"github.com/duet-gtk/duet/pygi"
+)
+
+// loopNs has Python call f n times and returns the nanoseconds per call, so
+// that the figure is Python->Go alone, without Go->Python overhead.
+const loopSrc = `
+import time
+def loop(f, n):
+    t = time.perf_counter_ns()
+    for _ in range(n):
+        f()
+    return time.perf_counter_ns() - t
+def loop1(f, n, a):
+    t = time.perf_counter_ns()
+    for _ in range(n):
+        f(a)
+    return time.perf_counter_ns() - t
+`
+
+func pyLoop(b *testing.B, fn any, arg ...any) {
+	g := ns(b, loopSrc)
+	name := "loop"
+	if len(arg) > 0 {
+		name = "loop1"
+	}
+	loop, err := g.Item(name)
+	require.NoError(b, err)
+	b.ResetTimer()
+	r, err := loop.Call(append([]any{fn, b.N}, arg...)...)
+	require.NoError(b, err)
+	b.StopTimer()
+	total, err := r.Int()
+	require.NoError(b, err)
+	b.ReportMetric(float64(total)/float64(b.N), "ns/call")
+}
+
+// BenchmarkPythonCallsGoNoop: Python calling a Go func() in a loop.
+func BenchmarkPythonCallsGoNoop(b *testing.B) {
+	cb, err := callbacks.New(func() {})
+	require.NoError(b, err)
+	pyLoop(b, cb)
+}
+
+// BenchmarkPythonCallsPythonNoop: the same loop calling a Python lambda.
+func BenchmarkPythonCallsPythonNoop(b *testing.B) {
+	f, err := pygi.Eval("lambda: None", nil)
+	require.NoError(b, err)
+	pyLoop(b, f)
+}
+
+// BenchmarkPythonCallsGoObjectArg: one argument received as *pygi.Object.
+func BenchmarkPythonCallsGoObjectArg(b *testing.B) {
+	cb, err := callbacks.New(func(o *pygi.Object) {})
+	require.NoError(b, err)
+	pyLoop(b, cb, "x")
+}
+
+// BenchmarkPythonCallsGoIntArg: one argument converted to int, int result.
+func BenchmarkPythonCallsGoIntArg(b *testing.B) {
+	cb, err := callbacks.New(func(x int) int { return x + 1 })
+	require.NoError(b, err)
+	pyLoop(b, cb, 41)
+}
+
+// BenchmarkCreateFree: make a callback and drop its only reference.
+func BenchmarkCreateFree(b *testing.B) {
+	fn := func() {}
+	b.ReportAllocs()
+	for b.Loop() {
+		cb, err := callbacks.New(fn)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cb.Close()
+	}
+}

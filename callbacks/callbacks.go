@@ -1,0 +1,305 @@
+package callbacks
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/duet-gtk/duet/internal/bridge"
+	"github.com/duet-gtk/duet/internal/capi"
+	"github.com/duet-gtk/duet/pygi"
+)
+
+func init() {
+	capi.SetCallbackHandlers(invoke, releaseCallback, releaseHandle)
+	pygi.RegisterErrorCause(errorCause)
+	// Go funcs passed anywhere pygi takes a value become callbacks, owned the
+	// same way (pygi closes its temporary reference after the operation).
+	pygi.RegisterConverter(func(v reflect.Value) (*pygi.Object, bool, error) {
+		if v.Kind() != reflect.Func {
+			return nil, false, nil
+		}
+		if v.IsNil() {
+			return pygi.None(), true, nil
+		}
+		o, err := New(v.Interface())
+		return o, true, err
+	})
+}
+
+// Ownership says who frees a callback's native state.
+type Ownership int
+
+const (
+	// PythonOwned is the product: the callback's PyCapsule destructor, run
+	// by CPython when the last Python reference to the function is gone,
+	// frees it. The Go-side *pygi.Object is just one more reference.
+	PythonOwned Ownership = iota
+
+	// GoOwnedBroken is DELIBERATELY BROKEN. It exists only to reproduce the
+	// classic crash of host-language bindings (the Deno seed's segfault):
+	// the callback's native state (its PyMethodDef and Go handle) is freed
+	// when the Go-side *pygi.Object is garbage-collected, even though Python
+	// may still hold the function, so a later call from Python is a genuine
+	// use-after-free that ends in a segfault or an abort. The stress harness
+	// uses it to show the crash on demand. Never use it in an application.
+	GoOwnedBroken
+)
+
+func (o Ownership) String() string {
+	switch o {
+	case PythonOwned:
+		return "capsule"
+	case GoOwnedBroken:
+		return "go (broken on purpose)"
+	}
+	return fmt.Sprintf("Ownership(%d)", int(o))
+}
+
+// Option configures a callback.
+type Option func(*config)
+
+type config struct {
+	name, doc, module string
+	params            []string
+	ownership         Ownership
+	method            bool
+}
+
+// Name sets the callable's __name__ (default: the Go function's name).
+func Name(name string) Option { return func(c *config) { c.name = name } }
+
+// Doc sets the callable's __doc__.
+func Doc(doc string) Option { return func(c *config) { c.doc = doc } }
+
+// Params names the positional parameters in __text_signature__ (and so in
+// inspect.signature and help()); default arg0, arg1, ...
+func Params(names ...string) Option { return func(c *config) { c.params = names } }
+
+// Module sets the callable's __module__ (default: the Go function's package).
+func Module(m string) Option { return func(c *config) { c.module = m } }
+
+// WithOwnership picks the ownership mode; see GoOwnedBroken before using it.
+func WithOwnership(o Ownership) Option { return func(c *config) { c.ownership = o } }
+
+// defaultOwnership applies to callbacks made without WithOwnership,
+// auto-wrapped funcs included. Only the stress harness changes it.
+var defaultOwnership atomic.Int32
+
+// SetDefaultOwnership sets the ownership of callbacks made without
+// WithOwnership (auto-wrapped Go funcs included) and returns the previous
+// one. It exists for the stress harness; applications never need it.
+func SetDefaultOwnership(o Ownership) Ownership {
+	return Ownership(defaultOwnership.Swap(int32(o)))
+}
+
+// New turns fn, any Go func, into a Python callable. The result is a
+// builtin function (PyCFunction) whose __self__ is a PyCapsule that owns fn:
+// fn lives exactly as long as Python holds the function, and the returned
+// Object is just one more reference (drop or Close it freely).
+//
+// Parameters and results are adapted by reflection and checked here, once:
+// parameters may be of any type pygi converts (*pygi.Object receives the
+// argument itself, valid for the duration of the call: Clone it to keep it),
+// variadic tails included; a parameter of type pygi.Kw, last or just before
+// a variadic one, receives keyword arguments. Results may be none, a value,
+// a value and an error, or an error. A returned error raises GoError (an
+// Exception); a panic is recovered and raises GoPanic, which derives from
+// BaseException and carries the Go stack. Either comes back to Go as a
+// *pygi.Error whose Unwrap gives the original error (or a *PanicError).
+//
+// The function runs with the GIL held; see pygi.WithoutGIL before blocking.
+func New(fn any, opts ...Option) (*pygi.Object, error) { return newCallback(fn, false, opts) }
+
+// NewMethod is New for functions that become methods of a Python class: the
+// callable binds like a Python function (an instancemethod), so its first
+// parameter receives the instance.
+func NewMethod(fn any, opts ...Option) (*pygi.Object, error) { return newCallback(fn, true, opts) }
+
+// entry is what a callback's handle designates: immutable after creation.
+type entry struct {
+	sig  *signature
+	name string
+}
+
+// registry maps the integer handles Python holds to entries. A handle is an
+// integer, never a Go pointer: the capsule can safely outlive anything.
+var registry struct {
+	m                        sync.Map // uintptr -> *entry
+	next                     atomic.Uintptr
+	created, freed, freedByG atomic.Int64
+}
+
+func register(e *entry) uintptr {
+	h := registry.next.Add(1)
+	registry.m.Store(h, e)
+	registry.created.Add(1)
+	return h
+}
+
+// releaseCallback runs in the capsule destructor: any thread, maybe inside
+// gc.collect() or Py_FinalizeEx. It never calls Python, blocks or panics.
+func releaseCallback(h uintptr) {
+	if _, ok := registry.m.LoadAndDelete(h); ok {
+		registry.freed.Add(1)
+	}
+}
+
+func newCallback(fn any, method bool, opts []Option) (*pygi.Object, error) {
+	cfg := config{ownership: Ownership(defaultOwnership.Load()), method: method}
+	v := reflect.ValueOf(fn)
+	if !v.IsValid() || v.Kind() != reflect.Func || v.IsNil() {
+		return nil, fmt.Errorf("callbacks: want a non-nil func, got %T", fn)
+	}
+	cfg.name, cfg.module = funcName(v)
+	for _, o := range opts {
+		o(&cfg)
+	}
+	sig, err := analyze(v, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := bridge.Enter(); err != nil {
+		return nil, err
+	}
+	defer bridge.Exit()
+	e := &entry{sig: sig, name: cfg.name}
+	h := register(e)
+	flags := 0
+	if method {
+		flags |= capi.CallbackMethod
+	}
+	if cfg.ownership == GoOwnedBroken {
+		flags |= capi.CallbackBroken
+	}
+	ref, native, st, exc := capi.NewCallback(h, cfg.name, sig.doc(cfg), cfg.module, flags)
+	if st != capi.OK {
+		releaseCallback(h) // a no-op if the capsule destructor already ran
+		return nil, bridge.NewError(exc)
+	}
+	o := bridge.WrapOwned(ref).(*pygi.Object)
+	if cfg.ownership == GoOwnedBroken {
+		runtime.AddCleanup(o, freeBroken, brokenState{handle: h, native: native})
+	}
+	return o, nil
+}
+
+type brokenState struct {
+	handle uintptr
+	native unsafe.Pointer // C memory
+}
+
+// freeBroken is the broken mode's GC cleanup: it frees the native state of
+// a callback Python may still hold.
+func freeBroken(b brokenState) {
+	if _, ok := registry.m.LoadAndDelete(b.handle); ok {
+		registry.freedByG.Add(1)
+	}
+	capi.FreeNative(b.native)
+}
+
+var names sync.Map // code pointer -> [2]string{name, module}
+
+// funcName derives a Python-friendly name and module from a Go func.
+func funcName(v reflect.Value) (name, module string) {
+	pc := v.Pointer()
+	if n, ok := names.Load(pc); ok {
+		nm := n.([2]string)
+		return nm[0], nm[1]
+	}
+	defer func() { names.Store(pc, [2]string{name, module}) }()
+	full := "callback"
+	if f := runtime.FuncForPC(pc); f != nil {
+		full = f.Name()
+	}
+	full = strings.TrimSuffix(full, "-fm") // method values
+	pkg := ""
+	if i := strings.LastIndex(full, "/"); i >= 0 {
+		pkg, full = full[:i+1], full[i+1:]
+	}
+	if i := strings.Index(full, "."); i >= 0 {
+		pkg, full = pkg+full[:i], full[i+1:]
+	}
+	parts := strings.Split(full, ".")
+	name = parts[len(parts)-1]
+	// Closures are funcN or gowrapN: name them after their enclosing function.
+	if len(parts) > 1 && (strings.HasPrefix(name, "func") || strings.HasPrefix(name, "gowrap")) {
+		name = parts[len(parts)-2] + "_" + name
+	}
+	name = strings.Map(func(r rune) rune {
+		if r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return -1
+	}, name)
+	if name == "" || name[0] >= '0' && name[0] <= '9' {
+		name = "callback" + name
+	}
+	return name, pkg
+}
+
+// Stats counts callbacks since start-up.
+type Stats struct {
+	Created int64 // callables made
+	Freed   int64 // freed by Python (capsule destructor)
+	// FreedByGoGC counts broken-mode callbacks whose native state Go's GC
+	// freed (whatever Python still held).
+	FreedByGoGC int64
+	Live        int64 // Created - Freed - FreedByGoGC
+}
+
+// ReadStats returns the counters.
+func ReadStats() Stats {
+	s := Stats{
+		Created:     registry.created.Load(),
+		Freed:       registry.freed.Load(),
+		FreedByGoGC: registry.freedByG.Load(),
+	}
+	s.Live = s.Created - s.Freed - s.FreedByGoGC
+	return s
+}
+
+// Collect runs one round of both garbage collectors: Go's (twice, so that
+// cleanups queued by the first run), the release of the references Go
+// dropped, and Python's gc.collect().
+func Collect() error {
+	runtime.GC()
+	runtime.GC()
+	if err := pygi.Drain(); err != nil {
+		return err
+	}
+	gc, err := pygi.Import("gc")
+	if err != nil {
+		return err
+	}
+	defer gc.Close()
+	r, err := gc.CallMethod("collect")
+	r.Close()
+	return err
+}
+
+// WaitLive collects garbage on both sides until at most max callbacks are
+// live, or ctx ends. It is how tests and the stress harness wait for frees
+// that are pending on either collector.
+func WaitLive(ctx context.Context, max int64) (Stats, error) {
+	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
+		if err := Collect(); err != nil {
+			return ReadStats(), err
+		}
+		s := ReadStats()
+		if s.Live <= max {
+			return s, nil
+		}
+		select {
+		case <-ctx.Done():
+			return s, fmt.Errorf("callbacks: %d live, want at most %d: %w", s.Live, max, ctx.Err())
+		case <-time.After(delay):
+		}
+	}
+}

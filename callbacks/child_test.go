@@ -1,0 +1,126 @@
+package callbacks_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/duet-gtk/duet/callbacks"
+	"github.com/duet-gtk/duet/pygi"
+)
+
+// The seed's bug in miniature: Python keeps a callback, Go drops its
+// wrapper, both collectors run, Python calls the callback.
+func heldThenCalled(o callbacks.Ownership) error {
+	g, err := pygi.NewGlobals()
+	if err != nil {
+		return err
+	}
+	if err := pygi.Exec("held = []\n", g); err != nil {
+		return err
+	}
+	held, err := g.Item("held")
+	if err != nil {
+		return err
+	}
+	for i := range 50 {
+		cb, err := callbacks.New(func(x int) int { return x + i }, callbacks.WithOwnership(o))
+		if err != nil {
+			return err
+		}
+		if _, err := held.CallMethod("append", cb); err != nil {
+			return err
+		}
+		// cb is dropped here, never closed: only Go's GC learns it is gone.
+	}
+	for range 10 {
+		runtime.GC()
+		time.Sleep(2 * time.Millisecond)
+		if err := callbacks.Collect(); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("stats before calling: %+v\n", callbacks.ReadStats())
+	os.Stdout.Sync()
+	r, err := pygi.Eval("sum(f(1) for f in held)", g)
+	if err != nil {
+		return err
+	}
+	n, err := r.Int()
+	if err != nil {
+		return err
+	}
+	if n != 50+49*50/2 {
+		return fmt.Errorf("sum = %d", n)
+	}
+	return pygi.Finalize()
+}
+
+var scenarios = map[string]func() error{
+	"capsule": func() error { return heldThenCalled(callbacks.PythonOwned) },
+	"broken":  func() error { return heldThenCalled(callbacks.GoOwnedBroken) },
+}
+
+func childMain(name string) int {
+	fn, ok := scenarios[name]
+	if !ok {
+		return 2
+	}
+	if err := fn(); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		return 1
+	}
+	fmt.Println("ok")
+	return 0
+}
+
+func runChild(t *testing.T, name string) (string, string, error) {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), "CALLBACKS_CHILD="+name)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	require.NoError(t, ctx.Err(), "child hung")
+	return out.String(), errb.String(), err
+}
+
+func TestOwnershipInChildProcess(t *testing.T) {
+	t.Run("capsule ownership survives", func(t *testing.T) {
+		out, errOut, err := runChild(t, "capsule")
+		require.NoError(t, err, "stderr:\n%s", errOut)
+		assert.Contains(t, out, "ok")
+	})
+	t.Run("broken ownership crashes", func(t *testing.T) {
+		out, errOut, err := runChild(t, "broken")
+		var ee *exec.ExitError
+		require.True(t, errors.As(err, &ee), "the broken mode must crash, got %v\nstdout:\n%s", err, out)
+		assert.NotContains(t, out, "ok\n")
+		assert.NotContains(t, errOut, "FAIL:", "a crash, not an orderly failure")
+		// Go reports a fault in C code as a fatal signal (exit status 2);
+		// a raw signal death shows up as a negative exit code.
+		crashed := ee.ExitCode() == 2 || ee.ExitCode() < 0 || strings.Contains(errOut, "SIGSEGV")
+		assert.True(t, crashed, "exit %d\nstderr:\n%.2000s", ee.ExitCode(), errOut)
+		assert.Contains(t, out, "FreedByGoGC:50", "Go's GC freed every callback Python still held")
+		t.Logf("broken mode: exit %d, %s", ee.ExitCode(), firstLine(errOut))
+	})
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

@@ -1,0 +1,40 @@
+// Package callbacks turns Go functions into Python callables whose lifetime
+// Python owns.
+//
+// # The lifetime contract
+//
+// A callback is a builtin function (PyCFunction, called with CPython's
+// vectorcall/FASTCALL convention) whose __self__ is a PyCapsule. The capsule
+// holds an integer handle (never a Go pointer) to the Go function and owns
+// the callback's PyMethodDef, in C memory. When the last Python reference to
+// the function goes away, CPython frees the capsule and its destructor gives
+// the handle back to Go. So the Go function lives exactly as long as Python
+// holds it: a GTK signal, a list, a global or a reference cycle (collected by
+// gc.collect) keep it alive, and the *pygi.Object Go gets back is just one
+// more reference that Go may drop at any time. This is what host-language
+// bindings get wrong in both directions: freeing a callback Python still
+// holds (a segfault when GTK later emits the signal) or never freeing any
+// (a leak). GoOwnedBroken reproduces the first on purpose.
+//
+// # Calling
+//
+// Arguments arrive in Go adapted to the function's parameter types, checked
+// once when the callback is made; a call with the wrong arity or types
+// raises TypeError naming the function and the parameter. *pygi.Object
+// parameters receive the argument itself for the duration of the call (like
+// PyO3's borrowed references: no reference is taken, which keeps signal
+// handlers cheap); afterwards such an Object reads as closed, never as freed
+// memory; Clone it to keep it. Returned errors raise GoError; panics are
+// recovered at the boundary (they must never unwind through CPython's C
+// frames) and raise GoPanic, a BaseException carrying the Go stack. Both come
+// back to Go as a *pygi.Error that unwraps to the original error or to a
+// *PanicError.
+//
+// The function runs on the thread Python called it from, holding the GIL.
+// Calling back into Python from it is fine (re-entrancy is supported);
+// blocking on other goroutines that need Python is not: wrap such waits in
+// pygi.WithoutGIL.
+//
+// Importing this package also makes every Go func passed to pygi (call
+// arguments, attributes, items, containers) a callback automatically.
+package callbacks

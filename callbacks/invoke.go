@@ -1,0 +1,363 @@
+package callbacks
+
+import (
+	"fmt"
+	"math/big"
+	"reflect"
+	"runtime/debug"
+	"strings"
+	"sync"
+
+	"github.com/duet-gtk/duet/internal/bridge"
+	"github.com/duet-gtk/duet/internal/capi"
+	"github.com/duet-gtk/duet/pygi"
+)
+
+var (
+	objectType = reflect.TypeFor[*pygi.Object]()
+	kwType     = reflect.TypeFor[pygi.Kw]()
+	errorType  = reflect.TypeFor[error]()
+	bigIntType = reflect.TypeFor[*big.Int]()
+)
+
+// shape is how a func type is adapted to Python's calling convention. It is
+// worked out once per type and shared by every callback of that type.
+type shape struct {
+	typ   reflect.Type
+	fixed []reflect.Type // positional parameters before any variadic tail
+	rest  reflect.Type   // element type of the variadic tail, or nil
+	kwAt  int            // index of the pygi.Kw parameter, or -1
+	nin   int            // number of Go parameters
+	// results
+	hasValue, hasErr bool
+}
+
+// signature is one callback's function with its shape.
+type signature struct {
+	*shape
+	fn   reflect.Value
+	name string
+	// fast paths that skip reflection for the commonest shapes
+	fast0    func()
+	fast0err func() error
+	fastObj  func(*pygi.Object)
+	fastObjs func(...*pygi.Object)
+}
+
+var shapes sync.Map // reflect.Type -> *shape (memoised; an error is not cached)
+
+func analyze(v reflect.Value, cfg config) (*signature, error) {
+	t := v.Type()
+	sh, ok := shapes.Load(t)
+	if !ok {
+		s, err := analyzeType(t, cfg.name)
+		if err != nil {
+			return nil, err
+		}
+		sh, _ = shapes.LoadOrStore(t, s)
+	}
+	s := &signature{shape: sh.(*shape), fn: v, name: cfg.name}
+	switch f := v.Interface().(type) {
+	case func():
+		s.fast0 = f
+	case func() error:
+		s.fast0err = f
+	case func(*pygi.Object):
+		s.fastObj = f
+	case func(...*pygi.Object):
+		s.fastObjs = f
+	}
+	return s, nil
+}
+
+func analyzeType(t reflect.Type, name string) (*shape, error) {
+	s := &shape{typ: t, kwAt: -1, nin: t.NumIn()}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("callbacks: %s (%v): %s", name, t, fmt.Sprintf(format, args...))
+	}
+	n := t.NumIn()
+	if t.IsVariadic() {
+		s.rest = t.In(n - 1).Elem()
+		n--
+	}
+	for i := range n {
+		p := t.In(i)
+		if p == kwType {
+			if i != n-1 {
+				return nil, bad("the pygi.Kw parameter must come last (or just before a variadic one)")
+			}
+			s.kwAt = i
+			continue
+		}
+		if err := convertible(p); err != nil {
+			return nil, bad("parameter %d: %v", i+1, err)
+		}
+		s.fixed = append(s.fixed, p)
+	}
+	if s.rest != nil {
+		if err := convertible(s.rest); err != nil {
+			return nil, bad("variadic parameter: %v", err)
+		}
+	}
+	switch t.NumOut() {
+	case 0:
+	case 1:
+		if t.Out(0) == errorType {
+			s.hasErr = true
+		} else {
+			s.hasValue = true
+		}
+	case 2:
+		if t.Out(1) != errorType {
+			return nil, bad("with two results the second must be error")
+		}
+		s.hasValue, s.hasErr = true, true
+	default:
+		return nil, bad("at most two results (a value and an error)")
+	}
+	if s.hasValue {
+		if err := convertible(t.Out(0)); err != nil {
+			return nil, bad("result: %v", err)
+		}
+	}
+	return s, nil
+}
+
+// convertible reports whether pygi can convert values of type t both ways.
+func convertible(t reflect.Type) error {
+	return convertibleDepth(t, 0)
+}
+
+func convertibleDepth(t reflect.Type, depth int) error {
+	if depth > 20 {
+		return fmt.Errorf("type %v nests too deeply", t)
+	}
+	if t == objectType || t == bigIntType || t == kwType {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Bool, reflect.String, reflect.Float32, reflect.Float64, reflect.Interface,
+		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return nil
+	case reflect.Slice, reflect.Array, reflect.Pointer:
+		return convertibleDepth(t.Elem(), depth+1)
+	case reflect.Map:
+		switch t.Key().Kind() {
+		case reflect.String, reflect.Bool, reflect.Float32, reflect.Float64, reflect.Interface,
+			reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		default:
+			return fmt.Errorf("map key type %v is not a string, number or bool", t.Key())
+		}
+		return convertibleDepth(t.Elem(), depth+1)
+	}
+	return fmt.Errorf("type %v has no Python conversion", t)
+}
+
+type docKey struct {
+	t                   reflect.Type
+	name, module, given string
+	method              bool
+}
+
+var docs sync.Map // docKey -> string, for callbacks without Params
+
+// doc builds the PyMethodDef doc: CPython reads __text_signature__ from a
+// leading "name(signature)\n--\n\n".
+func (s *shape) doc(cfg config) string {
+	if len(cfg.params) > 0 {
+		return s.buildDoc(cfg)
+	}
+	k := docKey{s.typ, cfg.name, cfg.module, cfg.doc, cfg.method}
+	if d, ok := docs.Load(k); ok {
+		return d.(string)
+	}
+	d := s.buildDoc(cfg)
+	docs.Store(k, d)
+	return d
+}
+
+func (s *shape) buildDoc(cfg config) string {
+	var ps []string
+	for i := range s.fixed {
+		name := fmt.Sprintf("arg%d", i)
+		if i < len(cfg.params) {
+			name = cfg.params[i]
+		} else if cfg.method && i == 0 {
+			name = "self"
+		}
+		ps = append(ps, name)
+	}
+	if len(ps) > 0 {
+		ps = append(ps, "/")
+	}
+	if s.rest != nil {
+		ps = append(ps, "*args")
+	}
+	if s.kwAt >= 0 {
+		ps = append(ps, "**kwargs")
+	}
+	doc := cfg.doc
+	if doc == "" {
+		doc = fmt.Sprintf("Go function %s.%s %v.", strings.TrimSuffix(cfg.module, "."), cfg.name, s.typ)
+	}
+	return fmt.Sprintf("%s(%s)\n--\n\n%s", cfg.name, strings.Join(ps, ", "), doc)
+}
+
+// typeError is a Python TypeError to raise.
+type typeError string
+
+// invoke is the Go side of the C trampoline. It looks the handle up outside
+// the recover: an unknown handle means the native state outlived its Go side
+// (only the broken ownership mode does that), and it must crash loudly, not
+// turn into a Python exception.
+func invoke(h uintptr, args []capi.Ref, nargs, nkw int, kwnames capi.Ref) (capi.Ref, capi.CallbackResult) {
+	v, ok := registry.m.Load(h)
+	if !ok {
+		panic(fmt.Sprintf("callbacks: Python called a Go callback whose handle %d was already freed: use after free", h))
+	}
+	return v.(*entry).sig.call(args, nargs, nkw, kwnames)
+}
+
+func (s *signature) call(args []capi.Ref, nargs, nkw int, kwnames capi.Ref) (res capi.Ref, rc capi.CallbackResult) {
+	// Arguments are borrowed: wrap them without taking references and end
+	// their validity when the call returns.
+	var small [6]*pygi.Object
+	objs := small[:0]
+	borrow := func(r capi.Ref) *pygi.Object {
+		o := bridge.WrapBorrowed(r).(*pygi.Object)
+		objs = append(objs, o)
+		return o
+	}
+	defer func() {
+		for _, o := range objs {
+			bridge.Invalidate(o)
+		}
+	}()
+	defer func() {
+		if p := recover(); p != nil {
+			if te, ok := p.(typeError); ok {
+				capi.RaiseMessage(capi.TypeError, string(te))
+			} else {
+				raiseGo(&PanicError{Callback: s.name, Value: p, Stack: string(debug.Stack())})
+			}
+			res, rc = capi.Ref{}, capi.ResultRaised
+		}
+	}()
+
+	switch {
+	case s.fast0 != nil && nargs == 0 && nkw == 0:
+		s.fast0()
+		return capi.Ref{}, capi.ResultNone
+	case s.fast0err != nil && nargs == 0 && nkw == 0:
+		return s.finish(nil, s.fast0err())
+	case s.fastObj != nil && nargs == 1 && nkw == 0:
+		s.fastObj(borrow(args[0]))
+		return capi.Ref{}, capi.ResultNone
+	case s.fastObjs != nil && nkw == 0:
+		in := make([]*pygi.Object, nargs)
+		for i := range in {
+			in[i] = borrow(args[i])
+		}
+		s.fastObjs(in...)
+		return capi.Ref{}, capi.ResultNone
+	}
+
+	if nargs < len(s.fixed) || (s.rest == nil && nargs > len(s.fixed)) {
+		panic(typeError(fmt.Sprintf(s.arity(nargs), s.name)))
+	}
+	if nkw > 0 && s.kwAt < 0 {
+		names := borrow(kwnames)
+		first, _ := names.Item(0)
+		name, _ := first.Text()
+		panic(typeError(fmt.Sprintf("%s() got an unexpected keyword argument '%s'", s.name, name)))
+	}
+	in := make([]reflect.Value, 0, s.nin+nargs)
+	for i, t := range s.fixed {
+		in = append(in, s.arg(i, t, borrow(args[i])))
+	}
+	if s.kwAt >= 0 { // always right after the fixed parameters
+		m := pygi.Kw{}
+		if nkw > 0 {
+			names, err := pygi.As[[]string](borrow(kwnames))
+			if err != nil {
+				panic(typeError(fmt.Sprintf("%s(): keyword names: %v", s.name, err)))
+			}
+			for j, name := range names {
+				v, err := borrow(args[nargs+j]).Go()
+				if err != nil {
+					panic(typeError(fmt.Sprintf("%s() keyword argument '%s': %v", s.name, name, err)))
+				}
+				m[name] = v
+			}
+		}
+		in = append(in, reflect.ValueOf(m))
+	}
+	if s.rest != nil {
+		for i := len(s.fixed); i < nargs; i++ {
+			in = append(in, s.arg(i, s.rest, borrow(args[i])))
+		}
+	}
+	out := s.fn.Call(in)
+	var val any
+	var err error
+	if s.hasValue {
+		val = out[0].Interface()
+	}
+	if s.hasErr {
+		if e := out[len(out)-1]; !e.IsNil() {
+			err = e.Interface().(error)
+		}
+	}
+	return s.finish(val, err)
+}
+
+func (s *shape) arity(nargs int) string {
+	want := fmt.Sprint(len(s.fixed))
+	if s.rest != nil {
+		want = "at least " + want
+	}
+	plural := "s"
+	if len(s.fixed) == 1 {
+		plural = ""
+	}
+	return fmt.Sprintf("%%s() takes %s positional argument%s but %d were given", want, plural, nargs)
+}
+
+// arg converts argument i (0-based) to t.
+func (s *signature) arg(i int, t reflect.Type, o *pygi.Object) reflect.Value {
+	if t == objectType {
+		return reflect.ValueOf(o)
+	}
+	p := reflect.New(t)
+	if err := o.Decode(p.Interface()); err != nil {
+		panic(typeError(fmt.Sprintf("%s() argument %d: %v", s.name, i+1, err)))
+	}
+	return p.Elem()
+}
+
+// finish turns the Go results into the callback's Python result.
+func (s *signature) finish(val any, err error) (capi.Ref, capi.CallbackResult) {
+	if err != nil {
+		raiseGo(err)
+		return capi.Ref{}, capi.ResultRaised
+	}
+	if val == nil {
+		return capi.Ref{}, capi.ResultNone
+	}
+	if o, ok := val.(*pygi.Object); ok && o == nil {
+		return capi.Ref{}, capi.ResultNone
+	}
+	// A new reference for Python: the Go value (even an *Object the Go code
+	// keeps using) stays the Go code's.
+	r, st, err := bridge.NewRef(val)
+	if err != nil {
+		capi.RaiseMessage(capi.TypeError, fmt.Sprintf("%s() returned a value Python cannot hold: %v", s.name, err))
+		return capi.Ref{}, capi.ResultRaised
+	}
+	if st == capi.None {
+		return capi.Ref{}, capi.ResultNone
+	}
+	return r, capi.ResultRef
+}

@@ -1,0 +1,27 @@
+// Package bridge lets duet's own packages reach pygi's internals without
+// widening pygi's public API. pygi fills the hooks in its init; the values
+// typed any are *pygi.Object (bridge cannot name the type: pygi imports it).
+package bridge
+
+import "github.com/duet-gtk/duet/internal/capi"
+
+var (
+	// Enter opens a pygi operation (starting Python if needed); Exit closes it.
+	Enter func() error
+	Exit  func()
+	// WrapOwned makes an Object that takes over r.
+	WrapOwned func(r capi.Ref) any
+	// WrapBorrowed makes an Object for a callback argument: it does not own
+	// r and reads as closed once Invalidate is called.
+	WrapBorrowed func(r capi.Ref) any
+	// Invalidate ends a borrowed Object's validity.
+	Invalidate func(o any)
+	// RefOf returns the ref an Object designates (ErrClosed and friends
+	// otherwise). The caller keeps the Object alive while it uses the ref.
+	RefOf func(o any) (capi.Ref, error)
+	// NewRef converts a Go value as pygi.New does, but returns the owned ref
+	// itself (status capi.None, and no ref, for None).
+	NewRef func(v any) (capi.Ref, capi.Status, error)
+	// NewError turns an exception ref (taken over) into a Go error.
+	NewError func(exc capi.Ref) error
+)
