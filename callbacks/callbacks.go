@@ -303,3 +303,11 @@ func WaitLive(ctx context.Context, max int64) (Stats, error) {
 		}
 	}
 }
+
+// Must returns o, or panics with err; for package-level set-up.
+func Must(o *pygi.Object, err error) *pygi.Object {
+	if err != nil {
+		panic(err)
+	}
+	return o
+}

@@ -1,0 +1,70 @@
+package eventloop_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/duet-gtk/duet/eventloop"
+)
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[int(float64(len(s)-1)*p)]
+}
+
+// BenchmarkInvokeRoundTrip: a goroutine posts a no-op to the loop and waits
+// for it. Reports the median and p99 of the round trip.
+func BenchmarkInvokeRoundTrip(b *testing.B) {
+	ctx := context.Background()
+	lat := make([]time.Duration, 0, b.N)
+	noop := func() error { return nil }
+	b.ResetTimer()
+	for b.Loop() {
+		t0 := time.Now()
+		if err := eventloop.InvokeWait(ctx, noop); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	b.ReportMetric(float64(percentile(lat, 0.5).Nanoseconds())/1000, "µs-median")
+	b.ReportMetric(float64(percentile(lat, 0.99).Nanoseconds())/1000, "µs-p99")
+}
+
+// BenchmarkInvokeThroughput: fire-and-forget posts, one barrier at the end.
+func BenchmarkInvokeThroughput(b *testing.B) {
+	n := 0
+	for b.Loop() {
+		eventloop.Invoke(func() { n++ })
+	}
+	if err := eventloop.InvokeWait(context.Background(), func() error { return nil }); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkInterval100Hz: the jitter of a 10 ms interval timer, as the
+// deviation of each tick's spacing from 10 ms (b.N ticks).
+func BenchmarkInterval100Hz(b *testing.B) {
+	ticks := make(chan time.Time, 1024)
+	tm := eventloop.Every(10*time.Millisecond, func() { ticks <- time.Now() })
+	defer tm.Cancel()
+	n := min(b.N, 300)
+	var dev []time.Duration
+	last := <-ticks
+	for range n {
+		now := <-ticks
+		d := now.Sub(last) - 10*time.Millisecond
+		if d < 0 {
+			d = -d
+		}
+		dev = append(dev, d)
+		last = now
+	}
+	b.ReportMetric(float64(percentile(dev, 0.5).Nanoseconds())/1000, "µs-jitter-median")
+	b.ReportMetric(float64(percentile(dev, 0.99).Nanoseconds())/1000, "µs-jitter-p99")
+}

@@ -1,0 +1,322 @@
+package eventloop_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/eventloop/looptest"
+	"github.com/duet-gtk/duet/pygi"
+)
+
+func TestMain(m *testing.M) {
+	if name := os.Getenv("EVENTLOOP_CHILD"); name != "" {
+		os.Exit(childMain(name))
+	}
+	looptest.Main(m)
+}
+
+// watchdog fails with every goroutine's stack instead of hanging CI.
+func watchdog(t *testing.T, d time.Duration) func() {
+	timer := time.AfterFunc(d, func() {
+		buf := make([]byte, 1<<20)
+		n := runtime.Stack(buf, true)
+		panic(fmt.Sprintf("%s: no progress after %v\n%s", t.Name(), d, buf[:n]))
+	})
+	return func() { timer.Stop() }
+}
+
+func TestInvokeOrderAndExactlyOnce(t *testing.T) {
+	defer watchdog(t, 2*time.Minute)()
+	const goroutines, each = 16, 1000
+	seen := make([][]int, goroutines) // touched only on the loop thread
+	var offMain atomic.Int64
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				eventloop.Invoke(func() {
+					if !eventloop.IsMain() {
+						offMain.Add(1)
+					}
+					seen[g] = append(seen[g], i)
+				})
+			}
+		}()
+	}
+	wg.Wait()
+	looptest.Do(t, func() {}) // a barrier: everything queued before it has run
+	assert.Zero(t, offMain.Load(), "every Invoke runs on the main thread")
+	for g := range goroutines {
+		require.Len(t, seen[g], each, "goroutine %d", g)
+		assert.True(t, sort.IntsAreSorted(seen[g]), "goroutine %d ran out of order", g)
+		for i, v := range seen[g] {
+			if v != i {
+				t.Fatalf("goroutine %d: position %d holds %d (duplicate or lost)", g, i, v)
+			}
+		}
+	}
+}
+
+func TestInvokeWaitAndPanics(t *testing.T) {
+	sentinel := errors.New("from the loop")
+	err := eventloop.InvokeWait(context.Background(), func() error { return sentinel })
+	assert.ErrorIs(t, err, sentinel)
+
+	err = eventloop.InvokeWait(context.Background(), func() error { panic("kaboom") })
+	var pe *eventloop.PanicError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "kaboom", pe.Value)
+	assert.Contains(t, pe.Stack, "eventloop_test.go")
+
+	// A panic in fire-and-forget work is reported and the loop goes on.
+	reported := make(chan *eventloop.PanicError, 1)
+	eventloop.SetPanicHandler(func(p *eventloop.PanicError) { reported <- p })
+	defer eventloop.SetPanicHandler(nil)
+	eventloop.Invoke(func() { panic(sentinel) })
+	select {
+	case p := <-reported:
+		assert.ErrorIs(t, p, sentinel)
+	case <-time.After(10 * time.Second):
+		t.Fatal("panic not reported")
+	}
+	looptest.Do(t, func() {}) // still running
+
+	// A context that ends first: the work does not run afterwards.
+	var ran atomic.Bool
+	block := make(chan struct{})
+	eventloop.Invoke(func() { <-block }) // occupy the loop
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	err = eventloop.InvokeWait(ctx, func() error { ran.Store(true); return nil })
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	close(block)
+	looptest.Do(t, func() {})
+	assert.False(t, ran.Load())
+
+	// On the loop itself InvokeWait runs at once instead of deadlocking.
+	looptest.DoErr(t, func() error {
+		return eventloop.InvokeWait(context.Background(), func() error { return nil })
+	})
+}
+
+func TestRunRules(t *testing.T) {
+	err := eventloop.Run(context.Background())
+	assert.ErrorIs(t, err, eventloop.ErrNotMainThread, "tests run off the main thread")
+	looptest.Do(t, func() {
+		assert.ErrorIs(t, eventloop.Run(context.Background()), eventloop.ErrRunning)
+	})
+	assert.True(t, eventloop.Running())
+	assert.False(t, eventloop.IsMain())
+	assert.PanicsWithValue(t,
+		"duet: set_label must run on the UI (main) thread, not on a goroutine: wrap it in eventloop.Invoke",
+		func() { eventloop.MustBeMain("set_label") })
+	looptest.Do(t, func() { eventloop.MustBeMain("set_label") })
+}
+
+func TestTimers(t *testing.T) {
+	defer watchdog(t, time.Minute)()
+	var every atomic.Int64
+	tm := eventloop.Every(10*time.Millisecond, func() { every.Add(1) })
+	var once atomic.Int64
+	eventloop.After(20*time.Millisecond, func() { once.Add(1) })
+	time.Sleep(300 * time.Millisecond)
+	tm.Cancel()
+	n := every.Load()
+	// 30 ticks at most in 300 ms; a loaded machine may give fewer.
+	assert.GreaterOrEqual(t, n, int64(5))
+	assert.LessOrEqual(t, n, int64(31))
+	time.Sleep(50 * time.Millisecond)
+	assert.Equal(t, n, every.Load(), "nothing runs after Cancel returns")
+	assert.Equal(t, int64(1), once.Load(), "After fires once")
+	tm.Cancel() // idempotent
+}
+
+func TestCancelWhileFiring(t *testing.T) {
+	defer watchdog(t, time.Minute)()
+	var running, finished atomic.Int64
+	started := make(chan struct{}, 100)
+	tm := eventloop.Every(5*time.Millisecond, func() {
+		running.Add(1)
+		started <- struct{}{}
+		time.Sleep(50 * time.Millisecond) // still inside fn when Cancel is called
+		finished.Add(1)
+	})
+	<-started
+	tm.Cancel() // from this goroutine, while fn sleeps on the loop
+	assert.Equal(t, running.Load(), finished.Load(), "Cancel waited for the run in progress")
+	after := running.Load()
+	time.Sleep(60 * time.Millisecond)
+	assert.Equal(t, after, running.Load(), "no run after Cancel returned")
+
+	// Cancel from inside fn: the current run completes, no further ones.
+	var self *eventloop.Timer
+	var runs atomic.Int64
+	ready := make(chan struct{})
+	looptest.Do(t, func() {
+		self = eventloop.Every(time.Millisecond, func() {
+			<-ready
+			if runs.Add(1) == 3 {
+				self.Cancel()
+			}
+		})
+	})
+	close(ready)
+	time.Sleep(100 * time.Millisecond)
+	assert.Equal(t, int64(3), runs.Load())
+}
+
+func TestPythonAndGoInterleave(t *testing.T) {
+	defer watchdog(t, time.Minute)()
+	require.NoError(t, pygi.RequireVersion("GLib", "2.0"))
+	g, err := pygi.NewGlobals()
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var order []string
+	record := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
+	require.NoError(t, g.SetItem("record", record))
+	// Python schedules on the same GLib loop; Go timers interleave by due time.
+	require.NoError(t, pygi.Exec(`
+from gi.repository import GLib
+GLib.timeout_add(30, lambda: record("py-30") or False)
+GLib.timeout_add(90, lambda: record("py-90") or False)
+`, g))
+	eventloop.After(60*time.Millisecond, func() { record("go-60") })
+	eventloop.After(120*time.Millisecond, func() { record("go-120") })
+	time.Sleep(300 * time.Millisecond)
+	looptest.Do(t, func() {})
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{"py-30", "go-60", "py-90", "go-120"}, order)
+}
+
+func TestPythonHandlerBlockingDoesNotDeadlock(t *testing.T) {
+	defer watchdog(t, time.Minute)()
+	g, err := pygi.NewGlobals()
+	require.NoError(t, err)
+	// A Python handler on the loop that holds the interpreter busy for 100 ms.
+	require.NoError(t, pygi.Exec(`
+import time
+from gi.repository import GLib
+def busy():
+    end = time.monotonic() + 0.1
+    while time.monotonic() < end:
+        pass
+    return False
+GLib.idle_add(busy)
+`, g))
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range 50 {
+				r, err := pygi.Eval(fmt.Sprintf("%d + %d", i, j), nil)
+				if err != nil {
+					errs <- err
+					return
+				}
+				r.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	looptest.Do(t, func() {})
+}
+
+func TestDroppedObjectsReleasedByTheLoop(t *testing.T) {
+	g, err := pygi.NewGlobals()
+	require.NoError(t, err)
+	allDead := make(chan struct{})
+	var once sync.Once
+	require.NoError(t, g.SetItem("all_dead", func() { once.Do(func() { close(allDead) }) }))
+	// A watcher on the loop, in Python: it tells Go (a Python->Go call) when
+	// every object is gone, so Go never has to call into Python to find out.
+	require.NoError(t, pygi.Exec(`
+import weakref
+from gi.repository import GLib
+class T: pass
+refs = []
+def make():
+    o = T()
+    refs.append(weakref.ref(o))
+    return o
+def watch():
+    if refs and all(r() is None for r in refs):
+        all_dead()
+        return False
+    return True
+`, g))
+	mk, err := g.Item("make")
+	require.NoError(t, err)
+	func() {
+		for range 100 {
+			_, err := mk.Call() // dropped without Close
+			require.NoError(t, err)
+		}
+	}()
+	require.NoError(t, pygi.Exec("GLib.timeout_add(5, watch)", g))
+	// From here on Go makes no call into Python: only its GC runs, and the
+	// loop must release what the GC collected.
+	deadline := time.After(10 * time.Second)
+	for {
+		runtime.GC()
+		select {
+		case <-allDead:
+			return
+		case <-deadline:
+			t.Fatalf("the loop did not release dropped objects: %+v", pygi.ReadStats())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func TestPythonExceptionsReachGo(t *testing.T) {
+	caught := looptest.CatchPythonExceptions(t)
+	g, err := pygi.NewGlobals()
+	require.NoError(t, err)
+	require.NoError(t, pygi.Exec(`
+from gi.repository import GLib, GObject
+import threading
+GLib.idle_add(lambda: 1 / 0)
+class E(GObject.Object):
+    __gsignals__ = {"ping": (GObject.SignalFlags.RUN_LAST, None, ())}
+e = E()
+def handler(obj):
+    raise KeyError("in a signal handler")
+e.connect("ping", handler)
+e.emit("ping")
+t = threading.Thread(target=lambda: [][1])
+t.start(); t.join()
+`, g))
+	looptest.Do(t, func() {})
+	deadline := time.Now().Add(5 * time.Second)
+	for len(caught.All()) < 3 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	var types []string
+	for _, e := range caught.All() {
+		types = append(types, e.Type)
+		assert.NotEmpty(t, e.Traceback)
+	}
+	sort.Strings(types)
+	assert.Equal(t, []string{"IndexError", "KeyError", "ZeroDivisionError"}, types)
+}

@@ -1,0 +1,165 @@
+// Package looptest runs tests against duet's event loop: the loop runs on
+// the main OS thread (as GTK requires) while the tests run on goroutines and
+// post work to it. For app authors as much as for duet itself:
+//
+//	func TestMain(m *testing.M) { looptest.Main(m) }
+//
+//	func TestButton(t *testing.T) {
+//		looptest.FailOnPythonExceptions(t)
+//		looptest.Do(t, func() { ... GTK work on the UI thread ... })
+//	}
+//
+// With no display, Main re-runs the test binary under xvfb-run (when it is
+// installed), so GTK tests work headless with plain `go test`.
+package looptest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/pygi"
+)
+
+// Timeout bounds each Do; a test that waits longer on the loop fails
+// instead of hanging CI.
+var Timeout = 60 * time.Second
+
+const xvfbEnv = "DUET_UNDER_XVFB"
+
+// Main runs the tests and exits. Call it from TestMain, which runs on the
+// main OS thread.
+func Main(m *testing.M) {
+	if code, ok := reexecUnderXvfb(); ok {
+		os.Exit(code)
+	}
+	if err := pygi.Init(); err != nil {
+		fmt.Fprintln(os.Stderr, "looptest:", err)
+		os.Exit(1)
+	}
+	code := 0
+	go func() {
+		// Wait until the loop runs, so that tests never race its start.
+		for !eventloop.Running() {
+			time.Sleep(time.Millisecond)
+		}
+		code = m.Run()
+		eventloop.Quit()
+	}()
+	if err := eventloop.Run(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "looptest: loop:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	if err := pygi.Finalize(); err != nil {
+		fmt.Fprintln(os.Stderr, "looptest: Finalize:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// reexecUnderXvfb runs this binary again under xvfb-run when there is no
+// display; ok is false when it did not (a display exists, or no xvfb-run).
+func reexecUnderXvfb() (int, bool) {
+	if os.Getenv("DISPLAY") != "" || os.Getenv("WAYLAND_DISPLAY") != "" || os.Getenv(xvfbEnv) != "" {
+		return 0, false
+	}
+	xvfb, err := exec.LookPath("xvfb-run")
+	if err != nil {
+		return 0, false
+	}
+	args := append([]string{"-a", "-s", "-screen 0 1280x800x24", os.Args[0]}, os.Args[1:]...)
+	cmd := exec.Command(xvfb, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = append(os.Environ(), xvfbEnv+"=1")
+	if os.Getenv("GTK_A11Y") == "" {
+		// No session bus under Xvfb: keep GTK's accessibility bridge quiet.
+		cmd.Env = append(cmd.Env, "GTK_A11Y=none")
+	}
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), true
+		}
+		fmt.Fprintln(os.Stderr, "looptest: xvfb-run:", err)
+		return 1, true
+	}
+	return 0, true
+}
+
+// Do runs fn on the loop and waits for it. A panic in fn fails the test
+// with its stack; so does a wait longer than Timeout.
+func Do(t testing.TB, fn func()) {
+	t.Helper()
+	DoErr(t, func() error { fn(); return nil })
+}
+
+// DoErr is Do for a function that can fail: its error fails the test.
+func DoErr(t testing.TB, fn func() error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	err := eventloop.InvokeWait(ctx, fn)
+	var pe *eventloop.PanicError
+	switch {
+	case errors.As(err, &pe):
+		t.Fatalf("panic on the loop: %v\n%s", pe.Value, pe.Stack)
+	case errors.Is(err, context.DeadlineExceeded):
+		t.Fatalf("the loop did not run the work within %v (blocked?)", Timeout)
+	case err != nil:
+		t.Fatal(err)
+	}
+}
+
+// Exceptions collects the Python exceptions nobody caught during a test.
+type Exceptions struct {
+	mu   sync.Mutex
+	errs []*pygi.Error
+}
+
+// All returns what was collected so far.
+func (e *Exceptions) All() []*pygi.Error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]*pygi.Error(nil), e.errs...)
+}
+
+// CatchPythonExceptions collects the uncaught Python exceptions (from GTK
+// signal handlers, GLib sources, Python threads) until the test ends.
+func CatchPythonExceptions(t testing.TB) *Exceptions {
+	e := &Exceptions{}
+	remove := eventloop.OnPythonException(func(err *pygi.Error) {
+		e.mu.Lock()
+		e.errs = append(e.errs, err)
+		e.mu.Unlock()
+	})
+	t.Cleanup(remove)
+	return e
+}
+
+// FailOnPythonExceptions makes the test fail if any Python exception goes
+// uncaught while it runs.
+func FailOnPythonExceptions(t testing.TB) {
+	e := CatchPythonExceptions(t)
+	t.Cleanup(func() {
+		errs := e.All()
+		if len(errs) == 0 {
+			return
+		}
+		var b strings.Builder
+		for _, err := range errs {
+			fmt.Fprintf(&b, "\n%s", err.Traceback)
+		}
+		t.Errorf("%d uncaught Python exception(s):%s", len(errs), b.String())
+	})
+}

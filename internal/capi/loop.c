@@ -1,0 +1,76 @@
+// loop.c: GLib main-loop sources for duet's event loop. Sources are made
+// here in C, never through Python's GLib.idle_add (PyGObject 3.42 leaks a
+// libffi closure for each of those).
+#include <glib.h>
+
+#include "_cgo_export.h"
+#include "loop.h"
+
+// ---- the invoke source --------------------------------------------------------
+//
+// One persistent source on the default context carries every Invoke: posting
+// sets a flag and wakes the context; dispatching clears the flag first, then
+// lets Go run its queue, so a post that races with the dispatch wakes the
+// loop again instead of being lost. No allocation per post.
+
+typedef struct {
+	GSource base;
+	gint pending;
+} invoke_source;
+
+static invoke_source *invoker;
+
+static gboolean inv_prepare(GSource *s, gint *timeout) {
+	*timeout = -1;
+	return g_atomic_int_get(&((invoke_source *)s)->pending);
+}
+
+static gboolean inv_check(GSource *s) { return g_atomic_int_get(&((invoke_source *)s)->pending); }
+
+static gboolean inv_dispatch(GSource *s, GSourceFunc cb, gpointer data) {
+	g_atomic_int_set(&((invoke_source *)s)->pending, 0);
+	duetLoopDispatch();
+	return G_SOURCE_CONTINUE;
+}
+
+static GSourceFuncs invoke_funcs = {inv_prepare, inv_check, inv_dispatch, NULL, NULL, NULL};
+
+void duet_loop_setup(void) {
+	if (invoker) return;
+	invoke_source *s = (invoke_source *)g_source_new(&invoke_funcs, sizeof(invoke_source));
+	g_source_set_priority(&s->base, G_PRIORITY_DEFAULT);
+	g_source_set_name(&s->base, "duet invoke");
+	g_source_attach(&s->base, NULL);
+	invoker = s; // keeps the reference g_source_new gave: lives for the process
+}
+
+void duet_loop_post(void) {
+	if (!g_atomic_int_compare_and_exchange(&invoker->pending, 0, 1)) return; // a wakeup is already due
+	g_main_context_wakeup(NULL);
+}
+
+// ---- main loops ------------------------------------------------------------------
+
+void *duet_loop_new(void) { return g_main_loop_new(NULL, FALSE); }
+void duet_loop_run(void *loop) { g_main_loop_run(loop); }
+void duet_loop_quit(void *loop) { g_main_loop_quit(loop); }
+void duet_loop_unref(void *loop) { g_main_loop_unref(loop); }
+int duet_loop_iterate(int may_block) { return g_main_context_iteration(NULL, may_block); }
+int duet_loop_is_owner(void) { return g_main_context_is_owner(g_main_context_default()); }
+
+// ---- timers ---------------------------------------------------------------------
+
+static gboolean timer_dispatch(gpointer data) { return duetTimerFire((uintptr_t)data); }
+
+void *duet_timer_new(uintptr_t handle, unsigned interval_ms) {
+	GSource *s = g_timeout_source_new(interval_ms);
+	g_source_set_callback(s, timer_dispatch, (gpointer)handle, NULL);
+	g_source_set_name(s, "duet timer");
+	g_source_attach(s, NULL);
+	return s; // the caller owns this reference (duet_timer_release)
+}
+
+void duet_timer_release(void *source) {
+	g_source_destroy(source); // no-op when GLib already removed it
+	g_source_unref(source);
+}

@@ -1,0 +1,75 @@
+package capi
+
+/*
+#cgo pkg-config: glib-2.0
+#include "loop.h"
+*/
+import "C"
+
+import (
+	"sync/atomic"
+	"unsafe"
+)
+
+var (
+	loopDispatch atomic.Pointer[func()]
+	timerFire    atomic.Pointer[func(uintptr) bool]
+)
+
+// SetLoopHandlers installs the Go side of the event loop's sources: dispatch
+// runs queued invocations, fire runs a timer and says whether it repeats.
+func SetLoopHandlers(dispatch func(), fire func(uintptr) bool) {
+	loopDispatch.Store(&dispatch)
+	timerFire.Store(&fire)
+}
+
+//export duetLoopDispatch
+func duetLoopDispatch() {
+	if f := loopDispatch.Load(); f != nil {
+		(*f)()
+	}
+}
+
+//export duetTimerFire
+func duetTimerFire(handle C.uintptr_t) C.int {
+	if f := timerFire.Load(); f != nil && (*f)(uintptr(handle)) {
+		return 1
+	}
+	return 0
+}
+
+// LoopSetup attaches the invoke source to the default main context (once).
+func LoopSetup() { C.duet_loop_setup() }
+
+// LoopPost makes the invoke source dispatch soon; safe from any thread.
+func LoopPost() { C.duet_loop_post() }
+
+// A MainLoop is a GMainLoop on the default context.
+type MainLoop struct{ p unsafe.Pointer } // GMainLoop*: C memory
+
+func NewMainLoop() MainLoop          { return MainLoop{C.duet_loop_new()} }
+func (l MainLoop) Run()              { C.duet_loop_run(l.p) }
+func (l MainLoop) Quit()             { C.duet_loop_quit(l.p) }
+func (l MainLoop) Unref()            { C.duet_loop_unref(l.p) }
+func LoopIterate(mayBlock bool) bool { return C.duet_loop_iterate(cbool(mayBlock)) != 0 }
+
+// LoopIsOwner reports whether the calling thread owns the default context
+// (it is running or iterating it).
+func LoopIsOwner() bool { return C.duet_loop_is_owner() != 0 }
+
+func cbool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// NewTimer attaches a timeout source firing every interval milliseconds;
+// the returned GSource reference belongs to the caller (ReleaseTimer).
+func NewTimer(handle uintptr, intervalMs uint) unsafe.Pointer {
+	return C.duet_timer_new(C.uintptr_t(handle), C.unsigned(intervalMs))
+}
+
+// ReleaseTimer removes the source (if still attached) and drops the
+// caller's reference.
+func ReleaseTimer(src unsafe.Pointer) { C.duet_timer_release(src) }

@@ -1,0 +1,20 @@
+// loop.h: GLib sources for duet's event loop (loop.c). Thread-safe unless
+// noted: duet_loop_post, duet_loop_quit and the timer functions may be
+// called from any thread.
+#ifndef DUET_LOOP_H
+#define DUET_LOOP_H
+#include <stdint.h>
+
+void duet_loop_setup(void);
+void duet_loop_post(void);
+void *duet_loop_new(void);
+void duet_loop_run(void *loop);
+void duet_loop_quit(void *loop);
+void duet_loop_unref(void *loop);
+int duet_loop_iterate(int may_block);
+int duet_loop_is_owner(void);
+// A GSource* the caller owns one reference to; GLib calls
+// duetTimerFire(handle) at each expiry until it returns FALSE.
+void *duet_timer_new(uintptr_t handle, unsigned interval_ms);
+void duet_timer_release(void *source);
+#endif
