@@ -279,3 +279,17 @@ func reportPanic(msg string, err error) {
 	}
 	fmt.Fprintln(os.Stderr, msg)
 }
+
+// Flush dispatches whatever the default main context has ready, without
+// blocking, at most max times; it must run on the main thread while no loop
+// runs (app uses it during shutdown, so that destroyed widgets finish
+// disposing while Python is still alive). It returns how many iterations
+// dispatched something.
+func Flush(max int) int {
+	MustBeMain("eventloop.Flush")
+	n := 0
+	for n < max && capi.LoopIterate(false) {
+		n++
+	}
+	return n
+}

@@ -107,3 +107,12 @@ func fireTimer(h uintptr) bool {
 	t.releaseLocked()
 	return false
 }
+
+// CancelTimers cancels every timer still scheduled; app calls it during
+// shutdown, before Python goes away.
+func CancelTimers() {
+	timers.m.Range(func(_, v any) bool {
+		v.(*Timer).Cancel()
+		return true
+	})
+}

@@ -999,6 +999,14 @@ static int impl_none(duet_ref *out) {
 	return rc;
 }
 
+// ---- shared with gobject.c -------------------------------------------------------
+
+PyGILState_STATE duet_enter(void) { return enter(); }
+void duet_leave(PyGILState_STATE st) { leave(st); }
+duet_ref duet_new_ref(PyObject *owned) { return new_ref(owned); }
+PyObject *duet_deref(duet_ref r) { return deref(r); }
+int duet_fail(duet_ref *exc) { return fail(exc); }
+
 // ---- callbacks ---------------------------------------------------------------
 
 #include "_cgo_export.h"

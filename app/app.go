@@ -1,0 +1,329 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/diamondburned/gotk4/pkg/gtk/v4"
+
+	"github.com/duet-gtk/duet/callbacks"
+	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/pygi"
+	"github.com/duet-gtk/duet/widgets"
+)
+
+// Options configure an application.
+type Options struct {
+	// ID is the application id, e.g. "org.example.Hello" (required; see
+	// g_application_id_is_valid).
+	ID string
+	// Adwaita backs the application with Adw.Application (libadwaita),
+	// which must be installed; otherwise Gtk.Application.
+	Adwaita bool
+	// NonUnique runs every instance on its own, without a single-instance
+	// D-Bus name (G_APPLICATION_NON_UNIQUE).
+	NonUnique bool
+	// SkipFinalize leaves the embedded Python running when Run returns, for
+	// apps that prefer a fast exit; by default Run finalises it.
+	SkipFinalize bool
+	// FinalizeTimeout bounds how long Run waits for Python calls still in
+	// flight on other goroutines before it gives up finalising (default 5 s).
+	FinalizeTimeout time.Duration
+}
+
+// App is a GTK application that Go and Python share: one GApplication,
+// created through PyGObject, reachable from Python (Python) and from gotk4
+// (Gtk).
+type App struct {
+	opts Options
+	py   *pygi.Object // the Gtk.Application (or Adw.Application) wrapper
+
+	mu      sync.Mutex
+	gtkApp  *gtk.Application
+	running bool
+}
+
+// ErrNotMain: the application must be created and run on the main thread.
+var ErrNotMain = errors.New("app: must be called on the main thread (from main), or on the loop")
+
+// onMain runs fn on the main thread: directly when called there, through the
+// loop when it runs, otherwise it fails.
+func onMain(fn func() error) error {
+	if eventloop.IsMain() {
+		return fn()
+	}
+	if eventloop.Running() {
+		return eventloop.InvokeWait(context.Background(), fn)
+	}
+	return ErrNotMain
+}
+
+// New creates the application. It starts Python (and GTK) if needed.
+func New(opts Options) (*App, error) {
+	if opts.FinalizeTimeout == 0 {
+		opts.FinalizeTimeout = 5 * time.Second
+	}
+	a := &App{opts: opts}
+	err := onMain(func() error {
+		if err := pygi.RequireVersion("Gtk", "4.0"); err != nil {
+			return err
+		}
+		gio, err := pygi.Repository("Gio")
+		if err != nil {
+			return err
+		}
+		defer gio.Close()
+		gapp, err := gio.Attr("Application")
+		if err != nil {
+			return err
+		}
+		valid, err := gapp.CallMethod("id_is_valid", opts.ID)
+		if err != nil {
+			return err
+		}
+		if v, _ := valid.Bool(); !v {
+			return fmt.Errorf("app: %q is not a valid application id (like org.example.App)", opts.ID)
+		}
+		ns, class := "Gtk", "Application"
+		if opts.Adwaita {
+			if err := pygi.RequireVersion("Adw", "1"); err != nil {
+				return fmt.Errorf("app: Adwaita asked for but not available (apt-get install gir1.2-adw-1): %w", err)
+			}
+			ns = "Adw"
+		}
+		mod, err := pygi.Repository(ns)
+		if err != nil {
+			return err
+		}
+		defer mod.Close()
+		cls, err := mod.Attr(class)
+		if err != nil {
+			return err
+		}
+		flags, err := pygi.Eval("__import__('gi.repository.Gio', fromlist=['Gio']).ApplicationFlags", nil)
+		if err != nil {
+			return err
+		}
+		f := "FLAGS_NONE"
+		if opts.NonUnique {
+			f = "NON_UNIQUE"
+		}
+		flag, err := flags.Attr(f)
+		if err != nil {
+			return err
+		}
+		a.py, err = cls.Call(pygi.Kw{"application_id": opts.ID, "flags": flag})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// Python returns the application as a PyGObject object (a Gtk.Application
+// or Adw.Application), for Python code.
+func (a *App) Python() *pygi.Object { return a.py }
+
+// Gtk returns gotk4's view of the same application, for Go code (windows
+// made with gtk.NewApplicationWindow(a.Gtk()) belong to it).
+func (a *App) Gtk() *gtk.Application {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.gtkApp == nil {
+		ga, err := widgets.As[*gtk.Application](a.py)
+		if err != nil {
+			panic(fmt.Sprintf("app: the application is not a Gtk.Application: %v", err))
+		}
+		a.gtkApp = ga
+	}
+	return a.gtkApp
+}
+
+// connect attaches a Go handler to one of the application's signals. The
+// handler becomes a callback owned by Python (by the signal connection).
+func (a *App) connect(signal string, fn any) error {
+	return onMain(func() error {
+		r, err := a.py.CallMethod("connect", signal, fn)
+		r.Close()
+		return err
+	})
+}
+
+// OnActivate runs fn when the application is activated (where windows are
+// usually created).
+func (a *App) OnActivate(fn func()) error {
+	return a.connect("activate", func(*pygi.Object) { fn() })
+}
+
+// OnStartup runs fn once when the application starts, before activate.
+func (a *App) OnStartup(fn func()) error {
+	return a.connect("startup", func(*pygi.Object) { fn() })
+}
+
+// OnShutdown runs fn when the application shuts down, while GTK and Python
+// are still fully alive.
+func (a *App) OnShutdown(fn func()) error {
+	return a.connect("shutdown", func(*pygi.Object) { fn() })
+}
+
+// OnCommandLine makes the application handle its command line: fn receives
+// the arguments (program name first) and returns the exit status. Call it
+// before Run.
+func (a *App) OnCommandLine(fn func(args []string) int) error {
+	err := onMain(func() error {
+		flags, err := a.py.CallMethod("get_flags")
+		if err != nil {
+			return err
+		}
+		gio, err := pygi.Repository("Gio")
+		if err != nil {
+			return err
+		}
+		af, _ := gio.Attr("ApplicationFlags")
+		h, err := af.Attr("HANDLES_COMMAND_LINE")
+		if err != nil {
+			return err
+		}
+		both, err := flags.CallMethod("__or__", h)
+		if err != nil {
+			return err
+		}
+		r, err := a.py.CallMethod("set_flags", both)
+		r.Close()
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return a.connect("command-line", func(_ *pygi.Object, cmd *pygi.Object) (int, error) {
+		args, err := cmd.CallMethod("get_arguments")
+		if err != nil {
+			return 1, err
+		}
+		list, err := pygi.As[[]string](args)
+		if err != nil {
+			return 1, err
+		}
+		return fn(list), nil
+	})
+}
+
+// Quit ends the application; safe from any goroutine.
+func (a *App) Quit() {
+	eventloop.Invoke(func() {
+		if r, err := a.py.CallMethod("quit"); err == nil {
+			r.Close()
+		}
+	})
+}
+
+// Windows returns the application's windows as PyGObject objects.
+func (a *App) Windows() ([]*pygi.Object, error) {
+	var ws []*pygi.Object
+	err := onMain(func() error {
+		l, err := a.py.CallMethod("get_windows")
+		if err != nil {
+			return err
+		}
+		ws, err = pygi.As[[]*pygi.Object](l)
+		return err
+	})
+	return ws, err
+}
+
+// Run runs the application on the main thread until it quits (or SIGINT or
+// SIGTERM arrives, which quit it gracefully) and returns the exit status for
+// os.Exit. Then it shuts down in order: timers stopped, remaining windows
+// destroyed while Python is alive, Go's references to Python released, and
+// Python finalised on this thread (unless Options.SkipFinalize).
+func (a *App) Run(args []string) int { return a.RunContext(context.Background(), args) }
+
+// RunContext is Run that also quits when ctx ends.
+func (a *App) RunContext(ctx context.Context, args []string) int {
+	if !eventloop.IsMain() {
+		fmt.Fprintln(os.Stderr, ErrNotMain)
+		return 1
+	}
+	a.mu.Lock()
+	if a.running {
+		a.mu.Unlock()
+		fmt.Fprintln(os.Stderr, "app: Run called twice")
+		return 1
+	}
+	a.running = true
+	a.mu.Unlock()
+	if args == nil {
+		args = os.Args
+	}
+	status := 0
+	var runErr error
+	err := eventloop.Drive(ctx, func() {
+		r, err := a.py.CallMethod("run", args)
+		if err != nil {
+			runErr = err
+			status = 1
+			return
+		}
+		n, err := r.Int()
+		if err != nil {
+			runErr = err
+		}
+		status = int(n)
+	}, a.Quit)
+	if err != nil {
+		var se *eventloop.SignalError
+		if !errors.As(err, &se) && !errors.Is(err, context.Canceled) {
+			fmt.Fprintln(os.Stderr, "app:", err)
+			status = 1
+		}
+	}
+	if runErr != nil {
+		fmt.Fprintln(os.Stderr, "app:", runErr)
+	}
+	if err := a.shutdown(); err != nil {
+		fmt.Fprintln(os.Stderr, "app:", err)
+	}
+	return status
+}
+
+// shutdown runs after the loop, on the main thread. See Run for the order.
+func (a *App) shutdown() error {
+	eventloop.CancelTimers()
+	// Destroy what is left while Python is alive: destroying a window runs
+	// its signal handlers' destroy notifications, which touch Python.
+	if ws, err := a.Windows(); err == nil {
+		for _, w := range ws {
+			if r, err := w.CallMethod("destroy"); err == nil {
+				r.Close()
+			}
+			w.Close()
+		}
+	}
+	eventloop.Flush(1000)
+	a.py.Close()
+	a.mu.Lock()
+	a.gtkApp = nil
+	a.mu.Unlock()
+	for range 3 {
+		runtime.GC()
+		if err := callbacks.Collect(); err != nil && !errors.Is(err, pygi.ErrFinalized) {
+			return err
+		}
+	}
+	eventloop.Flush(1000)
+	if a.opts.SkipFinalize {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), a.opts.FinalizeTimeout)
+	defer cancel()
+	if err := pygi.FinalizeContext(ctx); err != nil {
+		return fmt.Errorf("Python not finalised (calls still in flight on other goroutines): %w", err)
+	}
+	return nil
+}

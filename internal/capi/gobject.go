@@ -1,0 +1,48 @@
+package capi
+
+/*
+#cgo pkg-config: pygobject-3.0 gobject-2.0
+#include <stdint.h>
+#include "gobject.h"
+*/
+import "C"
+
+import (
+	"sync/atomic"
+	"unsafe"
+)
+
+// GObjectPointer returns the GObject* a PyGObject wrapper designates. The
+// pointer is borrowed: valid while the wrapper lives.
+func GObjectPointer(r Ref) (unsafe.Pointer, Status, Ref) {
+	cr := C.duet_gobject_pointer(r.c())
+	_, st, exc := res(cr)
+	return cr.p, st, exc
+}
+
+// WrapGObject returns the PyGObject wrapper of gobj (a new owned ref).
+func WrapGObject(gobj uintptr) (Ref, Status, Ref) {
+	return res(C.duet_gobject_wrap(C.uintptr_t(gobj)))
+}
+
+var finalizedHandler atomic.Pointer[func(uintptr)]
+
+// SetFinalizedHandler sets what WatchGObject reports to.
+func SetFinalizedHandler(f func(uintptr)) { finalizedHandler.Store(&f) }
+
+//export duetGObjectFinalized
+func duetGObjectFinalized(handle C.uintptr_t) {
+	if f := finalizedHandler.Load(); f != nil {
+		(*f)(uintptr(handle))
+	}
+}
+
+// WatchGObject reports handle to the finalized handler when gobj is
+// finalised (a GLib weak reference: it does not keep gobj alive).
+func WatchGObject(gobj, handle uintptr) { C.duet_gobject_watch(C.uintptr_t(gobj), C.uintptr_t(handle)) }
+
+// GObjectRefcount reads gobj's reference count (for tests and diagnostics).
+func GObjectRefcount(gobj uintptr) int { return int(C.duet_gobject_refcount(C.uintptr_t(gobj))) }
+
+// GObjectTypeName returns the name of gobj's type.
+func GObjectTypeName(gobj uintptr) string { return C.GoString(C.duet_gobject_type_name(C.uintptr_t(gobj))) }

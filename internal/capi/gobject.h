@@ -1,0 +1,17 @@
+// gobject.h: GObjects seen from Go (gotk4) and Python (PyGObject).
+#ifndef DUET_GOBJECT_H
+#define DUET_GOBJECT_H
+#include <stdint.h>
+#include "duet.h"
+
+// p: the GObject* a PyGObject wrapper designates (borrowed, valid while the
+// wrapper lives); TypeError for anything else.
+duet_res duet_gobject_pointer(duet_ref r);
+// ref: the PyGObject wrapper of gobj (a new reference); the wrapper keeps
+// gobj alive (PyGObject takes its own GObject reference).
+duet_res duet_gobject_wrap(uintptr_t gobj);
+// duetGObjectFinalized(handle) runs when gobj is finalised (g_object_weak_ref).
+void duet_gobject_watch(uintptr_t gobj, uintptr_t handle);
+int duet_gobject_refcount(uintptr_t gobj);
+const char *duet_gobject_type_name(uintptr_t gobj);
+#endif
