@@ -22,8 +22,13 @@ deps:
 vet: deps
 	$(GO) vet ./...
 
+# Headless runs have no session bus: keep GTK's accessibility bridge quiet.
+export GTK_A11Y := $(if $(HEADLESS),none,$(GTK_A11Y))
+
 test: vet
+	@mkdir -p $(OUT)
 	@nogtk="$$(scripts/pkgs.sh nogtk)"; gtk="$$(scripts/pkgs.sh gtk)"; \
+	export DUET_SCREENSHOTS=$(OUT); \
 	set -e; \
 	if [ -n "$$nogtk" ]; then echo "== go test -race (packages without gtk/v4)"; $(XRUN) $(GO) test -race -count=1 $$nogtk; fi; \
 	if [ -n "$$gtk" ]; then echo "== go test (packages with gtk/v4)"; $(XRUN) $(GO) test -count=1 $$gtk; fi

@@ -45,4 +45,6 @@ func WatchGObject(gobj, handle uintptr) { C.duet_gobject_watch(C.uintptr_t(gobj)
 func GObjectRefcount(gobj uintptr) int { return int(C.duet_gobject_refcount(C.uintptr_t(gobj))) }
 
 // GObjectTypeName returns the name of gobj's type.
-func GObjectTypeName(gobj uintptr) string { return C.GoString(C.duet_gobject_type_name(C.uintptr_t(gobj))) }
+func GObjectTypeName(gobj uintptr) string {
+	return C.GoString(C.duet_gobject_type_name(C.uintptr_t(gobj)))
+}

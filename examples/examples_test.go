@@ -1,0 +1,108 @@
+// Package examples_test runs every example's scripted session headless, as
+// a user would run the program, and checks that it exits 0.
+package examples_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/duet-gtk/duet/examples/internal/shot"
+)
+
+var (
+	binDir  string
+	buildMu sync.Mutex
+	built   = map[string]string{}
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "duet-examples")
+	if err != nil {
+		panic(err)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// build compiles an example once per test run.
+func build(t *testing.T, name string) string {
+	t.Helper()
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if p, ok := built[name]; ok {
+		return p
+	}
+	p := filepath.Join(binDir, name)
+	out, err := exec.Command("go", "build", "-o", p, "./"+name).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	built[name] = p
+	return p
+}
+
+// run runs an example (under xvfb-run when there is no display).
+func run(t *testing.T, name string, args ...string) (string, string) {
+	t.Helper()
+	bin := build(t, name)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmdArgs := append([]string{bin}, args...)
+	if os.Getenv("DISPLAY") == "" {
+		cmdArgs = append([]string{"xvfb-run", "-a"}, cmdArgs...)
+	}
+	cmd := exec.CommandContext(ctx, cmdArgs[0], cmdArgs[1:]...)
+	cmd.Env = append(os.Environ(), "GTK_A11Y=none")
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	require.NoError(t, ctx.Err(), "%s hung", name)
+	require.NoError(t, err, "%s %v\nstdout:\n%s\nstderr:\n%s", name, args, out.String(), errb.String())
+	return out.String(), errb.String()
+}
+
+func TestHello(t *testing.T) {
+	_, errOut := run(t, "hello", "-script")
+	assert.Empty(t, errOut)
+}
+
+func TestGoroutines(t *testing.T) {
+	out, errOut := run(t, "goroutines", "-script")
+	assert.Contains(t, out, "cancelled after")
+	assert.Empty(t, errOut)
+}
+
+// TestAwakerManyRuns is the seed's crash hunt: 20 runs in a row, each
+// clicking the toggle 200 times while both garbage collectors are forced
+// every 5 ms; the callback Go dropped must survive all of it.
+func TestAwakerManyRuns(t *testing.T) {
+	for i := range 20 {
+		out, errOut := run(t, "awaker", "-script", "-clicks", "200", "-click-interval", "1ms", "-gc-interval", "5ms")
+		require.Contains(t, out, "clicked 200 times", "run %d", i+1)
+		require.Empty(t, errOut, "run %d", i+1)
+	}
+}
+
+func TestAwakerScreenshot(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "awaker.png")
+	out, _ := run(t, "awaker", "-screenshot", path)
+	assert.Contains(t, out, "screenshot: "+path)
+	blank, err := shot.Blank(path)
+	require.NoError(t, err)
+	assert.False(t, blank, "the screenshot shows the window")
+	// Keep a copy where a person can look at it.
+	if dir := os.Getenv("DUET_SCREENSHOTS"); dir != "" {
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "awaker.png"), data, 0o644))
+	}
+}
