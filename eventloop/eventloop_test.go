@@ -58,7 +58,7 @@ func TestInvokeOrderAndExactlyOnce(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	looptest.Do(t, func() {}) // a barrier: everything queued before it has run
+	looptest.Do(t, func(t testing.TB) {}) // a barrier: everything queued before it has run
 	assert.Zero(t, offMain.Load(), "every Invoke runs on the main thread")
 	for g := range goroutines {
 		require.Len(t, seen[g], each, "goroutine %d", g)
@@ -93,7 +93,7 @@ func TestInvokeWaitAndPanics(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("panic not reported")
 	}
-	looptest.Do(t, func() {}) // still running
+	looptest.Do(t, func(t testing.TB) {}) // still running
 
 	// A context that ends first: the work does not run afterwards.
 	var ran atomic.Bool
@@ -104,11 +104,11 @@ func TestInvokeWaitAndPanics(t *testing.T) {
 	err = eventloop.InvokeWait(ctx, func() error { ran.Store(true); return nil })
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	close(block)
-	looptest.Do(t, func() {})
+	looptest.Do(t, func(t testing.TB) {})
 	assert.False(t, ran.Load())
 
 	// On the loop itself InvokeWait runs at once instead of deadlocking.
-	looptest.DoErr(t, func() error {
+	looptest.DoErr(t, func(t testing.TB) error {
 		return eventloop.InvokeWait(context.Background(), func() error { return nil })
 	})
 }
@@ -116,7 +116,7 @@ func TestInvokeWaitAndPanics(t *testing.T) {
 func TestRunRules(t *testing.T) {
 	err := eventloop.Run(context.Background())
 	assert.ErrorIs(t, err, eventloop.ErrNotMainThread, "tests run off the main thread")
-	looptest.Do(t, func() {
+	looptest.Do(t, func(t testing.TB) {
 		assert.ErrorIs(t, eventloop.Run(context.Background()), eventloop.ErrRunning)
 	})
 	assert.True(t, eventloop.Running())
@@ -124,7 +124,7 @@ func TestRunRules(t *testing.T) {
 	assert.PanicsWithValue(t,
 		"duet: set_label must run on the UI (main) thread, not on a goroutine: wrap it in eventloop.Invoke",
 		func() { eventloop.MustBeMain("set_label") })
-	looptest.Do(t, func() { eventloop.MustBeMain("set_label") })
+	looptest.Do(t, func(t testing.TB) { eventloop.MustBeMain("set_label") })
 }
 
 func TestTimers(t *testing.T) {
@@ -166,7 +166,7 @@ func TestCancelWhileFiring(t *testing.T) {
 	var self *eventloop.Timer
 	var runs atomic.Int64
 	ready := make(chan struct{})
-	looptest.Do(t, func() {
+	looptest.Do(t, func(t testing.TB) {
 		self = eventloop.Every(time.Millisecond, func() {
 			<-ready
 			if runs.Add(1) == 3 {
@@ -197,7 +197,7 @@ GLib.timeout_add(90, lambda: record("py-90") or False)
 	eventloop.After(60*time.Millisecond, func() { record("go-60") })
 	eventloop.After(120*time.Millisecond, func() { record("go-120") })
 	time.Sleep(300 * time.Millisecond)
-	looptest.Do(t, func() {})
+	looptest.Do(t, func(t testing.TB) {})
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, []string{"py-30", "go-60", "py-90", "go-120"}, order)
@@ -239,7 +239,7 @@ GLib.idle_add(busy)
 	for err := range errs {
 		t.Error(err)
 	}
-	looptest.Do(t, func() {})
+	looptest.Do(t, func(t testing.TB) {})
 }
 
 func TestDroppedObjectsReleasedByTheLoop(t *testing.T) {
@@ -307,7 +307,7 @@ e.emit("ping")
 t = threading.Thread(target=lambda: [][1])
 t.start(); t.join()
 `, g))
-	looptest.Do(t, func() {})
+	looptest.Do(t, func(t testing.TB) {})
 	deadline := time.Now().Add(5 * time.Second)
 	for len(caught.All()) < 3 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)

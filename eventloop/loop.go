@@ -246,12 +246,23 @@ func (p *PanicError) Unwrap() error {
 }
 
 func runGuarded(fn func() error) (err error) {
+	returned := false
 	defer func() {
 		if p := recover(); p != nil {
 			err = &PanicError{Value: p, Stack: string(debug.Stack())}
+			return
+		}
+		if !returned && IsMain() {
+			// runtime.Goexit (t.FailNow, require.*) on the UI thread would
+			// unwind the loop itself and leave the process hung: stop loudly.
+			fmt.Fprintf(os.Stderr, "eventloop: runtime.Goexit (t.FailNow? require?) on the UI thread; "+
+				"in tests use the testing.TB that looptest.Do passes to its function\n%s\n", debug.Stack())
+			os.Exit(3)
 		}
 	}()
-	return fn()
+	err = fn()
+	returned = true
+	return err
 }
 
 var panicHandler atomic.Pointer[func(*PanicError)]

@@ -22,6 +22,10 @@ type KwArg struct {
 	Value any
 }
 
+// Tuple converts to a Python tuple (other slices become lists), for
+// example for a callback that must return several values to PyGObject.
+type Tuple []any
+
 // Arg returns a keyword argument.
 func Arg(name string, value any) KwArg { return KwArg{name, value} }
 
@@ -57,6 +61,7 @@ func RegisterConverter(c ValueConverter) {
 //	float32, float64            float
 //	string                      str (must be valid UTF-8)
 //	[]byte                      bytes
+//	Tuple                       tuple
 //	other slices, arrays        list
 //	maps with string, integer, bool or float keys (or any holding those)  dict
 //	*Object                     the same object (a new reference)
@@ -250,6 +255,13 @@ func (e *encoder) value(v any) error {
 		for _, x := range v {
 			if err := e.str(x); err != nil {
 				return err
+			}
+		}
+	case Tuple:
+		e.push(capi.KindTuple).N = int64(len(v))
+		for i, x := range v {
+			if err := e.value(x); err != nil {
+				return fmt.Errorf("[%d]: %w", i, err)
 			}
 		}
 	case []any:

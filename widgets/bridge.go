@@ -54,7 +54,7 @@ func ToGo(o *pygi.Object) (*coreglib.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	obj := coreglib.Take(p) // gotk4 takes its own reference while o still holds one
+	obj := takeTracked(p) // gotk4 takes its own reference while o still holds one
 	runtime.KeepAlive(o)
 	return obj, nil
 }
@@ -93,4 +93,16 @@ func ToPython(obj coreglib.Objector) (*pygi.Object, error) {
 		return nil, bridge.NewError(exc)
 	}
 	return bridge.WrapOwned(r).(*pygi.Object), nil
+}
+
+// Call calls a PyGObject method on a gotk4 object, through its Python
+// wrapper. It is how Python widgets are packed into gotk4 containers
+// without giving them a gotk4 wrapper: Call(box, "append", chart.Object).
+func Call(obj coreglib.Objector, method string, args ...any) (*pygi.Object, error) {
+	py, err := ToPython(obj)
+	if err != nil {
+		return nil, err
+	}
+	defer py.Close()
+	return py.CallMethod(method, args...)
 }

@@ -6,7 +6,9 @@
 //
 //	func TestButton(t *testing.T) {
 //		looptest.FailOnPythonExceptions(t)
-//		looptest.Do(t, func() { ... GTK work on the UI thread ... })
+//		looptest.Do(t, func(t testing.TB) {
+//			... GTK work on the UI thread; require.* is fine on this t ...
+//		})
 //	}
 //
 // With no display, Main re-runs the test binary under xvfb-run (when it is
@@ -97,22 +99,31 @@ func reexecUnderXvfb() (int, bool) {
 	return 0, true
 }
 
-// Do runs fn on the loop and waits for it. A panic in fn fails the test
-// with its stack; so does a wait longer than Timeout.
-func Do(t testing.TB, fn func()) {
+// Do runs fn on the loop and waits for it. fn gets a testing.TB to use for
+// its checks: FailNow, Fatal and Skip on it (and so require.*) stop fn and
+// then the test, which they could not do directly on the UI thread. A panic
+// in fn fails the test with its stack; so does a wait longer than Timeout.
+func Do(t testing.TB, fn func(t testing.TB)) {
 	t.Helper()
-	DoErr(t, func() error { fn(); return nil })
+	DoErr(t, func(t testing.TB) error { fn(t); return nil })
 }
 
 // DoErr is Do for a function that can fail: its error fails the test.
-func DoErr(t testing.TB, fn func() error) {
+func DoErr(t testing.TB, fn func(t testing.TB) error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
-	err := eventloop.InvokeWait(ctx, fn)
+	inner := &loopTB{TB: t}
+	err := eventloop.InvokeWait(ctx, func() error { return fn(inner) })
 	var pe *eventloop.PanicError
 	switch {
 	case errors.As(err, &pe):
+		if _, ok := pe.Value.(stopNow); ok {
+			if inner.skipped {
+				t.SkipNow()
+			}
+			t.FailNow()
+		}
 		t.Fatalf("panic on the loop: %v\n%s", pe.Value, pe.Stack)
 	case errors.Is(err, context.DeadlineExceeded):
 		t.Fatalf("the loop did not run the work within %v (blocked?)", Timeout)
@@ -120,6 +131,22 @@ func DoErr(t testing.TB, fn func() error) {
 		t.Fatal(err)
 	}
 }
+
+// loopTB is the testing.TB a function on the loop gets: stopping it panics
+// (recovered by the loop) instead of calling runtime.Goexit on the UI thread.
+type loopTB struct {
+	testing.TB
+	skipped bool
+}
+
+type stopNow struct{}
+
+func (l *loopTB) FailNow()                  { l.TB.Fail(); panic(stopNow{}) }
+func (l *loopTB) Fatal(args ...any)         { l.TB.Error(args...); l.FailNow() }
+func (l *loopTB) Fatalf(f string, a ...any) { l.TB.Errorf(f, a...); l.FailNow() }
+func (l *loopTB) SkipNow()                  { l.skipped = true; panic(stopNow{}) }
+func (l *loopTB) Skip(args ...any)          { l.TB.Log(args...); l.SkipNow() }
+func (l *loopTB) Skipf(f string, a ...any)  { l.TB.Logf(f, a...); l.SkipNow() }
 
 // Exceptions collects the Python exceptions nobody caught during a test.
 type Exceptions struct {

@@ -80,3 +80,19 @@ void duet_gobject_watch(uintptr_t gobj, uintptr_t handle) { g_object_weak_ref((G
 int duet_gobject_refcount(uintptr_t gobj) { return (int)g_atomic_int_get(&((GObject *)gobj)->ref_count); }
 
 const char *duet_gobject_type_name(uintptr_t gobj) { return G_OBJECT_TYPE_NAME((GObject *)gobj); }
+
+// ---- releasing gotk4's toggle references ------------------------------------------
+//
+// gotk4 v0.2.2 adds a toggle reference (notify goToggleNotify, data NULL) for
+// every GObject it wraps and, once it has lost the Go side of the object,
+// never removes it: the object can then never be finalised. duet's widgets
+// package removes such references itself, only for objects gotk4 no longer
+// knows (see widgets/lifetime.go). The symbol is weak so that binaries that
+// do not link gotk4 still link.
+extern void goToggleNotify(gpointer, GObject *, gboolean) __attribute__((weak));
+
+int duet_gotk4_release(uintptr_t gobj, int n) {
+	if (!goToggleNotify) return -1;
+	for (int i = 0; i < n; i++) g_object_remove_toggle_ref((GObject *)gobj, (GToggleNotify)goToggleNotify, NULL);
+	return 0;
+}

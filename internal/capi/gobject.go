@@ -48,3 +48,9 @@ func GObjectRefcount(gobj uintptr) int { return int(C.duet_gobject_refcount(C.ui
 func GObjectTypeName(gobj uintptr) string {
 	return C.GoString(C.duet_gobject_type_name(C.uintptr_t(gobj)))
 }
+
+// Gotk4Release removes n of gotk4's toggle references from gobj; see
+// gobject.c for when that is safe. It may finalise gobj.
+func Gotk4Release(gobj uintptr, n int) bool {
+	return C.duet_gotk4_release(C.uintptr_t(gobj), C.int(n)) == 0
+}

@@ -14,4 +14,7 @@ duet_res duet_gobject_wrap(uintptr_t gobj);
 void duet_gobject_watch(uintptr_t gobj, uintptr_t handle);
 int duet_gobject_refcount(uintptr_t gobj);
 const char *duet_gobject_type_name(uintptr_t gobj);
+// Removes n of gotk4's toggle references from gobj (main thread; may
+// finalise it). -1 when gotk4 is not linked in.
+int duet_gotk4_release(uintptr_t gobj, int n);
 #endif

@@ -1,0 +1,164 @@
+package widgets
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/duet-gtk/duet/callbacks"
+	"github.com/duet-gtk/duet/pygi"
+)
+
+// Module is Python widget code loaded into the embedded interpreter.
+type Module struct {
+	*pygi.Object // the module object
+	Name         string
+}
+
+// LoadFile loads a Python source file as a module.
+func LoadFile(file string) (*Module, error) {
+	src, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return load(moduleName(file), string(src), file)
+}
+
+// LoadFS loads a Python source file from a file system, for example one
+// embedded in the Go binary with go:embed.
+func LoadFS(fsys fs.FS, file string) (*Module, error) {
+	src, err := fs.ReadFile(fsys, file)
+	if err != nil {
+		return nil, err
+	}
+	return load(moduleName(file), string(src), file)
+}
+
+// LoadSource loads Python source text as a module called name.
+func LoadSource(name, src string) (*Module, error) {
+	return load(name, src, "<"+name+">")
+}
+
+func moduleName(file string) string {
+	base := strings.TrimSuffix(path.Base(strings.ReplaceAll(file, "\\", "/")), ".py")
+	return strings.Map(func(r rune) rune {
+		if r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, base)
+}
+
+// load runs src as module name; the module goes into sys.modules so that
+// other Python code can import it. A Python exception (a syntax error too)
+// is returned as a *pygi.Error carrying the traceback.
+func load(name, src, filename string) (*Module, error) {
+	if name == "" {
+		return nil, errors.New("widgets: empty module name")
+	}
+	if err := requireGtk(); err != nil {
+		return nil, err
+	}
+	g, err := pygi.NewGlobals()
+	if err != nil {
+		return nil, err
+	}
+	defer g.Close()
+	for k, v := range map[string]any{"name": name, "src": src, "filename": filename} {
+		if err := g.SetItem(k, v); err != nil {
+			return nil, err
+		}
+	}
+	err = pygi.Exec(`
+import sys, types
+m = types.ModuleType(name)
+m.__file__ = filename
+code = compile(src, filename, "exec")
+sys.modules[name] = m
+try:
+    exec(code, m.__dict__)
+except BaseException:
+    del sys.modules[name]
+    raise
+`, g)
+	if err != nil {
+		return nil, fmt.Errorf("widgets: loading %s: %w", filename, err)
+	}
+	m, err := g.Item("m")
+	if err != nil {
+		return nil, err
+	}
+	return &Module{Object: m, Name: name}, nil
+}
+
+// requireGtk pins GTK 4 before widget code imports Gtk.
+func requireGtk() error { return pygi.RequireVersion("Gtk", "4.0") }
+
+// New instantiates the module's class with keyword arguments (GObject
+// properties, for GObject classes). A Python exception in the constructor
+// is returned with its traceback.
+func (m *Module) New(class string, kw pygi.Kw) (*Widget, error) {
+	cls, err := m.Attr(class)
+	if err != nil {
+		return nil, fmt.Errorf("widgets: module %s has no class %s: %w", m.Name, class, err)
+	}
+	defer cls.Close()
+	o, err := cls.Call(kw)
+	if err != nil {
+		return nil, fmt.Errorf("widgets: %s.%s(): %w", m.Name, class, err)
+	}
+	return &Widget{o}, nil
+}
+
+// Widget is a GObject seen from Python (PyGObject), with the operations Go
+// code needs most. The embedded Object gives everything else.
+type Widget struct {
+	*pygi.Object
+}
+
+// Wrap makes a Widget of a PyGObject object.
+func Wrap(o *pygi.Object) *Widget { return &Widget{o} }
+
+// Prop reads a GObject property.
+func (w *Widget) Prop(name string) (*pygi.Object, error) {
+	return w.CallMethod("get_property", name)
+}
+
+// SetProp writes a GObject property.
+func (w *Widget) SetProp(name string, value any) error {
+	r, err := w.CallMethod("set_property", name, value)
+	r.Close()
+	return err
+}
+
+// Connect connects fn (any Go func; see package callbacks for how it is
+// adapted) to a signal and returns the handler id. The signal connection
+// owns the callback: it lives exactly as long as the connection.
+func (w *Widget) Connect(signal string, fn any) (uint64, error) {
+	cb, err := callbacks.New(fn, callbacks.Name(strings.ReplaceAll(signal, "-", "_")+"_handler"))
+	if err != nil {
+		return 0, err
+	}
+	defer cb.Close()
+	id, err := w.CallMethod("connect", signal, cb)
+	if err != nil {
+		return 0, err
+	}
+	return id.Uint()
+}
+
+// Disconnect removes a signal handler; its callback is freed if nothing
+// else holds it.
+func (w *Widget) Disconnect(id uint64) error {
+	r, err := w.CallMethod("disconnect", id)
+	r.Close()
+	return err
+}
+
+// Emit emits a signal and returns its result.
+func (w *Widget) Emit(signal string, args ...any) (*pygi.Object, error) {
+	return w.CallMethod("emit", append([]any{signal}, args...)...)
+}

@@ -1,0 +1,150 @@
+package widgets
+
+import (
+	"embed"
+	"fmt"
+	"sync"
+
+	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/pygi"
+)
+
+//go:embed py/duet_widgets.py
+var readyFS embed.FS
+
+var ready struct {
+	once sync.Once
+	mod  *Module
+	err  error
+}
+
+// Library returns duet's ready-made Python widgets module (duet_widgets,
+// embedded in the Go binary), loading it on first use.
+func Library() (*Module, error) {
+	ready.once.Do(func() {
+		ready.mod, ready.err = LoadFS(readyFS, "py/duet_widgets.py")
+	})
+	return ready.mod, ready.err
+}
+
+// batcher collects values from any goroutine and hands them to the loop in
+// one call per loop turn.
+type batcher[T any] struct {
+	mu        sync.Mutex
+	pending   []T
+	scheduled bool
+	flush     func([]T) // on the loop
+}
+
+func (b *batcher[T]) add(v T) {
+	b.mu.Lock()
+	b.pending = append(b.pending, v)
+	schedule := !b.scheduled
+	b.scheduled = true
+	b.mu.Unlock()
+	if schedule {
+		eventloop.Invoke(func() {
+			b.mu.Lock()
+			batch := b.pending
+			b.pending = nil
+			b.scheduled = false
+			b.mu.Unlock()
+			b.flush(batch)
+		})
+	}
+}
+
+// LineChart is a live line chart (duet_widgets.LineChart, a Python widget
+// drawn with cairo). Push may be called from any goroutine.
+type LineChart struct {
+	*Widget
+	points batcher[point]
+}
+
+type point struct {
+	series string
+	v      float64
+}
+
+// NewLineChart makes a chart keeping the last capacity values per series.
+// Call it on the UI thread.
+func NewLineChart(title, unit string, capacity int) (*LineChart, error) {
+	lib, err := Library()
+	if err != nil {
+		return nil, err
+	}
+	w, err := lib.New("LineChart", pygi.Kw{"title": title, "unit": unit, "capacity": capacity})
+	if err != nil {
+		return nil, err
+	}
+	c := &LineChart{Widget: w}
+	c.points.flush = func(ps []point) {
+		batch := map[string][]float64{}
+		for _, p := range ps {
+			batch[p.series] = append(batch[p.series], p.v)
+		}
+		if r, err := c.CallMethod("push_many", batch); err == nil {
+			r.Close()
+		}
+	}
+	return c, nil
+}
+
+// Push appends a value to a series (made on first use). Safe from any
+// goroutine: values are batched into one Python call per loop turn.
+func (c *LineChart) Push(series string, v float64) { c.points.add(point{series, v}) }
+
+// Points returns a series' values (UI thread).
+func (c *LineChart) Points(series string) ([]float64, error) {
+	r, err := c.CallMethod("points", series)
+	if err != nil {
+		return nil, err
+	}
+	return pygi.As[[]float64](r)
+}
+
+// LogView is a scrolling log (duet_widgets.LogView). Printf and Log may be
+// called from any goroutine.
+type LogView struct {
+	*Widget
+	lines batcher[[2]string]
+}
+
+// NewLogView makes a log keeping at most maxLines lines. Call it on the UI
+// thread.
+func NewLogView(maxLines int) (*LogView, error) {
+	lib, err := Library()
+	if err != nil {
+		return nil, err
+	}
+	w, err := lib.New("LogView", pygi.Kw{"max_lines": maxLines})
+	if err != nil {
+		return nil, err
+	}
+	l := &LogView{Widget: w}
+	l.lines.flush = func(entries [][2]string) {
+		list := make([]any, len(entries))
+		for i, e := range entries {
+			list[i] = []any{e[0], e[1]}
+		}
+		if r, err := l.CallMethod("append_many", list); err == nil {
+			r.Close()
+		}
+	}
+	return l, nil
+}
+
+// Log appends a line at a level ("info", "warn" or "error").
+func (l *LogView) Log(level, text string) { l.lines.add([2]string{text, level}) }
+
+// Printf appends a formatted info line.
+func (l *LogView) Printf(format string, args ...any) { l.Log("info", fmt.Sprintf(format, args...)) }
+
+// Text returns the whole log (UI thread).
+func (l *LogView) Text() (string, error) {
+	r, err := l.CallMethod("text")
+	if err != nil {
+		return "", err
+	}
+	return r.Text()
+}

@@ -1,0 +1,308 @@
+package widgets_test
+
+import (
+	"embed"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/diamondburned/gotk4/pkg/gtk/v4"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/duet-gtk/duet/eventloop/looptest"
+	"github.com/duet-gtk/duet/pygi"
+	"github.com/duet-gtk/duet/widgets"
+)
+
+func TestMain(m *testing.M) { looptest.Main(m) }
+
+//go:embed testdata/*.py
+var testdata embed.FS
+
+// Gtk returns the Gtk namespace (on the loop).
+func Gtk(t testing.TB) *pygi.Object {
+	t.Helper()
+	require.NoError(t, pygi.RequireVersion("Gtk", "4.0"))
+	g, err := pygi.Repository("Gtk")
+	require.NoError(t, err)
+	return g
+}
+
+func TestBridgeIdentityAndTypes(t *testing.T) {
+	looptest.FailOnPythonExceptions(t)
+	looptest.Do(t, func(t testing.TB) {
+		G := Gtk(t)
+		pyButton, err := G.CallMethod("Button", pygi.Kw{"label": "from Python"})
+		require.NoError(t, err)
+
+		button, err := widgets.As[*gtk.Button](pyButton)
+		require.NoError(t, err)
+		assert.Equal(t, "from Python", button.Label(), "gotk4 sees the same GObject")
+		button.SetLabel("set from Go")
+		l, err := pyButton.CallMethod("get_label")
+		require.NoError(t, err)
+		s, _ := l.Text()
+		assert.Equal(t, "set from Go", s, "and Python sees Go's change")
+
+		back, err := widgets.ToPython(button)
+		require.NoError(t, err)
+		same, err := back.Is(pyButton)
+		require.NoError(t, err)
+		assert.True(t, same, "the same GObject maps to the same Python wrapper")
+
+		p1, err := widgets.Pointer(pyButton)
+		require.NoError(t, err)
+		assert.NotZero(t, p1)
+
+		goLabel := gtk.NewLabel("made in Go")
+		widgets.Track(goLabel)
+		pyLabel, err := widgets.ToPython(goLabel)
+		require.NoError(t, err)
+		again, err := widgets.ToPython(goLabel)
+		require.NoError(t, err)
+		same, err = again.Is(pyLabel)
+		require.NoError(t, err)
+		assert.True(t, same)
+		txt, err := pyLabel.CallMethod("get_text")
+		require.NoError(t, err)
+		s, _ = txt.Text()
+		assert.Equal(t, "made in Go", s)
+
+		// Wrong types give errors, not panics.
+		_, err = widgets.As[*gtk.Label](pyButton)
+		assert.ErrorContains(t, err, "GtkButton, not a *gtk.Label")
+		notGObject, err := pygi.New(42)
+		require.NoError(t, err)
+		_, err = widgets.ToGo(notGObject)
+		assert.ErrorIs(t, err, widgets.ErrNotGObject)
+		assert.ErrorContains(t, err, "'int' object is not a GObject")
+		closed, err := G.CallMethod("Label")
+		require.NoError(t, err)
+		closed.Close()
+		_, err = widgets.ToGo(closed)
+		assert.ErrorIs(t, err, pygi.ErrClosed)
+		_, err = widgets.ToPython(nil)
+		assert.Error(t, err)
+
+		// Packing a Python widget into a gotk4 container through Python.
+		box := gtk.NewBox(gtk.OrientationVertical, 0)
+		widgets.Track(box)
+		r, err := widgets.Call(box, "append", pyButton)
+		require.NoError(t, err)
+		r.Close()
+		assert.NotNil(t, box.FirstChild())
+	})
+}
+
+func TestLoadPythonWidgets(t *testing.T) {
+	looptest.FailOnPythonExceptions(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "from_disk.py")
+	src, err := testdata.ReadFile("testdata/greeter.py")
+	require.NoError(t, err)
+	require.NoError(t, writeFile(file, src))
+
+	looptest.Do(t, func(t testing.TB) {
+		for _, load := range []func() (*widgets.Module, error){
+			func() (*widgets.Module, error) { return widgets.LoadFile(file) },
+			func() (*widgets.Module, error) { return widgets.LoadFS(testdata, "testdata/greeter.py") },
+			func() (*widgets.Module, error) { return widgets.LoadSource("greeter_src", string(src)) },
+		} {
+			m, err := load()
+			require.NoError(t, err)
+			w, err := m.New("Greeter", pygi.Kw{"name": "gopher"})
+			require.NoError(t, err)
+
+			name, err := w.Prop("name")
+			require.NoError(t, err)
+			s, _ := name.Text()
+			assert.Equal(t, "gopher", s)
+
+			var got []string
+			_, err = w.Connect("greeted", func(self *pygi.Object, text string) { got = append(got, text) })
+			require.NoError(t, err)
+			require.NoError(t, w.SetProp("name", "duet"))
+			r, err := w.CallMethod("greet")
+			require.NoError(t, err)
+			s, _ = r.Text()
+			assert.Equal(t, "Hello, duet!", s)
+			assert.Equal(t, []string{"Hello, duet!"}, got)
+
+			box, err := widgets.As[*gtk.Box](w.Object)
+			require.NoError(t, err)
+			assert.NotNil(t, box.FirstChild(), "the Python widget's children are there for Go too")
+		}
+		_, err := widgets.LoadFile(filepath.Join(dir, "missing.py"))
+		assert.Error(t, err)
+	})
+}
+
+func TestPythonErrorsCarryTracebacks(t *testing.T) {
+	looptest.Do(t, func(t testing.TB) {
+		_, err := widgets.LoadSource("bad_syntax", "from gi.repository import Gtk\nclass X(Gtk.Box:\n    pass\n")
+		var pe *pygi.Error
+		require.ErrorAs(t, err, &pe)
+		assert.Equal(t, "SyntaxError", pe.Type)
+		assert.Contains(t, pe.Traceback, "<bad_syntax>")
+
+		_, err = widgets.LoadSource("bad_import", "import no_such_module_anywhere\n")
+		require.ErrorAs(t, err, &pe)
+		assert.Equal(t, "ModuleNotFoundError", pe.Type)
+
+		m, err := widgets.LoadFS(testdata, "testdata/greeter.py")
+		require.NoError(t, err)
+		_, err = m.New("Broken", nil)
+		require.ErrorAs(t, err, &pe)
+		assert.Equal(t, "RuntimeError", pe.Type)
+		assert.Contains(t, pe.Traceback, `testdata/greeter.py", line 25, in __init__`)
+		_, err = m.New("NoSuchClass", nil)
+		assert.ErrorContains(t, err, "has no class NoSuchClass")
+		_, err = m.New("Greeter", pygi.Kw{"no_such_property": 1})
+		assert.Error(t, err)
+	})
+}
+
+func TestDefineClassFromGo(t *testing.T) {
+	looptest.FailOnPythonExceptions(t)
+	looptest.Do(t, func(t testing.TB) {
+		G := Gtk(t)
+		// Gtk.Widget: it has no layout manager, so its measure vfunc is used.
+		base, err := G.Attr("Widget")
+		require.NoError(t, err)
+		var inits []string
+		cls, err := widgets.DefineClass(widgets.ClassSpec{
+			Name: "GoCounter",
+			Base: base,
+			Methods: map[string]any{
+				"bump": func(self *pygi.Object, by int) (int, error) {
+					n, err := self.CallMethod("get_property", "count")
+					if err != nil {
+						return 0, err
+					}
+					v, _ := n.Int()
+					v += int64(by)
+					if _, err := self.CallMethod("set_property", "count", v); err != nil {
+						return 0, err
+					}
+					_, err = self.CallMethod("emit", "bumped", v)
+					return int(v), err
+				},
+			},
+			Overrides: map[string]any{
+				// A virtual function of GtkWidget, implemented in Go.
+				"do_measure": func(self *pygi.Object, orientation *pygi.Object, forSize int) pygi.Tuple {
+					return pygi.Tuple{123, 456, -1, -1}
+				},
+			},
+			Init: func(self *pygi.Object, kw pygi.Kw) error {
+				inits = append(inits, "init")
+				if start, ok := kw["start"].(int64); ok {
+					_, err := self.CallMethod("set_property", "count", start)
+					return err
+				}
+				return nil
+			},
+			Signals:    map[string]widgets.Signal{"bumped": {Params: []string{"int"}}},
+			Properties: []widgets.Property{{Name: "count", Type: "int", Default: 0}},
+		})
+		require.NoError(t, err)
+
+		// From Python, like any class.
+		g, err := pygi.NewGlobals()
+		require.NoError(t, err)
+		require.NoError(t, g.SetItem("GoCounter", cls))
+		require.NoError(t, pygi.Exec(`
+from gi.repository import Gtk
+seen = []
+c = GoCounter(start=10, tooltip_text="tip")
+c.connect("bumped", lambda obj, n: seen.append(n))
+c.bump(5)
+c.bump(1)
+measured = c.measure(Gtk.Orientation.HORIZONTAL, -1)
+`, g))
+		r, err := pygi.Eval("(c.props.count, c.get_tooltip_text(), seen, list(measured)[:2], isinstance(c, Gtk.Widget), type(c).__gtype__.name)", g)
+		require.NoError(t, err)
+		v, err := r.Go()
+		require.NoError(t, err)
+		assert.Equal(t, []any{int64(16), "tip", []any{int64(15), int64(16)}, []any{int64(123), int64(456)}, true, "duet+go+GoCounter"}, v)
+		assert.Equal(t, []string{"init"}, inits)
+
+		// From Go: instantiate and use through gotk4 too.
+		obj, err := cls.Call(pygi.Kw{"start": 1})
+		require.NoError(t, err)
+		widget, err := widgets.As[*gtk.Widget](obj)
+		require.NoError(t, err)
+		widget.SetTooltipText("from Go")
+		n, err := obj.CallMethod("bump", 2)
+		require.NoError(t, err)
+		nv, _ := n.Int()
+		assert.Equal(t, int64(3), nv)
+		tip, err := obj.CallMethod("get_tooltip_text")
+		require.NoError(t, err)
+		tipv, _ := tip.Text()
+		assert.Equal(t, "from Go", tipv)
+		minW, _, _, _ := widget.Measure(gtk.OrientationHorizontal, -1)
+		assert.Equal(t, 123, minW, "the Go override answers gotk4's call too")
+
+		_, err = widgets.DefineClass(widgets.ClassSpec{Name: "Bad", Base: base, Properties: []widgets.Property{{Name: "x", Type: "complex"}}})
+		assert.ErrorContains(t, err, "unknown type 'complex'")
+		_, err = widgets.DefineClass(widgets.ClassSpec{Name: "NoBase"})
+		assert.Error(t, err)
+	})
+}
+
+func TestReadyMadeWidgets(t *testing.T) {
+	looptest.FailOnPythonExceptions(t)
+	var chart *widgets.LineChart
+	var logv *widgets.LogView
+	looptest.Do(t, func(t testing.TB) {
+		var err error
+		chart, err = widgets.NewLineChart("load", "%", 100)
+		require.NoError(t, err)
+		logv, err = widgets.NewLogView(3)
+		require.NoError(t, err)
+	})
+	// Fed from goroutines.
+	done := make(chan struct{})
+	go func() {
+		for i := range 150 {
+			chart.Push("cpu", float64(i))
+			if i%50 == 0 {
+				logv.Printf("step %d", i)
+			}
+		}
+		logv.Log("error", "last line")
+		close(done)
+	}()
+	<-done
+	looptest.Do(t, func(t testing.TB) {}) // the batches have been delivered
+	looptest.Do(t, func(t testing.TB) {
+		pts, err := chart.Points("cpu")
+		require.NoError(t, err)
+		require.Len(t, pts, 100, "capacity keeps the newest values")
+		assert.Equal(t, 50.0, pts[0])
+		assert.Equal(t, 149.0, pts[99])
+		text, err := logv.Text()
+		require.NoError(t, err)
+		assert.Equal(t, "step 50\nstep 100\nlast line\n", text, "max-lines keeps the newest lines")
+
+		// They draw: put them in a window and let GTK render a frame.
+		win := gtk.NewWindow()
+		widgets.Track(win)
+		box := gtk.NewBox(gtk.OrientationVertical, 0)
+		widgets.Track(box)
+		win.SetChild(box)
+		for _, w := range []*pygi.Object{chart.Object, logv.Object} {
+			r, err := widgets.Call(box, "append", w)
+			require.NoError(t, err)
+			r.Close()
+		}
+		win.Present()
+		t.Cleanup(func() { looptest.Do(t, func(testing.TB) { win.Destroy() }) })
+	})
+	time.Sleep(200 * time.Millisecond)
+}
+
+func writeFile(name string, data []byte) error { return os.WriteFile(name, data, 0o644) }
