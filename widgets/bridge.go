@@ -13,35 +13,45 @@ import (
 	"github.com/duet-gtk/duet/pygi"
 )
 
-// ErrNotGObject: a Python object that is not a GObject was given to the bridge.
-var ErrNotGObject = errors.New("widgets: not a GObject")
+// Errors of the bridge.
+var (
+	// ErrNotGObject: a Python object that is not a GObject was given.
+	ErrNotGObject = errors.New("widgets: not a GObject")
+	// ErrToggleTrap: the object's Python wrapper holds a toggle reference
+	// (an instance of a Python subclass, or a wrapper carrying attributes).
+	// gotk4 would add a second one, and GLib notifies no toggle reference
+	// while two exist: neither side could ever let go, and the object
+	// would never be finalised. Use the object from its Python side
+	// (Wrap, Widget) and pack it into gotk4 containers with Call.
+	ErrToggleTrap = errors.New("widgets: the object's Python wrapper holds a toggle reference; a gotk4 wrapper would keep it alive forever (use its Python side, and widgets.Call to pack it)")
+)
 
 // pointer returns the GObject* behind a PyGObject object. It is borrowed:
 // valid while o (which holds a reference to the GObject) is alive.
-func pointer(o *pygi.Object) (unsafe.Pointer, error) {
+func pointer(o *pygi.Object) (unsafe.Pointer, bool, error) {
 	if err := bridge.Enter(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer bridge.Exit()
 	r, err := bridge.RefOf(o)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	p, st, exc := capi.GObjectPointer(r)
+	p, toggled, st, exc := capi.GObjectPointer(r)
 	runtime.KeepAlive(o)
 	switch st {
 	case capi.OK:
-		return p, nil
+		return p, toggled, nil
 	case capi.Err:
-		return nil, fmt.Errorf("%w: %w", ErrNotGObject, bridge.NewError(exc))
+		return nil, false, fmt.Errorf("%w: %w", ErrNotGObject, bridge.NewError(exc))
 	}
-	return nil, pygi.ErrClosed
+	return nil, false, pygi.ErrClosed
 }
 
 // Pointer returns the address of the GObject behind a PyGObject object,
 // for identity checks; it is only meaningful while o lives.
 func Pointer(o *pygi.Object) (uintptr, error) {
-	p, err := pointer(o)
+	p, _, err := pointer(o)
 	return uintptr(p), err
 }
 
@@ -49,10 +59,16 @@ func Pointer(o *pygi.Object) (uintptr, error) {
 // same object, not a copy. gotk4 takes its own reference (a toggle
 // reference; see the package documentation for what that means for
 // lifetime).
+//
+// Objects whose Python wrapper holds a toggle reference are refused with
+// ErrToggleTrap (see there).
 func ToGo(o *pygi.Object) (*coreglib.Object, error) {
-	p, err := pointer(o)
+	p, toggled, err := pointer(o)
 	if err != nil {
 		return nil, err
+	}
+	if toggled {
+		return nil, ErrToggleTrap
 	}
 	obj := takeTracked(p) // gotk4 takes its own reference while o still holds one
 	runtime.KeepAlive(o)

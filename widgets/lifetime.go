@@ -53,6 +53,7 @@ type watcher struct {
 	obj   unsafe.Pointer
 	track bool   // untrack the object
 	fn    func() // or nil
+	quiet bool   // internal: not counted in Stats
 }
 
 var track struct {
@@ -174,13 +175,16 @@ func onFinalized(h uintptr) {
 	}
 	track.mu.Unlock()
 	if ok && w.fn != nil {
-		track.finalized.Add(1)
+		if !w.quiet {
+			track.finalized.Add(1)
+		}
 		w.fn()
 	}
 }
 
 // A Watch tells when a GObject is finalised, without keeping it alive.
 type Watch struct {
+	Type string // the object's type name, for messages
 	done chan struct{}
 }
 
@@ -198,7 +202,7 @@ func (w *Watch) Finalized() bool {
 }
 
 func watchPtr(p unsafe.Pointer) *Watch {
-	w := &Watch{done: make(chan struct{})}
+	w := &Watch{Type: capi.GObjectTypeName(uintptr(p)), done: make(chan struct{})}
 	track.mu.Lock()
 	watchLocked(p, watcher{obj: p, fn: func() { close(w.done) }})
 	track.mu.Unlock()
@@ -214,7 +218,7 @@ func WatchFinalize(obj coreglib.Objector) *Watch {
 
 // WatchFinalizePy watches the GObject behind a PyGObject object.
 func WatchFinalizePy(o *pygi.Object) (*Watch, error) {
-	p, err := pointer(o)
+	p, _, err := pointer(o)
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +241,7 @@ func ReadStats() Stats {
 	defer track.mu.Unlock()
 	s := Stats{Tracked: len(track.objs), Released: track.released.Load(), Finalized: track.finalized.Load()}
 	for _, w := range track.watchers {
-		if w.fn != nil {
+		if w.fn != nil && !w.quiet {
 			s.Watching++
 		}
 	}

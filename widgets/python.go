@@ -136,18 +136,25 @@ func (w *Widget) SetProp(name string, value any) error {
 
 // Connect connects fn (any Go func; see package callbacks for how it is
 // adapted) to a signal and returns the handler id. The signal connection
-// owns the callback: it lives exactly as long as the connection.
+// owns the callback: it lives exactly as long as the connection, and when
+// the window the widget is in is destroyed, duet disconnects it (see
+// teardown.go), so a handler may capture the window's widgets without
+// keeping the window alive. Call it on the UI thread.
 func (w *Widget) Connect(signal string, fn any) (uint64, error) {
 	cb, err := callbacks.New(fn, callbacks.Name(strings.ReplaceAll(signal, "-", "_")+"_handler"))
 	if err != nil {
 		return 0, err
 	}
 	defer cb.Close()
-	id, err := w.CallMethod("connect", signal, cb)
+	r, err := w.CallMethod("connect", signal, cb)
 	if err != nil {
 		return 0, err
 	}
-	return id.Uint()
+	id, err := r.Uint()
+	if err != nil {
+		return 0, err
+	}
+	return id, record(w.Object, id)
 }
 
 // Disconnect removes a signal handler; its callback is freed if nothing
@@ -161,4 +168,18 @@ func (w *Widget) Disconnect(id uint64) error {
 // Emit emits a signal and returns its result.
 func (w *Widget) Emit(signal string, args ...any) (*pygi.Object, error) {
 	return w.CallMethod("emit", append([]any{signal}, args...)...)
+}
+
+// InitGTK makes sure GTK 4 is initialised (by importing PyGObject's Gtk,
+// which does it), so that gotk4 constructors can be used. It must run on
+// the UI thread; app.New does it for applications.
+func InitGTK() error {
+	if err := requireGtk(); err != nil {
+		return err
+	}
+	g, err := pygi.Repository("Gtk")
+	if err != nil {
+		return err
+	}
+	return g.Close()
 }

@@ -130,9 +130,16 @@ func TestLoadPythonWidgets(t *testing.T) {
 			assert.Equal(t, "Hello, duet!", s)
 			assert.Equal(t, []string{"Hello, duet!"}, got)
 
-			box, err := widgets.As[*gtk.Box](w.Object)
+			// A Python subclass with instance data: gotk4 must not wrap it
+			// (ErrToggleTrap), but a gotk4 container can hold it.
+			_, err = widgets.As[*gtk.Box](w.Object)
+			assert.ErrorIs(t, err, widgets.ErrToggleTrap)
+			box := gtk.NewBox(gtk.OrientationVertical, 0)
+			widgets.Track(box)
+			r, err = widgets.Call(box, "append", w.Object)
 			require.NoError(t, err)
-			assert.NotNil(t, box.FirstChild(), "the Python widget's children are there for Go too")
+			r.Close()
+			assert.NotNil(t, box.FirstChild())
 		}
 		_, err := widgets.LoadFile(filepath.Join(dir, "missing.py"))
 		assert.Error(t, err)
@@ -229,21 +236,28 @@ measured = c.measure(Gtk.Orientation.HORIZONTAL, -1)
 		assert.Equal(t, []any{int64(16), "tip", []any{int64(15), int64(16)}, []any{int64(123), int64(456)}, true, "duet+go+GoCounter"}, v)
 		assert.Equal(t, []string{"init"}, inits)
 
-		// From Go: instantiate and use through gotk4 too.
+		// From Go: instantiate, use, and put it in a gotk4 container, whose
+		// own measurement goes through the Go override.
 		obj, err := cls.Call(pygi.Kw{"start": 1})
 		require.NoError(t, err)
-		widget, err := widgets.As[*gtk.Widget](obj)
-		require.NoError(t, err)
-		widget.SetTooltipText("from Go")
+		w := widgets.Wrap(obj)
+		require.NoError(t, w.SetProp("tooltip-text", "from Go"))
 		n, err := obj.CallMethod("bump", 2)
 		require.NoError(t, err)
 		nv, _ := n.Int()
 		assert.Equal(t, int64(3), nv)
-		tip, err := obj.CallMethod("get_tooltip_text")
+		tip, err := w.Prop("tooltip-text")
 		require.NoError(t, err)
 		tipv, _ := tip.Text()
 		assert.Equal(t, "from Go", tipv)
-		minW, _, _, _ := widget.Measure(gtk.OrientationHorizontal, -1)
+		_, err = widgets.As[*gtk.Widget](obj)
+		assert.ErrorIs(t, err, widgets.ErrToggleTrap, "it carries Python instance data")
+		box := gtk.NewBox(gtk.OrientationHorizontal, 0)
+		widgets.Track(box)
+		r, err = widgets.Call(box, "append", obj)
+		require.NoError(t, err)
+		r.Close()
+		minW, _, _, _ := box.Measure(gtk.OrientationHorizontal, -1)
 		assert.Equal(t, 123, minW, "the Go override answers gotk4's call too")
 
 		_, err = widgets.DefineClass(widgets.ClassSpec{Name: "Bad", Base: base, Properties: []widgets.Property{{Name: "x", Type: "complex"}}})

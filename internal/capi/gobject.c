@@ -44,6 +44,9 @@ duet_res duet_gobject_pointer(duet_ref r) {
 	} else {
 		// Borrowed: valid while the wrapper (which holds a reference) lives.
 		res.p = pygobject_get(o);
+		// n: whether the wrapper holds a toggle reference (PyGObject does for
+		// Python subclasses and wrappers carrying instance data).
+		res.n = (((PyGObject *)o)->private_flags.flags & PYGOBJECT_USING_TOGGLE_REF) != 0;
 	}
 	duet_leave(st);
 	return res;

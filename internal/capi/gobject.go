@@ -12,12 +12,13 @@ import (
 	"unsafe"
 )
 
-// GObjectPointer returns the GObject* a PyGObject wrapper designates. The
-// pointer is borrowed: valid while the wrapper lives.
-func GObjectPointer(r Ref) (unsafe.Pointer, Status, Ref) {
+// GObjectPointer returns the GObject* a PyGObject wrapper designates, and
+// whether the wrapper holds a toggle reference on it. The pointer is
+// borrowed: valid while the wrapper lives.
+func GObjectPointer(r Ref) (p unsafe.Pointer, toggled bool, st Status, exc Ref) {
 	cr := C.duet_gobject_pointer(r.c())
-	_, st, exc := res(cr)
-	return cr.p, st, exc
+	_, st, exc = res(cr)
+	return cr.p, cr.n != 0, st, exc
 }
 
 // WrapGObject returns the PyGObject wrapper of gobj (a new owned ref).

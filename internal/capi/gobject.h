@@ -5,7 +5,8 @@
 #include "duet.h"
 
 // p: the GObject* a PyGObject wrapper designates (borrowed, valid while the
-// wrapper lives); TypeError for anything else.
+// wrapper lives); n: 1 when the wrapper holds a toggle reference. TypeError
+// for anything that is not a GObject wrapper.
 duet_res duet_gobject_pointer(duet_ref r);
 // ref: the PyGObject wrapper of gobj (a new reference); the wrapper keeps
 // gobj alive (PyGObject takes its own GObject reference).

@@ -1,0 +1,168 @@
+package widgets
+
+import (
+	_ "embed"
+	"sync"
+	"unsafe"
+
+	"github.com/duet-gtk/duet/callbacks"
+	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/pygi"
+)
+
+// # Windows take their Go handlers with them
+//
+// A Go handler connected to a widget that captures widgets of the same
+// window forms a loop no collector can see: the window holds the widget,
+// the widget's signal holds the handler (a Python callable), and the
+// handler's Go closure holds the window. GTK 4 no longer disposes a
+// window's widgets when the window is destroyed (GTK 3 did), and plain
+// PyGObject apps leak such windows too. duet breaks the loop: handlers
+// connected with Widget.Connect are recorded per GObject, and when a window
+// is destroyed (it leaves Gtk.Window.get_toplevels()), the recorded
+// handlers of every widget in it are disconnected, which frees them and
+// everything they captured.
+
+//go:embed teardown.py
+var teardownSource string
+
+var teardown struct {
+	mu       sync.Mutex
+	handlers map[unsafe.Pointer][]uint64 // GObject -> handler ids connected from Go
+	windows  map[unsafe.Pointer]*pygi.Object
+	helper   *Module
+	monitor  *pygi.Object // the toplevels model; held for the process
+	once     sync.Once
+	err      error
+}
+
+// record notes a Go handler connected on o and makes sure destroyed
+// windows are watched. UI thread.
+func record(o *pygi.Object, id uint64) error {
+	teardown.once.Do(func() { teardown.err = startMonitor() })
+	if teardown.err != nil {
+		return teardown.err
+	}
+	p, _, err := pointer(o)
+	if err != nil {
+		return err
+	}
+	teardown.mu.Lock()
+	_, known := teardown.handlers[p]
+	teardown.handlers[p] = append(teardown.handlers[p], id)
+	teardown.mu.Unlock()
+	if !known {
+		track.mu.Lock()
+		watchLocked(p, watcher{obj: p, fn: func() {
+			teardown.mu.Lock()
+			delete(teardown.handlers, p)
+			teardown.mu.Unlock()
+		}, quiet: true})
+		track.mu.Unlock()
+	}
+	return nil
+}
+
+func startMonitor() error {
+	teardown.handlers = map[unsafe.Pointer][]uint64{}
+	teardown.windows = map[unsafe.Pointer]*pygi.Object{}
+	m, err := LoadSource("duet_teardown", teardownSource)
+	if err != nil {
+		return err
+	}
+	teardown.helper = m
+	cb, err := callbacks.New(toplevelsChanged, callbacks.Name("duet_toplevels_changed"))
+	if err != nil {
+		return err
+	}
+	defer cb.Close()
+	teardown.monitor, err = m.CallMethod("install", cb)
+	if err != nil {
+		return err
+	}
+	return refreshWindows(false)
+}
+
+// toplevelsChanged runs on the UI thread, inside GTK, when windows appear
+// or are destroyed. It learns the change at once (a window may come and go
+// within one turn of the loop) and leaves the disconnecting for the loop's
+// next turn, out of GTK's way.
+func toplevelsChanged(removed, added int) {
+	refreshWindows(true)
+}
+
+// refreshWindows learns new windows and schedules the teardown of destroyed
+// ones.
+func refreshWindows(tearDown bool) error {
+	list, err := teardown.helper.CallMethod("windows", teardown.monitor)
+	if err != nil {
+		return err
+	}
+	ws, err := pygi.As[[]*pygi.Object](list)
+	if err != nil {
+		return err
+	}
+	current := map[unsafe.Pointer]*pygi.Object{}
+	for _, w := range ws {
+		p, _, err := pointer(w)
+		if err != nil {
+			continue
+		}
+		current[p] = w
+	}
+	var gone []*pygi.Object
+	teardown.mu.Lock()
+	for p, w := range teardown.windows {
+		if _, ok := current[p]; !ok {
+			gone = append(gone, w)
+			delete(teardown.windows, p)
+		}
+	}
+	for p, w := range current {
+		if _, ok := teardown.windows[p]; !ok {
+			teardown.windows[p] = w
+		} else {
+			w.Close()
+		}
+	}
+	teardown.mu.Unlock()
+	if len(gone) > 0 {
+		eventloop.Invoke(func() {
+			for _, w := range gone {
+				if tearDown {
+					disconnectTree(w)
+				}
+				w.Close()
+			}
+		})
+	}
+	return nil
+}
+
+// disconnectTree disconnects the recorded Go handlers of w and of every
+// widget inside it.
+func disconnectTree(w *pygi.Object) {
+	list, err := teardown.helper.CallMethod("descendants", w)
+	if err != nil {
+		return
+	}
+	all, err := pygi.As[[]*pygi.Object](list)
+	if err != nil {
+		return
+	}
+	for _, o := range all {
+		p, _, err := pointer(o)
+		if err == nil {
+			teardown.mu.Lock()
+			ids := teardown.handlers[p]
+			delete(teardown.handlers, p)
+			teardown.mu.Unlock()
+			for _, id := range ids {
+				if r, err := teardown.helper.CallMethod("disconnect", o, id); err == nil {
+					r.Close()
+				}
+			}
+		}
+		o.Close()
+	}
+}

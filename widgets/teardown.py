@@ -1,0 +1,28 @@
+# Watches windows for duet: destroyed windows leave Gtk.Window's toplevels.
+from gi.repository import GObject, Gtk
+
+
+def install(on_change):
+    model = Gtk.Window.get_toplevels()
+    model.connect("items-changed", lambda m, pos, removed, added: on_change(removed, added))
+    return model
+
+
+def windows(model):
+    return [model.get_item(i) for i in range(model.get_n_items())]
+
+
+def descendants(widget):
+    out, stack = [widget], [widget]
+    while stack:
+        child = stack.pop().get_first_child()
+        while child is not None:
+            out.append(child)
+            stack.append(child)
+            child = child.get_next_sibling()
+    return out
+
+
+def disconnect(obj, handler_id):
+    if GObject.signal_handler_is_connected(obj, handler_id):
+        obj.disconnect(handler_id)
