@@ -58,7 +58,7 @@ func run(t *testing.T, name string, args ...string) (string, string) {
 	defer cancel()
 	cmdArgs := append([]string{bin}, args...)
 	if os.Getenv("DISPLAY") == "" {
-		cmdArgs = append([]string{"xvfb-run", "-a"}, cmdArgs...)
+		cmdArgs = append([]string{"xvfb-run", "-a", "-s", "-screen 0 1280x800x24"}, cmdArgs...)
 	}
 	cmd := exec.CommandContext(ctx, cmdArgs[0], cmdArgs[1:]...)
 	cmd.Env = append(os.Environ(), "GTK_A11Y=none")
@@ -104,5 +104,20 @@ func TestAwakerScreenshot(t *testing.T) {
 		data, err := os.ReadFile(path)
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "awaker.png"), data, 0o644))
+	}
+}
+
+func TestShowcaseScriptedWithScreenshot(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "showcase.png")
+	out, errOut := run(t, "showcase", "-script", "-screenshot", path)
+	assert.Contains(t, out, "screenshot: "+path)
+	assert.Empty(t, errOut)
+	blank, err := shot.Blank(path)
+	require.NoError(t, err)
+	assert.False(t, blank, "the screenshot shows the window")
+	if dir := os.Getenv("DUET_SCREENSHOTS"); dir != "" {
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "showcase-test.png"), data, 0o644))
 	}
 }

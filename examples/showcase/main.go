@@ -1,69 +1,225 @@
-// Command showcase is what `make run` starts. For now it is the smallest
-// program that proves the foundation: Go starts the embedded Python, builds
-// a GTK 4 window through PyGObject and runs GLib's main loop on the main
-// thread. Later issues grow it into the full showcase.
+// Command showcase is what `make run` starts: a window built in Go (gotk4)
+// holding widgets written in Python, mixing both sides on purpose:
 //
-// With DUET_SCREENSHOT=path it saves a screenshot of the screen (under Xvfb)
-// after the window has been shown, then quits.
+//   - a live line chart (duet's Python LineChart, drawn with cairo) fed from
+//     a Go goroutine;
+//   - the awaker toggle: a PyGObject ToggleButton whose "clicked" handler is
+//     a Go callback Go does not keep, while both garbage collectors are
+//     forced every 100 ms;
+//   - a panel of live counts (Go labels): callbacks, Python objects held by
+//     Go, GObjects under duet's lifetime management;
+//   - a log (duet's Python LogView) written to from Go.
+//
+// With -screenshot PATH (or DUET_SCREENSHOT=PATH) it saves a screenshot once
+// the window has drawn, prints the path and quits; -script clicks the toggle
+// by program first.
 package main
 
 import (
+	"flag"
 	"fmt"
+	"math"
 	"os"
-	"os/exec"
+	"runtime"
 	"time"
 
+	"github.com/diamondburned/gotk4/pkg/gtk/v4"
+
+	"github.com/duet-gtk/duet/app"
+	"github.com/duet-gtk/duet/callbacks"
+	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/examples/internal/shot"
 	"github.com/duet-gtk/duet/pygi"
+	"github.com/duet-gtk/duet/widgets"
+)
+
+var (
+	script     = flag.Bool("script", false, "click the toggle by program, then quit (with -screenshot, after the screenshot)")
+	screenshot = flag.String("screenshot", os.Getenv("DUET_SCREENSHOT"), "save a screenshot to this PNG once the window has drawn, then quit")
 )
 
 func main() {
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "showcase:", err)
-		os.Exit(1)
+	flag.Parse()
+	headless := *script || *screenshot != ""
+	a, err := app.New(app.Options{ID: "org.duet.Showcase", NonUnique: headless})
+	if err != nil {
+		fail(err)
 	}
+	if err := a.OnActivate(func() {
+		if err := build(a); err != nil {
+			fail(err)
+		}
+	}); err != nil {
+		fail(err)
+	}
+	os.Exit(a.Run([]string{os.Args[0]}))
 }
 
-func run() error {
-	if err := pygi.Init(); err != nil {
-		return err
-	}
-	defer pygi.Finalize()
-	if err := pygi.RequireVersion("Gtk", "4.0"); err != nil {
-		return err
-	}
-	g, err := pygi.NewGlobals()
+func build(a *app.App) error {
+	win := gtk.NewApplicationWindow(a.Gtk())
+	win.SetTitle("duet showcase")
+	win.SetDefaultSize(900, 560)
+
+	title := gtk.NewLabel("")
+	title.SetMarkup("<big><b>duet</b></big>  a Go window (gotk4) holding Python widgets (PyGObject)")
+	title.SetXAlign(0)
+
+	chart, err := widgets.NewLineChart("Python chart, fed by a Go goroutine", "", 240)
 	if err != nil {
 		return err
 	}
-	err = pygi.Exec(`
-from gi.repository import Gtk, GLib
-loop = GLib.MainLoop()
-win = Gtk.Window(title="duet showcase", default_width=480, default_height=240)
-box = Gtk.Box(orientation=Gtk.Orientation.VERTICAL, spacing=12, margin_top=24, margin_start=24, margin_end=24)
-label = Gtk.Label()
-label.set_markup("<big><b>duet</b></big>\nGo drives the app; Python builds this window.")
-box.append(label)
-win.set_child(box)
-win.connect("close-request", lambda *a: loop.quit() or False)
-win.present()
-`, g)
+	chart.SetProp("hexpand", true)
+	chart.SetProp("vexpand", true)
+	logv, err := widgets.NewLogView(200)
 	if err != nil {
 		return err
 	}
-	loop, err := g.Item("loop")
+	logv.SetProp("vexpand", true)
+
+	toggle, gcRounds, err := awakerToggle(logv)
 	if err != nil {
 		return err
 	}
-	if path := os.Getenv("DUET_SCREENSHOT"); path != "" {
+
+	// The panel: Go labels showing live counts.
+	panel := gtk.NewGrid()
+	panel.SetColumnSpacing(12)
+	panel.SetRowSpacing(4)
+	rows := []string{"callbacks live", "callbacks created", "callbacks freed", "Python objects held by Go",
+		"references released by GC", "GObjects managed", "forced GC rounds"}
+	values := make([]*gtk.Label, len(rows))
+	for i, r := range rows {
+		k := gtk.NewLabel(r)
+		k.SetXAlign(0)
+		values[i] = gtk.NewLabel("-")
+		values[i].SetXAlign(1)
+		panel.Attach(k, 0, i, 1, 1)
+		panel.Attach(values[i], 1, i, 1, 1)
+	}
+	update := func() {
+		cs, ps, ws := callbacks.ReadStats(), pygi.ReadStats(), widgets.ReadStats()
+		for i, v := range []int64{cs.Live, cs.Created, cs.Freed, ps.Live, ps.Drained, int64(ws.Tracked), *gcRounds} {
+			values[i].SetText(fmt.Sprint(v))
+		}
+	}
+	update()
+	eventloop.Every(250*time.Millisecond, update)
+
+	// Layout, built in Go; the Python widgets go in through their Python side.
+	side := gtk.NewBox(gtk.OrientationVertical, 12)
+	side.Append(panel)
+	top := gtk.NewBox(gtk.OrientationHorizontal, 12)
+	vbox := gtk.NewBox(gtk.OrientationVertical, 12)
+	for _, m := range []func(int){vbox.SetMarginTop, vbox.SetMarginBottom, vbox.SetMarginStart, vbox.SetMarginEnd} {
+		m(16)
+	}
+	vbox.Append(title)
+	vbox.Append(top)
+	for _, step := range []struct {
+		box   gtk.Widgetter
+		child *pygi.Object
+	}{{top, chart.Object}, {side, toggle}, {vbox, logv.Object}} {
+		r, err := widgets.Call(step.box, "append", step.child)
+		if err != nil {
+			return err
+		}
+		r.Close()
+	}
+	top.Append(side)
+	win.SetChild(vbox)
+	win.Present()
+
+	// The goroutine feeding the chart.
+	go func() {
+		t0 := time.Now()
+		for range time.Tick(50 * time.Millisecond) {
+			s := time.Since(t0).Seconds()
+			chart.Push("sine", 50+40*math.Sin(s*2))
+			chart.Push("callbacks live", float64(callbacks.ReadStats().Live))
+		}
+	}()
+	logv.Printf("window built in Go; chart, toggle and log are Python widgets")
+	logv.Printf("Python %s", pyVersion())
+
+	if *script {
 		go func() {
-			time.Sleep(1500 * time.Millisecond)
-			if out, err := exec.Command("import", "-window", "root", path).CombinedOutput(); err != nil {
-				fmt.Fprintf(os.Stderr, "showcase: screenshot failed: %v %s\n", err, out)
+			for i := range 20 {
+				time.Sleep(40 * time.Millisecond)
+				eventloop.Invoke(func() {
+					if r, err := toggle.CallMethod("emit", "clicked"); err == nil {
+						r.Close()
+					}
+					if i == 19 {
+						logv.Printf("scripted: 20 clicks done")
+					}
+				})
 			}
-			loop.CallMethod("quit")
 		}()
 	}
-	// PyGObject releases the GIL while GLib's loop waits.
-	_, err = loop.CallMethod("run")
-	return err
+	if *screenshot != "" || *script {
+		eventloop.After(1500*time.Millisecond, func() {
+			if *screenshot != "" {
+				if err := shot.Take(*screenshot); err != nil {
+					fail(err)
+				}
+				fmt.Println("screenshot:", *screenshot)
+			}
+			a.Quit()
+		})
+	}
+	return nil
+}
+
+// awakerToggle is the seed's toggle: its Go handler is not kept by Go, and
+// both collectors are forced every 100 ms.
+func awakerToggle(logv *widgets.LogView) (*pygi.Object, *int64, error) {
+	Gtk, err := pygi.Repository("Gtk")
+	if err != nil {
+		return nil, nil, err
+	}
+	toggle, err := Gtk.CallMethod("ToggleButton", pygi.Kw{"label": "OFF"})
+	if err != nil {
+		return nil, nil, err
+	}
+	on := false
+	if _, err := widgets.Wrap(toggle).Connect("clicked", func(b *pygi.Object) {
+		on = !on
+		label := "OFF"
+		if on {
+			label = "ON"
+		}
+		b.CallMethod("set_label", label)
+		logv.Printf("toggle: %s (a Go callback owned by the signal)", label)
+	}); err != nil {
+		return nil, nil, err
+	}
+	gcp, err := pygi.Import("gc")
+	if err != nil {
+		return nil, nil, err
+	}
+	rounds := new(int64)
+	eventloop.Every(100*time.Millisecond, func() {
+		if r, err := gcp.CallMethod("collect"); err == nil {
+			r.Close()
+		}
+		runtime.GC()
+		*rounds++
+	})
+	return toggle, rounds, nil
+}
+
+func pyVersion() string {
+	v, err := pygi.Version()
+	if err != nil {
+		return "?"
+	}
+	if len(v) > 6 {
+		v = v[:6]
+	}
+	return v
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "showcase:", err)
+	os.Exit(1)
 }
