@@ -10,11 +10,12 @@ HEADLESS := $(if $(DISPLAY)$(WAYLAND_DISPLAY),,1)
 XRUN := $(if $(HEADLESS),xvfb-run -a -s "-screen 0 1280x800x24",)
 OUT := $(CURDIR)/out
 
-.PHONY: help deps test vet run
+.PHONY: help deps test vet run stress
 
 help:
 	@echo "make run    start the showcase app (under Xvfb with a screenshot when there is no display)"
 	@echo "make test   vet and run every test (the first build compiles gotk4's GTK bindings: ~10 min)"
+	@echo "make stress every stress scenario for STRESS_DURATION (default 60s); report and plot in out/stress"
 
 deps:
 	@scripts/deps.sh $(DEB_PACKAGES)
@@ -42,3 +43,8 @@ ifeq ($(HEADLESS),1)
 else
 	$(GO) run ./examples/showcase
 endif
+
+STRESS_DURATION ?= 60s
+stress: deps
+	@mkdir -p $(OUT)/stress
+	$(GO) run ./stress -scenario all -duration $(STRESS_DURATION) -report $(OUT)/stress

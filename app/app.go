@@ -214,6 +214,21 @@ func (a *App) OnCommandLine(fn func(args []string) int) error {
 	})
 }
 
+// Hold keeps the application running while it has no window (GApplication
+// quits when its last window goes); pair it with Release. UI thread.
+func (a *App) Hold() error {
+	r, err := a.py.CallMethod("hold")
+	r.Close()
+	return err
+}
+
+// Release undoes one Hold. UI thread.
+func (a *App) Release() error {
+	r, err := a.py.CallMethod("release")
+	r.Close()
+	return err
+}
+
 // Quit ends the application; safe from any goroutine.
 func (a *App) Quit() {
 	eventloop.Invoke(func() {

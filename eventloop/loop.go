@@ -109,6 +109,15 @@ func Drive(ctx context.Context, run func(), quit func()) error {
 	defer pygi.SetMainThreadExecutor(nil)
 	pygi.SetReleaseHook(func() { Invoke(drainReleases) })
 	defer pygi.SetReleaseHook(nil)
+	// GTK objects must be finalised on this thread: Python references are
+	// released here, and Python's cycle collector runs here too.
+	pygi.SetReleaseOnUIThread(true)
+	defer pygi.SetReleaseOnUIThread(false)
+	stopGC, err := collectOnUIThread()
+	if err != nil {
+		return err
+	}
+	defer stopGC()
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)

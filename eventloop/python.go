@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/pygi"
@@ -106,4 +107,76 @@ func installExceptionHooks() error {
 		pyexc.err = err
 	})
 	return pyexc.err
+}
+
+// The cycle collector on the UI thread. CPython runs its automatic
+// collections on whatever thread happens to allocate, and with goroutines
+// calling Python that is any thread: a collection that frees a GTK
+// object's wrapper would finalise the widget there, behind GTK's back.
+// While the loop runs, automatic collection is off and the loop runs the
+// same generational schedule (CPython's own thresholds) every 20 ms.
+const gcSource = `
+import gc
+def enter():
+    was = gc.isenabled()
+    gc.disable()
+    return was
+def leave(was):
+    if was:
+        gc.enable()
+def step():
+    c0, c1, c2 = gc.get_count()
+    t0, t1, t2 = gc.get_threshold()
+    if c0 <= t0:
+        return -1
+    if c1 > t1 and c2 > t2:
+        gen = 2
+    elif c1 > t1:
+        gen = 1
+    else:
+        gen = 0
+    gc.collect(gen)
+    return gen
+`
+
+var uiGC struct {
+	once sync.Once
+	mod  *pygi.Object
+	err  error
+}
+
+func collectOnUIThread() (stop func(), err error) {
+	uiGC.once.Do(func() {
+		g, err := pygi.NewGlobals()
+		if err != nil {
+			uiGC.err = err
+			return
+		}
+		if err := pygi.ExecFile(gcSource, "<duet ui gc>", g); err != nil {
+			uiGC.err = err
+			return
+		}
+		uiGC.mod = g
+	})
+	if uiGC.err != nil {
+		return nil, uiGC.err
+	}
+	enterFn, _ := uiGC.mod.Item("enter")
+	leaveFn, _ := uiGC.mod.Item("leave")
+	step, _ := uiGC.mod.Item("step")
+	was, err := enterFn.Call()
+	if err != nil {
+		return nil, err
+	}
+	t := Every(20*time.Millisecond, func() {
+		if r, err := step.Call(); err == nil {
+			r.Close()
+		}
+	})
+	return func() {
+		t.Cancel()
+		if r, err := leaveFn.Call(was); err == nil {
+			r.Close()
+		}
+	}, nil
 }

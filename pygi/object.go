@@ -68,6 +68,21 @@ type releaseQueue struct {
 
 var releases releaseQueue
 
+// releaseOnUI, set while the event loop runs, confines releases to the UI
+// thread: Close elsewhere queues the reference, and drains elsewhere leave
+// the queue to the loop. Dropping the last reference to a GTK object's
+// Python wrapper finalises the widget, which must happen on GTK's thread.
+var releaseOnUI atomic.Bool
+
+// SetReleaseOnUIThread turns the confinement on or off; the event loop
+// turns it on (marking its thread) while it runs.
+func SetReleaseOnUIThread(on bool) {
+	if on {
+		capi.MarkUIThread(true)
+	}
+	releaseOnUI.Store(on)
+}
+
 // onDirty is called (outside any lock) when the queue goes from empty to
 // non-empty; the event loop registers a hook that schedules a drain so
 // objects are freed even when no Go code calls Python.
@@ -87,6 +102,11 @@ func SetReleaseHook(fn func()) {
 // the cleanup): r is its reference.
 func (q *releaseQueue) collect(r capi.Ref) {
 	stats.collected.Add(1)
+	q.push(r)
+}
+
+// push queues a reference for release.
+func (q *releaseQueue) push(r capi.Ref) {
 	if interp.phase.Load() == phaseFinalized {
 		return // the reference died with the interpreter
 	}
@@ -111,7 +131,11 @@ func (q *releaseQueue) take() []capi.Ref {
 }
 
 // drain releases queued references. It must run inside an operation.
+// While the loop runs, only the UI thread drains (see releaseOnUI).
 func (q *releaseQueue) drain() {
+	if releaseOnUI.Load() && !capi.OnUIThread() {
+		return
+	}
 	s := q.take()
 	if len(s) == 0 {
 		return
@@ -144,8 +168,8 @@ type Stats struct {
 	Created   int64 // Objects made
 	Closed    int64 // references released by Close
 	Collected int64 // Objects collected by Go's GC without having been closed
-	Drained   int64 // of those, references released by the queue
-	Pending   int64 // collected but not yet released
+	Drained   int64 // references released by the queue
+	Pending   int64 // references waiting in the queue
 	Live      int64 // Objects holding a reference and still reachable from Go
 }
 
@@ -157,7 +181,9 @@ func ReadStats() Stats {
 		Collected: stats.collected.Load(),
 		Drained:   stats.drained.Load(),
 	}
-	s.Pending = s.Collected - s.Drained
+	releases.mu.Lock()
+	s.Pending = int64(len(releases.refs))
+	releases.mu.Unlock()
 	s.Live = s.Created - s.Closed - s.Collected
 	return s
 }
@@ -193,6 +219,12 @@ func (o *Object) Close() error {
 		return nil // finalising: the reference goes with the interpreter
 	}
 	defer exit()
+	if releaseOnUI.Load() {
+		if !capi.CloseOnUI(o.ref) {
+			releases.push(o.ref) // released by the loop, on the UI thread
+		}
+		return nil
+	}
 	capi.Close(o.ref)
 	return nil
 }

@@ -1,6 +1,8 @@
 package widgets
 
 import (
+	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -18,25 +20,34 @@ import (
 //
 // gotk4 adds a toggle reference to every GObject it wraps. When the last Go
 // wrapper of an object is collected, gotk4 v0.2.2 forgets the object (its
-// weak map's finalizer runs first) but its own finalizer then finds nothing
+// weak map's finalizer runs first) and its own finalizer then finds nothing
 // and never removes the toggle reference: the object is never finalised,
-// even when GTK and Python let go of it. Worse, while that reference stays,
-// a PyGObject wrapper that also holds a toggle reference (Python subclasses,
-// wrappers with attributes) can never let go either, since GLib notifies no
-// toggle reference while two exist.
+// even after GTK and Python let go of it.
 //
-// duet tracks the objects it hands to gotk4 (ToGo, As, Track) with the
-// number of gotk4 "boxes" (wrapper generations, one toggle reference each)
-// it has seen created for them. After Go's garbage collector runs, the
-// reaper, on the UI thread, looks at each tracked object: when gotk4 no
-// longer knows it (intern.TryGet is nil), the Go side is truly gone, and
-// duet removes the toggle references of the generations it counted. gotk4
-// never removes those itself in v0.2.2 (its removal path only runs for a
-// box it can still find), so this is the one release, not a second one. A
-// generation duet did not see is left alone: a leak, never a double
-// release. Objects duet never saw keep gotk4's behaviour; call Track for
-// widgets made with gotk4 constructors that are created and destroyed
-// repeatedly.
+// duet releases those references for the objects it tracks (those crossing
+// ToGo and As, and those given to Track), and the release is synchronised
+// with gotk4's own lifecycle, because gotk4 can still reach for the object:
+// its finalizer (finalizeBox) runs on a separate object (the box's "dummy")
+// one GC cycle after the box, finds boxes by address, and, if a box for that
+// address exists again by then, queues a removal of a toggle reference on
+// the main loop. A release that ignored this would free an object gotk4
+// then removes a reference from (a crash the stress harness found), or,
+// once an address is reused, remove the reference of another object.
+//
+// So an object is released only when all of this holds, on the UI thread:
+//
+//  1. gotk4 has no box for it (intern.TryGet is nil),
+//  2. continuously for three finalizer epochs: an epoch is one run of a
+//     chain of SetFinalizer sentinels, and finalizers run in LIFO batches
+//     on one goroutine, so after three epochs every finalizer queued while
+//     a box for the object existed (its dummy's included) has run,
+//  3. in an idle attached after that: any removal gotk4 queued with
+//     g_main_context_invoke (a default-priority idle, attached earlier) has
+//     been dispatched first, GLib keeping attachment order within a
+//     priority,
+//
+// and then exactly the gotk4 toggle references the object carries are
+// removed, counted from GLib's own record (not from what duet believes).
 
 // cptr turns a GObject address from gotk4 (which hands them out as uintptr)
 // back into a pointer. GObjects are C memory: the Go GC neither moves nor
@@ -45,10 +56,10 @@ import (
 func cptr(u uintptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&u)) }
 
 type tracked struct {
-	boxes int // gotk4 generations counted and not yet released
+	deadSince int64 // finalizer epoch since which gotk4 has had no box, or -1
 }
 
-// A watcher is told when its GObject is finalised (a GLib weak reference).
+// A watcher is told when its GObject is finalised.
 type watcher struct {
 	obj   unsafe.Pointer
 	track bool   // untrack the object
@@ -59,41 +70,44 @@ type watcher struct {
 var track struct {
 	mu       sync.Mutex
 	objs     map[unsafe.Pointer]*tracked
-	watchers map[uintptr]watcher // GLib weak-ref handle -> watcher
+	watchers map[uintptr]watcher // finalisation-watch handle -> watcher
+	ready    []unsafe.Pointer    // objects waiting for the release idle
 
 	nextWatch           atomic.Uintptr
 	released, finalized atomic.Int64
-	reapQueued          atomic.Bool
+	epoch               atomic.Int64
+	scanQueued, idleSet atomic.Bool
+	layoutUnknown       atomic.Bool
 }
 
 func init() {
 	track.objs = map[unsafe.Pointer]*tracked{}
 	track.watchers = map[uintptr]watcher{}
 	capi.SetFinalizedHandler(onFinalized)
-	armGCHook()
+	capi.SetIdleAfterHandler(releaseReady)
+	newSentinel()
 }
 
-// armGCHook schedules a reap after every Go GC cycle: a sentinel's cleanup
-// runs once per cycle and re-arms itself.
-func armGCHook() {
+// newSentinel continues the finalizer-epoch chain.
+func newSentinel() {
 	s := new([16]byte)
-	runtime.AddCleanup(s, func(struct{}) {
-		armGCHook()
+	runtime.SetFinalizer(s, func(*[16]byte) {
+		track.epoch.Add(1)
+		newSentinel()
 		track.mu.Lock()
 		n := len(track.objs)
 		track.mu.Unlock()
-		if n > 0 && eventloop.Running() && !track.reapQueued.Swap(true) {
+		if n > 0 && eventloop.Running() && !track.scanQueued.Swap(true) {
 			eventloop.Invoke(func() {
-				track.reapQueued.Store(false)
+				track.scanQueued.Store(false)
 				Reap()
 			})
 		}
-	}, struct{}{})
+	})
 }
 
-// noteWrap records that gotk4 is about to wrap p: call it before
-// coreglib.Take, with fresh telling whether gotk4 had no box for p.
-func noteWrap(p unsafe.Pointer, fresh bool) {
+// noteWrap tracks p (gotk4 is about to wrap it, or has).
+func noteWrap(p unsafe.Pointer) {
 	track.mu.Lock()
 	t, ok := track.objs[p]
 	if !ok {
@@ -101,12 +115,7 @@ func noteWrap(p unsafe.Pointer, fresh bool) {
 		track.objs[p] = t
 		watchLocked(p, watcher{obj: p, track: true})
 	}
-	switch {
-	case fresh:
-		t.boxes++
-	case t.boxes == 0:
-		t.boxes = 1 // a live box duet had not counted yet
-	}
+	t.deadSince = -1
 	track.mu.Unlock()
 }
 
@@ -119,45 +128,74 @@ func Track(obj coreglib.Objector) {
 	if base == nil {
 		return
 	}
-	noteWrap(cptr(base.Native()), false)
+	noteWrap(cptr(base.Native()))
 	runtime.KeepAlive(obj)
 }
 
 // takeTracked wraps a GObject pointer for gotk4, tracked.
 func takeTracked(p unsafe.Pointer) *coreglib.Object {
-	fresh := intern.TryGet(p) == nil
-	noteWrap(p, fresh)
+	noteWrap(p)
 	return coreglib.Take(p)
 }
 
-// Reap releases gotk4's references to tracked objects that gotk4 itself has
-// forgotten; it runs on the UI thread (after every Go GC while the loop
-// runs) and returns how many references it released.
+// Reap looks for tracked objects gotk4 has let go of (see above) and
+// schedules their release in a fresh idle on the loop. It runs on the UI
+// thread, after every finalizer epoch while the loop runs; with no loop
+// running, call Reap and then iterate the main context (eventloop.Flush).
+// It returns how many objects it scheduled.
 func Reap() int {
 	eventloop.MustBeMain("widgets.Reap")
-	type item struct {
-		p unsafe.Pointer
-		n int
-	}
-	var todo []item
+	epoch := track.epoch.Load()
 	track.mu.Lock()
-	for p, t := range track.objs {
-		// p is alive: tracked objects are untracked when finalised.
-		if t.boxes > 0 && intern.TryGet(p) == nil {
-			todo = append(todo, item{p, t.boxes})
-			t.boxes = 0
-		}
-	}
-	track.mu.Unlock()
 	n := 0
-	for _, it := range todo {
-		// May finalise the object, which runs onFinalized (untracking it).
-		if capi.Gotk4Release(uintptr(it.p), it.n) {
-			n += it.n
+	for p, t := range track.objs {
+		switch {
+		case intern.TryGet(p) != nil: // p is alive: tracked objects are untracked when finalised
+			t.deadSince = -1
+		case t.deadSince < 0:
+			t.deadSince = epoch
+		case epoch >= t.deadSince+3:
+			track.ready = append(track.ready, p)
+			t.deadSince = epoch // not again before three more epochs
+			n++
 		}
 	}
-	track.released.Add(int64(n))
+	schedule := len(track.ready) > 0 && !track.idleSet.Swap(true)
+	track.mu.Unlock()
+	if schedule {
+		capi.ScheduleIdleAfter()
+	}
 	return n
+}
+
+// releaseReady runs in the idle Reap scheduled.
+func releaseReady() {
+	track.mu.Lock()
+	ready := track.ready
+	track.ready = nil
+	track.idleSet.Store(false)
+	track.mu.Unlock()
+	released := 0
+	for _, p := range ready {
+		track.mu.Lock()
+		_, alive := track.objs[p] // a release may have finalised others
+		track.mu.Unlock()
+		if !alive || intern.TryGet(p) != nil {
+			continue // gone, or wrapped again in between
+		}
+		switch n := capi.Gotk4Toggles(uintptr(p)); {
+		case n == -2:
+			if !track.layoutUnknown.Swap(true) {
+				fmt.Fprintln(os.Stderr, "duet: widgets: GLib's toggle-reference record is not laid out as expected; gotk4's references will not be released")
+			}
+		case n > 0:
+			// May finalise the object, which runs onFinalized (untracking it).
+			if capi.Gotk4Release(uintptr(p), n) {
+				released += n
+			}
+		}
+	}
+	track.released.Add(int64(released))
 }
 
 func watchLocked(p unsafe.Pointer, w watcher) {

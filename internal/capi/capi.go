@@ -133,6 +133,22 @@ func RestoreThread(ts unsafe.Pointer) { C.duet_restore_thread(ts) }
 // Close releases r's reference now, if r is current.
 func Close(r Ref) { C.duet_close(r.c()) }
 
+// CloseOnUI closes r when called on the UI thread; elsewhere it does
+// nothing and returns false (the caller defers the release).
+func CloseOnUI(r Ref) bool { return C.duet_close_on_ui(r.c()) == 0 }
+
+// MarkUIThread marks (or unmarks) the calling OS thread as the UI thread.
+func MarkUIThread(on bool) {
+	v := C.int(0)
+	if on {
+		v = 1
+	}
+	C.duet_mark_ui_thread(v)
+}
+
+// OnUIThread reports whether the calling OS thread is marked as the UI thread.
+func OnUIThread() bool { return C.duet_on_ui_thread() != 0 }
+
 // Drain releases each current ref and returns how many were current.
 func Drain(refs []Ref) int64 {
 	if len(refs) == 0 {

@@ -77,6 +77,15 @@ static inline PyGILState_STATE enter(void) {
 
 static inline void leave(PyGILState_STATE st) { PyGILState_Release(st); }
 
+// The UI thread (the one running the GLib loop) is marked by the event loop.
+// While the loop runs, references are released there only: dropping the
+// last reference to a GTK object's wrapper finalises the widget, and GTK
+// must only be touched from its own thread.
+static __thread int on_ui_thread;
+
+void duet_mark_ui_thread(int on) { on_ui_thread = on; }
+int duet_on_ui_thread(void) { return on_ui_thread; }
+
 // ---- per-thread scratch buffer for results Go copies out ------------------
 
 typedef struct {
@@ -517,6 +526,12 @@ void *duet_save_thread(void) { return PyEval_SaveThread(); }
 void duet_restore_thread(void *ts) { PyEval_RestoreThread((PyThreadState *)ts); }
 
 // ---- lifetime ---------------------------------------------------------------
+
+int duet_close_on_ui(duet_ref r) {
+	if (!on_ui_thread) return 1; // the caller queues the release for the UI thread
+	duet_close(r);
+	return 0;
+}
 
 void duet_close(duet_ref r) {
 	PyGILState_STATE st = enter();

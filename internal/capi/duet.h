@@ -88,6 +88,11 @@ typedef struct {
 
 // Lifetime.
 void duet_close(duet_ref r);
+// duet_close_on_ui closes r when called on the UI thread and returns 0;
+// elsewhere it does nothing and returns 1 (the caller defers the release).
+int duet_close_on_ui(duet_ref r);
+void duet_mark_ui_thread(int on);
+int duet_on_ui_thread(void);
 // duet_drain releases each ref that is still current; returns how many were.
 int64_t duet_drain(const duet_ref *refs, int64_t n);
 duet_res duet_clone(duet_ref r);

@@ -74,11 +74,27 @@ duet_res duet_gobject_wrap(uintptr_t gobj) {
 
 // ---- finalisation watch -------------------------------------------------------
 
-static void finalized(gpointer data, GObject *where_the_object_was) {
-	duetGObjectFinalized((uintptr_t)data);
+// Finalisation is observed through object data with a destroy notify, not
+// through g_object_weak_ref: GLib notifies weak references at dispose,
+// which GTK may run on an object that then lives on, while object data is
+// cleared only when the object is really finalised. One datum per object
+// holds every watch on it (a quark per watch would never be freed).
+static void finalized(gpointer data) {
+	GArray *handles = data;
+	for (guint i = 0; i < handles->len; i++) duetGObjectFinalized(g_array_index(handles, uintptr_t, i));
+	g_array_free(handles, TRUE);
 }
 
-void duet_gobject_watch(uintptr_t gobj, uintptr_t handle) { g_object_weak_ref((GObject *)gobj, finalized, (gpointer)handle); }
+void duet_gobject_watch(uintptr_t gobj, uintptr_t handle) {
+	static GQuark q;
+	if (!q) q = g_quark_from_static_string("duet-finalize-watches");
+	GArray *handles = g_object_get_qdata((GObject *)gobj, q);
+	if (!handles) {
+		handles = g_array_new(FALSE, FALSE, sizeof(uintptr_t));
+		g_object_set_qdata_full((GObject *)gobj, q, handles, finalized);
+	}
+	g_array_append_val(handles, handle);
+}
 
 int duet_gobject_refcount(uintptr_t gobj) { return (int)g_atomic_int_get(&((GObject *)gobj)->ref_count); }
 
@@ -88,14 +104,53 @@ const char *duet_gobject_type_name(uintptr_t gobj) { return G_OBJECT_TYPE_NAME((
 //
 // gotk4 v0.2.2 adds a toggle reference (notify goToggleNotify, data NULL) for
 // every GObject it wraps and, once it has lost the Go side of the object,
-// never removes it: the object can then never be finalised. duet's widgets
-// package removes such references itself, only for objects gotk4 no longer
-// knows (see widgets/lifetime.go). The symbol is weak so that binaries that
-// do not link gotk4 still link.
+// never removes it. duet's widgets package releases those references itself
+// (see widgets/lifetime.go for when that is safe). It counts them exactly,
+// from GLib's own toggle-reference record: with GLib 2.74 that record is
+// {GObject *object; guint n; {notify, data} refs[]} under the quark
+// "GObject-toggle-references". The object field is checked against the
+// object, so a GLib with another layout is detected and nothing is released.
+// The symbol is weak so that binaries that do not link gotk4 still link.
 extern void goToggleNotify(gpointer, GObject *, gboolean) __attribute__((weak));
+
+typedef struct {
+	GObject *object;
+	guint n_toggle_refs;
+	struct {
+		GToggleNotify notify;
+		gpointer data;
+	} toggle_refs[1];
+} duet_toggle_stack;
+
+int duet_gotk4_toggles(uintptr_t gobj) {
+	if (!goToggleNotify) return -1;
+	GObject *obj = (GObject *)gobj;
+	duet_toggle_stack *s = g_object_get_qdata(obj, g_quark_from_static_string("GObject-toggle-references"));
+	if (!s) return 0;
+	if (s->object != obj || s->n_toggle_refs > 64) return -2; // not the layout we know
+	int n = 0;
+	for (guint i = 0; i < s->n_toggle_refs; i++)
+		if (s->toggle_refs[i].notify == (GToggleNotify)goToggleNotify && s->toggle_refs[i].data == NULL) n++;
+	return n;
+}
 
 int duet_gotk4_release(uintptr_t gobj, int n) {
 	if (!goToggleNotify) return -1;
 	for (int i = 0; i < n; i++) g_object_remove_toggle_ref((GObject *)gobj, (GToggleNotify)goToggleNotify, NULL);
 	return 0;
 }
+
+// ---- a fresh idle, after the ones already queued --------------------------------
+//
+// GLib dispatches the ready sources of one priority in the order they were
+// attached, so a default-priority idle attached now runs after every
+// default-priority idle attached before it (g_main_context_invoke from
+// another thread queues exactly such idles). A lower priority would be
+// starved while the loop is busy.
+
+static gboolean idle_after(gpointer data) {
+	duetIdleAfter();
+	return G_SOURCE_REMOVE;
+}
+
+void duet_idle_after(void) { g_idle_add_full(G_PRIORITY_DEFAULT, idle_after, NULL, NULL); }

@@ -39,7 +39,8 @@ func duetGObjectFinalized(handle C.uintptr_t) {
 }
 
 // WatchGObject reports handle to the finalized handler when gobj is
-// finalised (a GLib weak reference: it does not keep gobj alive).
+// finalised (object data with a destroy notify: it does not keep gobj
+// alive, and unlike a weak reference it does not fire at dispose).
 func WatchGObject(gobj, handle uintptr) { C.duet_gobject_watch(C.uintptr_t(gobj), C.uintptr_t(handle)) }
 
 // GObjectRefcount reads gobj's reference count (for tests and diagnostics).
@@ -49,6 +50,26 @@ func GObjectRefcount(gobj uintptr) int { return int(C.duet_gobject_refcount(C.ui
 func GObjectTypeName(gobj uintptr) string {
 	return C.GoString(C.duet_gobject_type_name(C.uintptr_t(gobj)))
 }
+
+// Gotk4Toggles counts gotk4's toggle references on gobj: -1 without gotk4,
+// -2 when GLib's record is not laid out as expected (release nothing).
+func Gotk4Toggles(gobj uintptr) int { return int(C.duet_gotk4_toggles(C.uintptr_t(gobj))) }
+
+var idleAfter atomic.Pointer[func()]
+
+// SetIdleAfterHandler sets what ScheduleIdleAfter runs.
+func SetIdleAfterHandler(f func()) { idleAfter.Store(&f) }
+
+//export duetIdleAfter
+func duetIdleAfter() {
+	if f := idleAfter.Load(); f != nil {
+		(*f)()
+	}
+}
+
+// ScheduleIdleAfter runs the handler once in a fresh default-priority idle:
+// after every default-priority idle already queued (see gobject.c).
+func ScheduleIdleAfter() { C.duet_idle_after() }
 
 // Gotk4Release removes n of gotk4's toggle references from gobj; see
 // gobject.c for when that is safe. It may finalise gobj.

@@ -11,11 +11,17 @@ duet_res duet_gobject_pointer(duet_ref r);
 // ref: the PyGObject wrapper of gobj (a new reference); the wrapper keeps
 // gobj alive (PyGObject takes its own GObject reference).
 duet_res duet_gobject_wrap(uintptr_t gobj);
-// duetGObjectFinalized(handle) runs when gobj is finalised (g_object_weak_ref).
+// duetGObjectFinalized(handle) runs when gobj is finalised.
 void duet_gobject_watch(uintptr_t gobj, uintptr_t handle);
 int duet_gobject_refcount(uintptr_t gobj);
 const char *duet_gobject_type_name(uintptr_t gobj);
+// The number of gotk4 toggle references on gobj; -1 when gotk4 is not
+// linked in, -2 when GLib's record has a layout this code does not know.
+int duet_gotk4_toggles(uintptr_t gobj);
 // Removes n of gotk4's toggle references from gobj (main thread; may
 // finalise it). -1 when gotk4 is not linked in.
 int duet_gotk4_release(uintptr_t gobj, int n);
+// Schedules duetIdleAfter() in a fresh default-priority idle, which GLib
+// dispatches after every default-priority idle attached before it.
+void duet_idle_after(void);
 #endif

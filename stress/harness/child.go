@@ -1,0 +1,280 @@
+package harness
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/duet-gtk/duet/callbacks"
+	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/pygi"
+)
+
+// Scenario is one workload. Run executes in a child process on the main OS
+// thread; it must keep working until env.Ctx is done, then clean up what it
+// made (windows, timers) and return. Everything the harness measures at the
+// end (live callbacks back to the baseline) is measured after Run returns.
+type Scenario struct {
+	Name        string
+	Description string
+	// NeedsDisplay runs the child under Xvfb when there is no display.
+	NeedsDisplay bool
+	// CanCrashBroken: the scenario keeps Go callbacks in Python, so the
+	// broken ownership mode must crash it.
+	CanCrashBroken bool
+	Run            func(env *Env) error
+}
+
+// Env is what a scenario works with.
+type Env struct {
+	Ctx context.Context
+	// Ownership is the mode the workload's own callbacks must be made with
+	// (callbacks.WithOwnership(env.Ownership)); the harness and the app's
+	// infrastructure always use the correct one.
+	Ownership  callbacks.Ownership
+	GCInterval time.Duration
+	// Exe is the stress binary, for scenarios that start processes.
+	Exe string
+
+	iter     atomic.Int64
+	mu       sync.Mutex
+	ops      [16]string
+	opsN     int
+	box      *blackBox // nil when the parent gave none
+	baseline atomic.Int64
+	baseSet  atomic.Bool
+}
+
+// Iter counts n more iterations of the workload.
+func (e *Env) Iter(n int64) {
+	e.iter.Add(n)
+	if e.box != nil {
+		e.box.addIter(n)
+	}
+}
+
+// Iterations returns the count so far.
+func (e *Env) Iterations() int64 { return e.iter.Load() }
+
+// Op records what the workload is doing, for the crash report (the last 16
+// are kept).
+func (e *Env) Op(format string, args ...any) {
+	s := fmt.Sprintf(format, args...)
+	e.mu.Lock()
+	e.ops[e.opsN%len(e.ops)] = s
+	e.opsN++
+	if e.box != nil {
+		e.box.op(s)
+	}
+	e.mu.Unlock()
+}
+
+func (e *Env) lastOps() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	for i := max(0, e.opsN-len(e.ops)); i < e.opsN; i++ {
+		out = append(out, e.ops[i%len(e.ops)])
+	}
+	return out
+}
+
+// Baseline records the live callback count the run must return to; call it
+// once the scenario's permanent set-up is done. Without it, the count when
+// the workload started is used.
+func (e *Env) Baseline() {
+	e.baseline.Store(callbacks.ReadStats().Live)
+	e.baseSet.Store(true)
+}
+
+// Sample is one progress record from the child (a JSON line on its stdout).
+type Sample struct {
+	T           float64  `json:"t"` // seconds since the start
+	Iterations  int64    `json:"iter"`
+	GoGC        int64    `json:"go_gc"`
+	PyGC        int64    `json:"py_gc"`
+	ForcedGC    int64    `json:"forced_gc"`
+	CbCreated   int64    `json:"cb_created"`
+	CbFreed     int64    `json:"cb_freed"`
+	CbFreedByGo int64    `json:"cb_freed_by_go"`
+	CbLive      int64    `json:"cb_live"`
+	PyLive      int64    `json:"py_live"`
+	RSS         int64    `json:"rss"`
+	LastOps     []string `json:"last_ops,omitempty"`
+	// Set on the final record.
+	Final       bool   `json:"final,omitempty"`
+	Baseline    int64  `json:"baseline_live,omitempty"`
+	PyGCObjects int64  `json:"py_gc_objects,omitempty"`
+	Err         string `json:"error,omitempty"`
+}
+
+// ChildMain runs a scenario in this (child) process: it reports samples on
+// stdout until stdin closes (the parent's stop), then settles and exits.
+func ChildMain(sc Scenario, ownership callbacks.Ownership, gcInterval time.Duration) int {
+	ctx, stop := context.WithCancel(context.Background())
+	exe, _ := os.Executable()
+	env := &Env{Ctx: ctx, Ownership: ownership, GCInterval: gcInterval, Exe: exe}
+	if path := os.Getenv(boxEnv); path != "" {
+		if b, err := openBlackBox(path); err == nil {
+			env.box = b
+		}
+	}
+	go func() {
+		io.Copy(io.Discard, os.Stdin) // the parent closes stdin to stop us
+		stop()
+	}()
+
+	out := bufio.NewWriter(os.Stdout)
+	var outMu sync.Mutex
+	emit := func(s Sample) {
+		outMu.Lock()
+		defer outMu.Unlock()
+		b, _ := json.Marshal(s)
+		out.Write(append(b, '\n'))
+		out.Flush()
+	}
+	start := time.Now()
+	var forced atomic.Int64
+	sample := func() Sample {
+		cs, ps := callbacks.ReadStats(), pygi.ReadStats()
+		return Sample{
+			T: time.Since(start).Seconds(), Iterations: env.iter.Load(),
+			GoGC: goGCCycles(), PyGC: pyGCCycles(), ForcedGC: forced.Load(),
+			CbCreated: cs.Created, CbFreed: cs.Freed, CbFreedByGo: cs.FreedByGoGC, CbLive: cs.Live,
+			PyLive: ps.Live, RSS: rss(), LastOps: env.lastOps(),
+		}
+	}
+
+	// Both collectors forced at the chosen pace, throughout.
+	gcDone := make(chan struct{})
+	go func() {
+		defer close(gcDone)
+		gcmod, err := pygi.Import("gc")
+		if err != nil {
+			return
+		}
+		t := time.NewTicker(gcInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			collect := func() error {
+				if r, err := gcmod.CallMethod("collect"); err == nil {
+					r.Close()
+				}
+				runtime.GC()
+				return nil
+			}
+			// On the UI thread while a loop runs: a collection may finalise
+			// GTK objects.
+			if eventloop.Running() {
+				eventloop.InvokeWait(ctx, collect)
+			} else {
+				collect()
+			}
+			forced.Add(1)
+		}
+	}()
+	samplerDone := make(chan struct{})
+	go func() {
+		defer close(samplerDone)
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				emit(sample())
+			}
+		}
+	}()
+
+	if !env.baseSet.Load() {
+		env.baseline.Store(callbacks.ReadStats().Live)
+	}
+	runErr := sc.Run(env)
+	stop()
+	<-gcDone
+	<-samplerDone
+
+	// Settle: everything the workload made must be released.
+	final := sample()
+	wctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	st, werr := callbacks.WaitLive(wctx, env.baseline.Load())
+	cancel()
+	final = sample()
+	final.CbLive = st.Live
+	final.Final = true
+	final.Baseline = env.baseline.Load()
+	final.PyGCObjects = pyGCObjects()
+	switch {
+	case runErr != nil:
+		final.Err = runErr.Error()
+	case werr != nil:
+		final.Err = werr.Error()
+	}
+	emit(final)
+	if runErr != nil {
+		return 1
+	}
+	return 0
+}
+
+func goGCCycles() int64 {
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() == metrics.KindUint64 {
+		return int64(s[0].Value.Uint64())
+	}
+	return 0
+}
+
+// pyGCCycles is the number of collections Python's gc has run (all
+// generations, automatic and forced).
+func pyGCCycles() int64 {
+	r, err := pygi.Eval("sum(s['collections'] for s in __import__('gc').get_stats())", nil)
+	if err != nil {
+		return -1
+	}
+	defer r.Close()
+	n, _ := r.Int()
+	return n
+}
+
+func pyGCObjects() int64 {
+	r, err := pygi.Eval("len(__import__('gc').get_objects())", nil)
+	if err != nil {
+		return -1
+	}
+	defer r.Close()
+	n, _ := r.Int()
+	return n
+}
+
+// rss reads this process's resident set size in bytes.
+func rss() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	var pages int64
+	fmt.Sscan(f[1], &pages)
+	return pages * int64(os.Getpagesize())
+}

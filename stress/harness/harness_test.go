@@ -1,0 +1,85 @@
+package harness
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestSlope(t *testing.T) {
+	var s []Sample
+	for i := range 100 {
+		// 1 MB per minute: 1/60 MB per second, sampled every second.
+		s = append(s, Sample{T: float64(i), RSS: int64(100<<20 + float64(i)/60*(1<<20))})
+	}
+	assert.InDelta(t, 1.0, slope(s), 0.01)
+	assert.Zero(t, slope(s[:4]), "too few samples")
+}
+
+func TestBlackBoxSurvivesTheWriter(t *testing.T) {
+	path, err := newBlackBoxFile()
+	require.NoError(t, err)
+	defer os.Remove(path)
+	b, err := openBlackBox(path)
+	require.NoError(t, err)
+	for i := range 40 {
+		b.op(strings.Repeat("x", i%5) + "op")
+		b.addIter(1)
+	}
+	b.op(strings.Repeat("long", 100)) // clipped to the slot
+	iter, ops := readBlackBox(path)
+	assert.Equal(t, int64(40), iter)
+	require.Len(t, ops, boxSlots)
+	assert.Equal(t, "xxxxop", ops[len(ops)-2])
+	assert.Len(t, ops[len(ops)-1], boxSlotSize-2)
+}
+
+func TestJudge(t *testing.T) {
+	sc := Scenario{Name: "x", CanCrashBroken: true}
+	ok := &Sample{Final: true}
+	cases := []struct {
+		name string
+		rep  Report
+		own  string
+		fin  *Sample
+		ok   bool
+		want string
+	}{
+		{"clean", Report{Iterations: 5}, "capsule", ok, true, "ok"},
+		{"leak", Report{Iterations: 5, CbLiveEnd: 3, CbBaseline: 1}, "capsule", ok, false, "3 callbacks live"},
+		{"crash", Report{Iterations: 5, Crash: &Crash{Signal: "SIGSEGV"}}, "capsule", ok, false, "crashed: SIGSEGV"},
+		{"no progress", Report{}, "capsule", ok, false, "no progress"},
+		{"rss", Report{Iterations: 5, RSS: RSS{SlopeMBPerMin: 50}}, "capsule", ok, false, "RSS grows"},
+		{"no final", Report{Iterations: 5}, "capsule", nil, false, "without a final report"},
+		{"broken crashed", Report{Crash: &Crash{Signal: "SIGSEGV"}}, "go", nil, true, "crash reproduced"},
+		{"broken survived", Report{Iterations: 5}, "go", ok, false, "did not crash"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tc.rep
+			judge(&r, sc, Options{Ownership: tc.own, MaxRSSSlope: 8}, tc.fin)
+			assert.Equal(t, tc.ok, r.OK, r.Verdict)
+			assert.Contains(t, r.Verdict, tc.want)
+		})
+	}
+}
+
+func TestPlotAndReport(t *testing.T) {
+	dir := t.TempDir()
+	r := &Report{Scenario: "s", Ownership: "capsule", Verdict: "ok <fine>", Iterations: 3}
+	for i := range 10 {
+		r.Samples = append(r.Samples, Sample{T: float64(i), RSS: int64(100+i) << 20, CbLive: int64(i % 3)})
+	}
+	js, svg, err := WriteReport(dir, Summary{Verdict: "ok", OK: true, Runs: []*Report{r, {Scenario: "empty"}}})
+	require.NoError(t, err)
+	b, err := os.ReadFile(svg)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "polyline")
+	assert.Contains(t, string(b), "ok &lt;fine&gt;", "text is escaped")
+	assert.Contains(t, string(b), "no samples")
+	_, err = os.Stat(js)
+	assert.NoError(t, err)
+}

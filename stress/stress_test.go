@@ -1,0 +1,113 @@
+// The stress command, run as users run it: every scenario for about ten
+// seconds with correct ownership, and the broken mode, which must crash.
+package main_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/duet-gtk/duet/stress/harness"
+)
+
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "duet-stress")
+	if err != nil {
+		panic(err)
+	}
+	bin = filepath.Join(dir, "stress")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		os.Stderr.Write(out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func stress(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, ctx.Err(), "stress hung:\n%s", out)
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), string(out)
+	}
+	require.NoError(t, err)
+	return 0, string(out)
+}
+
+func report(t *testing.T, dir string) harness.Summary {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	require.NoError(t, err)
+	var s harness.Summary
+	require.NoError(t, json.Unmarshal(b, &s))
+	svg, err := os.ReadFile(filepath.Join(dir, "plot.svg"))
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(svg), "<svg"))
+	return s
+}
+
+func TestEveryScenarioRunsClean(t *testing.T) {
+	dir := t.TempDir()
+	if d := os.Getenv("DUET_SCREENSHOTS"); d != "" { // keep the plot where make test keeps pictures
+		dir = filepath.Join(d, "stress-test")
+	}
+	code, out := stress(t, "-scenario", "all", "-duration", "10s", "-gc-interval", "20ms", "-report", dir)
+	t.Log(out)
+	require.Equal(t, harness.ExitOK, code, out)
+	s := report(t, dir)
+	require.Len(t, s.Runs, 5)
+	for _, r := range s.Runs {
+		assert.True(t, r.OK, "%s: %s", r.Scenario, r.Verdict)
+		assert.Nil(t, r.Crash, r.Scenario)
+		assert.Positive(t, r.Iterations, r.Scenario)
+		assert.Positive(t, r.ForcedGC, r.Scenario)
+		assert.LessOrEqual(t, r.CbLiveEnd, r.CbBaseline, r.Scenario)
+		assert.NotEmpty(t, r.Samples, r.Scenario)
+	}
+}
+
+func TestBrokenOwnershipCrashes(t *testing.T) {
+	dir := t.TempDir()
+	code, out := stress(t, "-scenario", "awaker", "-ownership", "go", "-duration", "10s", "-report", dir)
+	t.Log(out)
+	require.Equal(t, harness.ExitReproduced, code, out)
+	s := report(t, dir)
+	require.Len(t, s.Runs, 1)
+	r := s.Runs[0]
+	require.NotNil(t, r.Crash)
+	assert.True(t, r.Reproduced)
+	assert.NotEmpty(t, r.Crash.Signal)
+	assert.NotEmpty(t, r.Crash.LastOps, "the black box kept the last operations")
+	assert.Contains(t, out, "crash reproduced")
+}
+
+func TestBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-scenario", "nope"},
+		{"-ownership", "maybe"},
+		{"-gc-interval", "0s"},
+		{"-duration", "-1s"},
+		{"-no-such-flag"},
+		{"extra"},
+	} {
+		code, out := stress(t, args...)
+		assert.Equal(t, harness.ExitBadFlags, code, "%v: %s", args, out)
+	}
+}
