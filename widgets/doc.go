@@ -1,4 +1,42 @@
-// Package widgets bridges gotk4 and PyGObject: one GObject, seen from Go and
-// from Python at once, through the same pointer (PyGObject's C API in one
-// direction, the wrapper's GObject pointer in the other).
+// Package widgets is where Go and Python meet in the widget tree.
+//
+// # One object, two views
+//
+// A GObject can be seen from gotk4 (typed Go) and from PyGObject at once,
+// through the same pointer: ToGo and As give gotk4's view of a PyGObject
+// object (read from the wrapper), ToPython gives PyGObject's wrapper of a
+// gotk4 object (PyGObject's C API, which keeps identity: one wrapper per
+// object while it lives). Call invokes a Python method on a gotk4 object,
+// which is how Python widgets are packed into gotk4 containers.
+//
+// # Python widget code
+//
+// LoadFile, LoadFS (go:embed) and LoadSource load Python modules; a Module
+// instantiates classes with keyword arguments, and a Widget reads and
+// writes GObject properties, connects signals to Go funcs and calls
+// methods. Python exceptions come back as *pygi.Error with the traceback.
+// DefineClass makes a GObject class from Go: a subclass of a GTK or Python
+// class whose methods and do_* virtual functions are Go funcs, with its own
+// signals and properties. Library holds duet's ready-made Python widgets:
+// LineChart (a live chart drawn with cairo, fed from any goroutine) and
+// LogView.
+//
+// # Lifetime: freed when both sides let go
+//
+// Three mechanisms make objects seen from both sides finalisable (each is
+// explained next to its code):
+//
+//   - gotk4 v0.2.2 never releases its toggle reference on an object it
+//     wrapped; duet releases it for the objects it tracks, synchronised with
+//     gotk4's own finalizers (lifetime.go).
+//   - An object whose Python wrapper holds a toggle reference (a Python
+//     subclass instance with attributes) must not get a gotk4 wrapper too:
+//     GLib notifies no toggle reference while two exist, so neither side
+//     could let go. ToGo and As refuse it with ErrToggleTrap; use its Python
+//     side and Call.
+//   - Go handlers connected with Widget.Connect are disconnected when their
+//     window is destroyed, which breaks the loop "window holds widget holds
+//     handler holds window" that no collector can see (teardown.go).
+//
+// WatchFinalize and WatchFinalizePy observe finalisation; ReadStats counts.
 package widgets
