@@ -10,12 +10,13 @@ HEADLESS := $(if $(DISPLAY)$(WAYLAND_DISPLAY),,1)
 XRUN := $(if $(HEADLESS),xvfb-run -a -s "-screen 0 1280x800x24",)
 OUT := $(CURDIR)/out
 
-.PHONY: help deps test vet run stress
+.PHONY: help deps test vet run stress bench
 
 help:
 	@echo "make run    start the showcase app (under Xvfb with a screenshot when there is no display)"
 	@echo "make test   vet and run every test (the first build compiles gotk4's GTK bindings: ~10 min)"
 	@echo "make stress every stress scenario for STRESS_DURATION (default 60s); report and plot in out/stress"
+	@echo "make bench  duet side by side with pure PyGObject and gotk4; the table goes to out/bench.md"
 
 deps:
 	@scripts/deps.sh $(DEB_PACKAGES)
@@ -48,3 +49,7 @@ STRESS_DURATION ?= 60s
 stress: deps
 	@mkdir -p $(OUT)/stress
 	$(GO) run ./stress -scenario all -duration $(STRESS_DURATION) -report $(OUT)/stress
+
+bench: deps
+	@mkdir -p $(OUT)
+	$(XRUN) $(GO) run ./stress/bench -out $(OUT)/bench.md

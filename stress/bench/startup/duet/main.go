@@ -1,0 +1,38 @@
+// Command duet is the duet start-up program for the benchmarks: the same
+// window with one button, the window made in Go and the button in Python,
+// run by package app; it exits at the first frame.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/diamondburned/gotk4/pkg/gdk/v4"
+	"github.com/diamondburned/gotk4/pkg/gtk/v4"
+
+	"github.com/duet-gtk/duet/app"
+	"github.com/duet-gtk/duet/pygi"
+	"github.com/duet-gtk/duet/widgets"
+)
+
+func main() {
+	a, err := app.New(app.Options{ID: "org.duet.bench.DuetStart", NonUnique: true, SkipFinalize: true})
+	if err != nil {
+		panic(err)
+	}
+	a.OnActivate(func() {
+		win := gtk.NewApplicationWindow(a.Gtk())
+		win.SetTitle("startup")
+		Gtk, _ := pygi.Repository("Gtk")
+		button, _ := Gtk.CallMethod("Button", pygi.Kw{"label": "button"})
+		widgets.Call(win, "set_child", button)
+		win.ConnectMap(func() {
+			gdk.BaseFrameClock(win.FrameClock()).ConnectAfterPaint(func() {
+				fmt.Println("frame")
+				os.Exit(0)
+			})
+		})
+		win.Present()
+	})
+	os.Exit(a.Run(os.Args[:1]))
+}

@@ -1,0 +1,29 @@
+// Command gotk4 is the pure-gotk4 start-up reference for the benchmarks: an
+// application window with one button; it exits at the first frame.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/diamondburned/gotk4/pkg/gio/v2"
+	"github.com/diamondburned/gotk4/pkg/gdk/v4"
+	"github.com/diamondburned/gotk4/pkg/gtk/v4"
+)
+
+func main() {
+	app := gtk.NewApplication("org.duet.bench.Gotk4Start", gio.ApplicationNonUnique)
+	app.ConnectActivate(func() {
+		win := gtk.NewApplicationWindow(app)
+		win.SetTitle("startup")
+		win.SetChild(gtk.NewButtonWithLabel("button"))
+		win.ConnectMap(func() {
+			gdk.BaseFrameClock(win.FrameClock()).ConnectAfterPaint(func() {
+				fmt.Println("frame")
+				os.Exit(0)
+			})
+		})
+		win.Present()
+	})
+	os.Exit(app.Run(os.Args[:1]))
+}
