@@ -136,7 +136,11 @@ func run() error {
 			},
 			func() error { v, err := backDuet(count(1000000)); back.add(back.sides[0], v); return err },
 			func() error { v, err := createDuet(Gtk, count(100000)); create.add(create.sides[0], v); return err },
-			func() error { v, err := py("create", fmt.Sprint(count(100000))); create.add(create.sides[1], v); return err },
+			func() error {
+				v, err := py("create", fmt.Sprint(count(100000)))
+				create.add(create.sides[1], v)
+				return err
+			},
 			func() error { return startup(progs["duet"], nil, start, rss, 0) },
 			func() error { return startup(*python, []string{script, "startup"}, start, rss, 1) },
 			func() error { return startup(progs["gotk4"], nil, start, rss, 2) },
