@@ -28,8 +28,8 @@ type Scenario struct {
 	Description string
 	// NeedsDisplay runs the child under Xvfb when there is no display.
 	NeedsDisplay bool
-	// CanCrashBroken: the scenario keeps Go callbacks in Python, so the
-	// broken ownership mode must crash it.
+	// CanCrashBroken: Python keeps Go callbacks past Go's GC in this
+	// scenario, so the broken ownership mode must crash it.
 	CanCrashBroken bool
 	Run            func(env *Env) error
 }

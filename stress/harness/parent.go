@@ -245,7 +245,7 @@ func judge(rep *Report, sc Scenario, o Options, final *Sample) {
 			orDefault(rep.Crash.Signal, fmt.Sprintf("exit %d", rep.Crash.ExitCode)), rep.Crash.Iteration, rep.Crash.AtSeconds)
 	case broken && !sc.CanCrashBroken:
 		rep.OK = true
-		rep.Verdict = "ok (keeps no Go callbacks in Python: nothing for the broken mode to break)"
+		rep.Verdict = "ok (Python holds no Go callback past Go's GC here: nothing for the broken mode to break)"
 	case broken:
 		rep.Verdict = "fail: the broken ownership mode did not crash"
 	case rep.Crash != nil:
