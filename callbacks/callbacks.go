@@ -124,21 +124,19 @@ func NewMethod(fn any, opts ...Option) (*pygi.Object, error) { return newCallbac
 
 // entry is what a callback's handle designates: immutable after creation.
 type entry struct {
-	sig  *signature
-	name string
+	sig    *signature
+	name   string
+	handle uintptr
 }
 
-// registry maps the integer handles Python holds to entries. A handle is an
-// integer, never a Go pointer: the capsule can safely outlive anything.
+// registry holds the live callbacks and the counters.
 var registry struct {
-	m                        sync.Map // uintptr -> *entry
-	next                     atomic.Uintptr
+	handles                  handleTable
 	created, freed, freedByG atomic.Int64
 }
 
 func register(e *entry) uintptr {
-	h := registry.next.Add(1)
-	registry.m.Store(h, e)
+	h := registry.handles.add(e)
 	registry.created.Add(1)
 	return h
 }
@@ -146,7 +144,7 @@ func register(e *entry) uintptr {
 // releaseCallback runs in the capsule destructor: any thread, maybe inside
 // gc.collect() or Py_FinalizeEx. It never calls Python, blocks or panics.
 func releaseCallback(h uintptr) {
-	if _, ok := registry.m.LoadAndDelete(h); ok {
+	if registry.handles.remove(h) {
 		registry.freed.Add(1)
 	}
 }
@@ -198,7 +196,7 @@ type brokenState struct {
 // freeBroken is the broken mode's GC cleanup: it frees the native state of
 // a callback Python may still hold.
 func freeBroken(b brokenState) {
-	if _, ok := registry.m.LoadAndDelete(b.handle); ok {
+	if registry.handles.remove(b.handle) {
 		registry.freedByG.Add(1)
 	}
 	capi.FreeNative(b.native)

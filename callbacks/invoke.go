@@ -213,14 +213,43 @@ type typeError string
 // (only the broken ownership mode does that), and it must crash loudly, not
 // turn into a Python exception.
 func invoke(h uintptr, args []capi.Ref, nargs, nkw int, kwnames capi.Ref) (capi.Ref, capi.CallbackResult) {
-	v, ok := registry.m.Load(h)
-	if !ok {
-		panic(fmt.Sprintf("callbacks: Python called a Go callback whose handle %d was already freed: use after free", h))
+	e := registry.handles.get(h)
+	if e == nil {
+		panic(fmt.Sprintf("callbacks: Python called a Go callback whose handle %#x was already freed: use after free", h))
 	}
-	return v.(*entry).sig.call(args, nargs, nkw, kwnames)
+	return e.sig.call(args, nargs, nkw, kwnames)
 }
 
 func (s *signature) call(args []capi.Ref, nargs, nkw int, kwnames capi.Ref) (res capi.Ref, rc capi.CallbackResult) {
+	// The commonest shapes first, without reflection or closures.
+	switch {
+	case s.fast0 != nil && nargs == 0 && nkw == 0:
+		defer s.recoverInto(&res, &rc)
+		s.fast0()
+		return capi.Ref{}, capi.ResultNone
+	case s.fastObj != nil && nargs == 1 && nkw == 0:
+		o := bridge.WrapBorrowed(args[0]).(*pygi.Object)
+		defer bridge.Invalidate(o)
+		defer s.recoverInto(&res, &rc)
+		s.fastObj(o)
+		return capi.Ref{}, capi.ResultNone
+	}
+	return s.callSlow(args, nargs, nkw, kwnames)
+}
+
+// recoverInto turns a panic into the Python exception the call raises.
+func (s *signature) recoverInto(res *capi.Ref, rc *capi.CallbackResult) {
+	if p := recover(); p != nil {
+		if te, ok := p.(typeError); ok {
+			capi.RaiseMessage(capi.TypeError, string(te))
+		} else {
+			raiseGo(&PanicError{Callback: s.name, Value: p, Stack: string(debug.Stack())})
+		}
+		*res, *rc = capi.Ref{}, capi.ResultRaised
+	}
+}
+
+func (s *signature) callSlow(args []capi.Ref, nargs, nkw int, kwnames capi.Ref) (res capi.Ref, rc capi.CallbackResult) {
 	// Arguments are borrowed: wrap them without taking references and end
 	// their validity when the call returns.
 	var small [6]*pygi.Object
@@ -235,26 +264,11 @@ func (s *signature) call(args []capi.Ref, nargs, nkw int, kwnames capi.Ref) (res
 			bridge.Invalidate(o)
 		}
 	}()
-	defer func() {
-		if p := recover(); p != nil {
-			if te, ok := p.(typeError); ok {
-				capi.RaiseMessage(capi.TypeError, string(te))
-			} else {
-				raiseGo(&PanicError{Callback: s.name, Value: p, Stack: string(debug.Stack())})
-			}
-			res, rc = capi.Ref{}, capi.ResultRaised
-		}
-	}()
+	defer s.recoverInto(&res, &rc)
 
 	switch {
-	case s.fast0 != nil && nargs == 0 && nkw == 0:
-		s.fast0()
-		return capi.Ref{}, capi.ResultNone
 	case s.fast0err != nil && nargs == 0 && nkw == 0:
 		return s.finish(nil, s.fast0err())
-	case s.fastObj != nil && nargs == 1 && nkw == 0:
-		s.fastObj(borrow(args[0]))
-		return capi.Ref{}, capi.ResultNone
 	case s.fastObjs != nil && nkw == 0:
 		in := make([]*pygi.Object, nargs)
 		for i := range in {
