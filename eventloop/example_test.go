@@ -20,19 +20,19 @@ func ExampleInvokeWait() {
 }
 
 func ExampleEvery() {
-	ticks := make(chan int, 3)
-	n := 0
-	var t *eventloop.Timer
-	t = eventloop.Every(5*time.Millisecond, func() {
+	ticks := make(chan int, 8)
+	n := 0 // touched on the loop only
+	t := eventloop.Every(5*time.Millisecond, func() {
 		n++
-		ticks <- n
-		if n == 3 {
-			t.Cancel() // from inside: this run finishes, no more follow
+		select {
+		case ticks <- n:
+		default:
 		}
 	})
 	for range 3 {
 		fmt.Println("tick", <-ticks)
 	}
+	t.Cancel() // from any goroutine; no run starts after it returns
 	// Output:
 	// tick 1
 	// tick 2
