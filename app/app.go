@@ -181,12 +181,7 @@ func (a *App) OnCommandLine(fn func(args []string) int) error {
 		if err != nil {
 			return err
 		}
-		gio, err := pygi.Repository("Gio")
-		if err != nil {
-			return err
-		}
-		af, _ := gio.Attr("ApplicationFlags")
-		h, err := af.Attr("HANDLES_COMMAND_LINE")
+		h, err := pygi.Eval("__import__('gi.repository.Gio', fromlist=['Gio']).ApplicationFlags.HANDLES_COMMAND_LINE", nil)
 		if err != nil {
 			return err
 		}

@@ -1,7 +1,6 @@
 package callbacks_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duet-gtk/duet/callbacks"
+	"github.com/duet-gtk/duet/internal/testutil"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -84,17 +84,7 @@ func childMain(name string) int {
 }
 
 func runChild(t *testing.T, name string) (string, string, error) {
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), "CALLBACKS_CHILD="+name)
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err = cmd.Run()
-	require.NoError(t, ctx.Err(), "child hung")
-	return out.String(), errb.String(), err
+	return testutil.RunChild(t, "CALLBACKS_CHILD="+name)
 }
 
 func TestOwnershipInChildProcess(t *testing.T) {

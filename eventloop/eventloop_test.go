@@ -17,6 +17,7 @@ import (
 
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/eventloop/looptest"
+	"github.com/duet-gtk/duet/internal/testutil"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -27,15 +28,7 @@ func TestMain(m *testing.M) {
 	looptest.Main(m)
 }
 
-// watchdog fails with every goroutine's stack instead of hanging CI.
-func watchdog(t *testing.T, d time.Duration) func() {
-	timer := time.AfterFunc(d, func() {
-		buf := make([]byte, 1<<20)
-		n := runtime.Stack(buf, true)
-		panic(fmt.Sprintf("%s: no progress after %v\n%s", t.Name(), d, buf[:n]))
-	})
-	return func() { timer.Stop() }
-}
+func watchdog(t *testing.T, d time.Duration) func() { return testutil.Watchdog(t, d) }
 
 func TestInvokeOrderAndExactlyOnce(t *testing.T) {
 	defer watchdog(t, 2*time.Minute)()

@@ -13,8 +13,8 @@ import (
 // Timer is a GLib timeout source running a Go func on the loop, in the
 // spirit of setTimeout (After) and setInterval (Every).
 type Timer struct {
-	mu        sync.Mutex // held while fn runs and while cancelling
-	src       unsafe.Pointer
+	mu        sync.Mutex     // held while fn runs and while cancelling
+	src       unsafe.Pointer // GSource* (C memory): our own reference, dropped by releaseLocked; nil after
 	handle    uintptr
 	fn        func()
 	repeat    bool

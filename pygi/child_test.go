@@ -1,12 +1,9 @@
 package pygi
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/duet-gtk/duet/internal/testutil"
 )
 
 // Child-process scenarios: behaviour that could hang or crash the process
@@ -187,22 +186,8 @@ func childMain(name string) int {
 	return 0
 }
 
-// runChild runs a scenario in a child process with a timeout.
 func runChild(t *testing.T, name string) (stdout, stderr string, err error) {
-	t.Helper()
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), "PYGI_CHILD="+name)
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err = cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("%s: child hung (killed after 60 s)\nstderr: %s", name, errb.String())
-	}
-	return out.String(), errb.String(), err
+	return testutil.RunChild(t, "PYGI_CHILD="+name)
 }
 
 func TestChildProcesses(t *testing.T) {

@@ -10,19 +10,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/duet-gtk/duet/internal/testutil"
 )
 
-// watchdog fails the test (with every goroutine's stack) instead of letting
-// a deadlock hang CI.
-func watchdog(t *testing.T, d time.Duration) func() {
-	t.Helper()
-	timer := time.AfterFunc(d, func() {
-		buf := make([]byte, 1<<20)
-		n := runtime.Stack(buf, true)
-		panic(fmt.Sprintf("%s: no progress after %v (deadlock?)\n%s", t.Name(), d, buf[:n]))
-	})
-	return func() { timer.Stop() }
-}
+func watchdog(t *testing.T, d time.Duration) func() { return testutil.Watchdog(t, d) }
 
 func TestConcurrentMixedCalls(t *testing.T) {
 	defer watchdog(t, 3*time.Minute)()

@@ -232,7 +232,7 @@ func FuzzRoundTrip(f *testing.F) {
 	f.Add(int64(0), uint64(0), 0.0, "", []byte{}, false)
 	f.Add(int64(math.MinInt64), uint64(math.MaxUint64), math.NaN(), "héllo\x00", []byte{0xff}, true)
 	f.Add(int64(-1), uint64(1<<63), math.Inf(1), "\xff\xfe", []byte("abc"), false)
-	f.Add(int64(42), uint64(7), -0.0, "☃ snow", []byte(nil), true)
+	f.Add(int64(42), uint64(7), math.Copysign(0, -1), "☃ snow", []byte(nil), true)
 	f.Fuzz(func(t *testing.T, i int64, u uint64, fl float64, s string, b []byte, flag bool) {
 		if b == nil {
 			b = []byte{}

@@ -143,9 +143,6 @@ func (q *releaseQueue) drain() {
 	stats.drained.Add(capi.Drain(s))
 }
 
-// drainFinal runs during Finalize with no operation in flight.
-func (q *releaseQueue) drainFinal() { q.drain() }
-
 // Drain releases every reference Go has collected but not yet released,
 // without waiting for the next operation. Tests call it after runtime.GC().
 func Drain() error {

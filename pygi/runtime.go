@@ -272,7 +272,7 @@ func FinalizeContext(ctx context.Context) error {
 		backoff = min(backoff*2, 10*time.Millisecond)
 	}
 	finish := func() {
-		releases.drainFinal()
+		releases.drain() // no operation is in flight: Finalize waited for them
 		capi.Finalize()
 		interp.phase.Store(phaseFinalized)
 	}

@@ -245,22 +245,23 @@ func goGCCycles() int64 {
 // pyGCCycles is the number of collections Python's gc has run (all
 // generations, automatic and forced).
 func pyGCCycles() int64 {
-	r, err := pygi.Eval("sum(s['collections'] for s in __import__('gc').get_stats())", nil)
-	if err != nil {
-		return -1
-	}
-	defer r.Close()
-	n, _ := r.Int()
-	return n
+	return pyInt("sum(s['collections'] for s in __import__('gc').get_stats())")
 }
 
-func pyGCObjects() int64 {
-	r, err := pygi.Eval("len(__import__('gc').get_objects())", nil)
+// pyGCObjects is the number of objects Python's gc tracks.
+func pyGCObjects() int64 { return pyInt("len(__import__('gc').get_objects())") }
+
+// pyInt evaluates an int expression; -1 when it cannot.
+func pyInt(expr string) int64 {
+	r, err := pygi.Eval(expr, nil)
 	if err != nil {
 		return -1
 	}
 	defer r.Close()
-	n, _ := r.Int()
+	n, err := r.Int()
+	if err != nil {
+		return -1
+	}
 	return n
 }
 

@@ -1,0 +1,50 @@
+// Package testutil holds the helpers duet's own tests share: a watchdog
+// that turns a deadlock into a failure with every goroutine's stack, and a
+// runner for scenarios re-executed in a child process.
+package testutil
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Watchdog panics with every goroutine's stack if the test is still running
+// after d, so that a deadlock fails CI instead of hanging it. Call the
+// returned function when the guarded part is done.
+func Watchdog(t testing.TB, d time.Duration) (stop func()) {
+	name := t.Name()
+	timer := time.AfterFunc(d, func() {
+		buf := make([]byte, 1<<20)
+		n := runtime.Stack(buf, true)
+		panic(fmt.Sprintf("%s: no progress after %v (deadlock?)\n%s", name, d, buf[:n]))
+	})
+	return func() { timer.Stop() }
+}
+
+// RunChild re-executes the test binary with env (e.g. "PYGI_CHILD=name")
+// and no tests selected, so that TestMain runs the named scenario instead.
+// A child still running after a minute is killed and fails the test.
+func RunChild(t testing.TB, env ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("child %v hung (killed after a minute)\nstderr: %s", env, errb.String())
+	}
+	return out.String(), errb.String(), err
+}
