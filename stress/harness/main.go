@@ -38,7 +38,8 @@ func Main(args []string, scenarios []Scenario) int {
 	gcEvery := fs.Duration("gc-interval", 100*time.Millisecond, "how often gc.collect() and runtime.GC() are forced (1ms to 10s)")
 	ownership := fs.String("ownership", "capsule", "callback ownership: capsule (the product) or go (deliberately broken: reproduces the classic crash)")
 	report := fs.String("report", "", "write report.json and plot.svg into this directory")
-	slope := fs.Float64("max-rss-slope", 8, "fail when RSS grows faster than this many MB per minute (second half of each run)")
+	slope := fs.Float64("max-rss-slope", 8, "fail when RSS grows faster than this many MB per minute (second half of each run)...")
+	growth := fs.Float64("min-rss-growth", 2, "...and that growth amounts to more than this many MB (short runs are noisy)")
 	wd := fs.Duration("watchdog", 20*time.Second, "fail a scenario that reports no progress for this long")
 	child := fs.String("child", "", "(internal) run one scenario's workload in this process")
 	fs.SetOutput(os.Stderr)
@@ -99,7 +100,7 @@ func Main(args []string, scenarios []Scenario) int {
 
 	opts := Options{
 		Duration: *duration, GCInterval: *gcEvery, Ownership: *ownership,
-		MaxRSSSlope: *slope, Watchdog: *wd, Progress: os.Stdout, ProgressLive: isTerminal(os.Stdout),
+		MaxRSSSlope: *slope, MinRSSGrowth: *growth, Watchdog: *wd, Progress: os.Stdout, ProgressLive: isTerminal(os.Stdout),
 	}
 	sum := Summary{OK: true}
 	reproduced := 0

@@ -22,6 +22,10 @@ type Options struct {
 	GCInterval   time.Duration
 	Ownership    string  // "capsule" or "go"
 	MaxRSSSlope  float64 // MB per minute, over the second half of the run
+	// MinRSSGrowth (MB) is how much the fitted growth over the second half
+	// must also reach for a steep slope to fail the run: over a short run a
+	// few hundred kB of noise make a steep slope.
+	MinRSSGrowth float64
 	Watchdog     time.Duration
 	Exe          string   // the binary to run children from (default: this one)
 	ChildArgs    []string // extra arguments for the child (before the harness flags)
@@ -215,6 +219,14 @@ func summarize(rep *Report, final *Sample) {
 	}
 }
 
+// secondHalf is the duration (seconds) the slope is fitted over.
+func secondHalf(s []Sample) float64 {
+	if len(s) < 2 {
+		return 0
+	}
+	return s[len(s)-1].T - s[len(s)/2].T
+}
+
 // slope fits RSS against time over the second half of the samples.
 func slope(s []Sample) float64 {
 	s = s[len(s)/2:]
@@ -258,7 +270,7 @@ func judge(rep *Report, sc Scenario, o Options, final *Sample) {
 		rep.Verdict = fmt.Sprintf("fail: %d callbacks live at the end, baseline %d", rep.CbLiveEnd, rep.CbBaseline)
 	case rep.Iterations == 0:
 		rep.Verdict = "fail: the workload made no progress"
-	case rep.RSS.SlopeMBPerMin > o.MaxRSSSlope:
+	case rep.RSS.SlopeMBPerMin > o.MaxRSSSlope && rep.RSS.SlopeMBPerMin*secondHalf(rep.Samples)/60 > o.MinRSSGrowth:
 		rep.Verdict = fmt.Sprintf("fail: RSS grows %.2f MB/min (bound %.2f)", rep.RSS.SlopeMBPerMin, o.MaxRSSSlope)
 	default:
 		rep.OK = true
