@@ -18,10 +18,10 @@ import (
 
 // Options configure a parent run.
 type Options struct {
-	Duration     time.Duration
-	GCInterval   time.Duration
-	Ownership    string  // "capsule" or "go"
-	MaxRSSSlope  float64 // MB per minute, over the second half of the run
+	Duration    time.Duration
+	GCInterval  time.Duration
+	Ownership   string  // "capsule" or "go"
+	MaxRSSSlope float64 // MB per minute, over the second half of the run
 	// MinRSSGrowth (MB) is how much the fitted growth over the second half
 	// must also reach for a steep slope to fail the run: over a short run a
 	// few hundred kB of noise make a steep slope.
