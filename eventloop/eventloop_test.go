@@ -193,7 +193,20 @@ GLib.timeout_add(90, lambda: record("py-90") or False)
 	looptest.Do(t, func(t testing.TB) {})
 	mu.Lock()
 	defer mu.Unlock()
-	assert.Equal(t, []string{"py-30", "go-60", "py-90", "go-120"}, order)
+	// By due time; a loaded machine may stall the loop past several due
+	// times, and GLib then dispatches ready sources in attachment order, so
+	// only each side's own order is guaranteed.
+	assert.ElementsMatch(t, []string{"py-30", "go-60", "py-90", "go-120"}, order)
+	pos := map[string]int{}
+	for i, s := range order {
+		pos[s] = i
+	}
+	assert.Less(t, pos["py-30"], pos["py-90"])
+	assert.Less(t, pos["go-60"], pos["go-120"])
+	assert.Less(t, pos["py-30"], pos["go-120"])
+	if len(order) == 4 && order[1] == "go-60" && order[2] == "py-90" {
+		t.Log("interleaved by due time:", order)
+	}
 }
 
 func TestPythonHandlerBlockingDoesNotDeadlock(t *testing.T) {
