@@ -96,14 +96,20 @@ func TestAwakerScreenshot(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "awaker.png")
 	out, _ := run(t, "awaker", "-screenshot", path)
 	assert.Contains(t, out, "screenshot: "+path)
+	checkScreenshot(t, path, "awaker.png")
+}
+
+// checkScreenshot asserts that the picture shows something and keeps a copy
+// where a person can look at it (DUET_SCREENSHOTS, set by make test).
+func checkScreenshot(t *testing.T, path, keepAs string) {
+	t.Helper()
 	blank, err := shot.Blank(path)
 	require.NoError(t, err)
 	assert.False(t, blank, "the screenshot shows the window")
-	// Keep a copy where a person can look at it.
 	if dir := os.Getenv("DUET_SCREENSHOTS"); dir != "" {
 		data, err := os.ReadFile(path)
 		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "awaker.png"), data, 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, keepAs), data, 0o644))
 	}
 }
 
@@ -112,12 +118,5 @@ func TestShowcaseScriptedWithScreenshot(t *testing.T) {
 	out, errOut := run(t, "showcase", "-script", "-screenshot", path)
 	assert.Contains(t, out, "screenshot: "+path)
 	assert.Empty(t, errOut)
-	blank, err := shot.Blank(path)
-	require.NoError(t, err)
-	assert.False(t, blank, "the screenshot shows the window")
-	if dir := os.Getenv("DUET_SCREENSHOTS"); dir != "" {
-		data, err := os.ReadFile(path)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "showcase-test.png"), data, 0o644))
-	}
+	checkScreenshot(t, path, "showcase-test.png")
 }

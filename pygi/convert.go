@@ -931,7 +931,8 @@ func (o *Object) Uint() (uint64, error) { return As[uint64](o) }
 // Float returns o as a float64; o must be a Python float or int.
 func (o *Object) Float() (float64, error) { return As[float64](o) }
 
-// String returns o as a Go string; o must be a Python str (or bytes).
+// Text returns o as a Go string; o must be a Python str (or bytes). (String
+// is taken by fmt.Stringer, which gives str(o).)
 func (o *Object) Text() (string, error) { return As[string](o) }
 
 // Bool returns o as a bool; o must be a Python bool (see Truthy for bool(o)).

@@ -197,7 +197,10 @@ func enter() error {
 			return ErrFinalized
 		}
 	}
-	if releases.dirty.Load() {
+	// While the loop runs it drains the queue itself (on the UI thread); an
+	// attempt here would cost a cgo crossing per operation only to find out
+	// whether this is the UI thread.
+	if releases.dirty.Load() && !releaseOnUI.Load() {
 		releases.drain()
 	}
 	return nil

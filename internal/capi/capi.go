@@ -125,8 +125,9 @@ func HoldsGIL() bool { return C.duet_holds_gil() != 0 }
 func Attach() int      { return int(C.duet_attach()) }
 func Detach(state int) { C.duet_detach(C.int(state)) }
 
-// SaveThread detaches the calling thread (which must hold the GIL);
-// RestoreThread attaches it again.
+// SaveThread detaches the calling thread (which must hold the GIL) and
+// returns its PyThreadState (C memory, owned by CPython); RestoreThread
+// takes it back on the same thread.
 func SaveThread() unsafe.Pointer      { return C.duet_save_thread() }
 func RestoreThread(ts unsafe.Pointer) { C.duet_restore_thread(ts) }
 
