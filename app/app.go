@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/diamondburned/gotk4/pkg/gtk/v4"
 
-	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/widgets"
@@ -44,23 +43,20 @@ type App struct {
 	py   *pygi.Object // the Gtk.Application (or Adw.Application) wrapper
 
 	mu      sync.Mutex
-	gtkApp  *gtk.Application
+	gtkApp  *gtk.Application // set by New, never changed
 	running bool
 }
 
-// ErrNotMain: the application must be created and run on the main thread.
-var ErrNotMain = errors.New("app: must be called on the main thread (from main), or on the loop")
-
 // onMain runs fn on the main thread: directly when called there, through the
-// loop when it runs, otherwise it fails.
-func onMain(fn func() error) error {
+// loop when it runs, otherwise it fails with eventloop.ErrNotMain.
+func onMain(what string, fn func() error) error {
 	if eventloop.IsMain() {
 		return fn()
 	}
 	if eventloop.Running() {
 		return eventloop.InvokeWait(context.Background(), fn)
 	}
-	return ErrNotMain
+	return eventloop.RequireMain(what)
 }
 
 // New creates the application. It starts Python (and GTK) if needed.
@@ -69,7 +65,7 @@ func New(opts Options) (*App, error) {
 		opts.FinalizeTimeout = 5 * time.Second
 	}
 	a := &App{opts: opts}
-	err := onMain(func() error {
+	err := onMain("app.New", func() error {
 		if err := pygi.RequireVersion("Gtk", "4.0"); err != nil {
 			return err
 		}
@@ -118,7 +114,17 @@ func New(opts Options) (*App, error) {
 			return err
 		}
 		a.py, err = cls.Call(pygi.Kw{"application_id": opts.ID, "flags": flag})
-		return err
+		if err != nil {
+			return err
+		}
+		// gotk4's view, made once here on the UI thread: Gtk then only hands
+		// it out. The application lives as long as the process, so gotk4
+		// keeping its toggle reference for good costs nothing.
+		a.gtkApp, err = widgets.Cast[*gtk.Application](a.py)
+		if err != nil {
+			return fmt.Errorf("app: the application is not a Gtk.Application: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -131,24 +137,15 @@ func New(opts Options) (*App, error) {
 func (a *App) Python() *pygi.Object { return a.py }
 
 // Gtk returns gotk4's view of the same application, for Go code (windows
-// made with gtk.NewApplicationWindow(a.Gtk()) belong to it).
-func (a *App) Gtk() *gtk.Application {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.gtkApp == nil {
-		ga, err := widgets.As[*gtk.Application](a.py)
-		if err != nil {
-			panic(fmt.Sprintf("app: the application is not a Gtk.Application: %v", err))
-		}
-		a.gtkApp = ga
-	}
-	return a.gtkApp
-}
+// made with gtk.NewApplicationWindow(a.Gtk()) belong to it). Safe from any
+// goroutine (it only hands out the wrapper made by New); what you do with
+// it is GTK's business, on the UI thread.
+func (a *App) Gtk() *gtk.Application { return a.gtkApp }
 
 // connect attaches a Go handler to one of the application's signals. The
 // handler becomes a callback owned by Python (by the signal connection).
 func (a *App) connect(signal string, fn any) error {
-	return onMain(func() error {
+	return onMain("app.On"+signal, func() error {
 		r, err := a.py.CallMethod("connect", signal, fn)
 		r.Close()
 		return err
@@ -176,7 +173,7 @@ func (a *App) OnShutdown(fn func()) error {
 // the arguments (program name first) and returns the exit status. Call it
 // before Run.
 func (a *App) OnCommandLine(fn func(args []string) int) error {
-	err := onMain(func() error {
+	err := onMain("app.OnCommandLine", func() error {
 		flags, err := a.py.CallMethod("get_flags")
 		if err != nil {
 			return err
@@ -210,15 +207,22 @@ func (a *App) OnCommandLine(fn func(args []string) int) error {
 }
 
 // Hold keeps the application running while it has no window (GApplication
-// quits when its last window goes); pair it with Release. UI thread.
+// quits when its last window goes); pair it with Release. UI thread only:
+// elsewhere it returns an error wrapping eventloop.ErrNotMain.
 func (a *App) Hold() error {
+	if err := eventloop.RequireMain("app.Hold"); err != nil {
+		return err
+	}
 	r, err := a.py.CallMethod("hold")
 	r.Close()
 	return err
 }
 
-// Release undoes one Hold. UI thread.
+// Release undoes one Hold. UI thread only, like Hold.
 func (a *App) Release() error {
+	if err := eventloop.RequireMain("app.Release"); err != nil {
+		return err
+	}
 	r, err := a.py.CallMethod("release")
 	r.Close()
 	return err
@@ -236,7 +240,7 @@ func (a *App) Quit() {
 // Windows returns the application's windows as PyGObject objects.
 func (a *App) Windows() ([]*pygi.Object, error) {
 	var ws []*pygi.Object
-	err := onMain(func() error {
+	err := onMain("app.Windows", func() error {
 		l, err := a.py.CallMethod("get_windows")
 		if err != nil {
 			return err
@@ -252,12 +256,18 @@ func (a *App) Windows() ([]*pygi.Object, error) {
 // os.Exit. Then it shuts down in order: timers stopped, remaining windows
 // destroyed while Python is alive, Go's references to Python released, and
 // Python finalised on this thread (unless Options.SkipFinalize).
+//
+// The status is the application's own (what GApplication's run returned),
+// except: 128+n after signal n ended it (130 for SIGINT, 143 for SIGTERM,
+// as a shell reports), and 1 when something failed, each failure printed
+// to stderr with its reason, including a shutdown that could not finalise
+// Python within Options.FinalizeTimeout (calls still in flight).
 func (a *App) Run(args []string) int { return a.RunContext(context.Background(), args) }
 
 // RunContext is Run that also quits when ctx ends.
 func (a *App) RunContext(ctx context.Context, args []string) int {
-	if !eventloop.IsMain() {
-		fmt.Fprintln(os.Stderr, ErrNotMain)
+	if err := eventloop.RequireMain("app.Run"); err != nil {
+		fmt.Fprintln(os.Stderr, "app:", err)
 		return 1
 	}
 	a.mu.Lock()
@@ -286,18 +296,27 @@ func (a *App) RunContext(ctx context.Context, args []string) int {
 		}
 		status = int(n)
 	}, a.Quit)
-	if err != nil {
-		var se *eventloop.SignalError
-		if !errors.As(err, &se) && !errors.Is(err, context.Canceled) {
-			fmt.Fprintln(os.Stderr, "app:", err)
-			status = 1
+	var se *eventloop.SignalError
+	switch {
+	case errors.As(err, &se):
+		if sig, ok := se.Signal.(syscall.Signal); ok {
+			status = 128 + int(sig)
 		}
+	case err != nil && !errors.Is(err, context.Canceled):
+		fmt.Fprintln(os.Stderr, "app:", err)
+		status = 1
 	}
 	if runErr != nil {
 		fmt.Fprintln(os.Stderr, "app:", runErr)
+		if status == 0 {
+			status = 1
+		}
 	}
 	if err := a.shutdown(); err != nil {
-		fmt.Fprintln(os.Stderr, "app:", err)
+		fmt.Fprintln(os.Stderr, "app: shutdown:", err)
+		if status == 0 {
+			status = 1
+		}
 	}
 	return status
 }
@@ -315,25 +334,25 @@ func (a *App) shutdown() error {
 			w.Close()
 		}
 	}
-	eventloop.Flush(1000)
+	if _, err := eventloop.Flush(1000); err != nil {
+		return err
+	}
 	a.py.Close()
-	a.mu.Lock()
-	a.gtkApp = nil
-	a.mu.Unlock()
 	for range 3 {
-		runtime.GC()
-		if err := callbacks.Collect(); err != nil && !errors.Is(err, pygi.ErrFinalized) {
+		if err := eventloop.Collect(); err != nil && !errors.Is(err, pygi.ErrFinalized) {
 			return err
 		}
 	}
-	eventloop.Flush(1000)
+	if _, err := eventloop.Flush(1000); err != nil {
+		return err
+	}
 	if a.opts.SkipFinalize {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), a.opts.FinalizeTimeout)
 	defer cancel()
 	if err := pygi.FinalizeContext(ctx); err != nil {
-		return fmt.Errorf("Python not finalised (calls still in flight on other goroutines): %w", err)
+		return fmt.Errorf("Python not finalised: %w", err)
 	}
 	return nil
 }

@@ -97,7 +97,7 @@ var children = map[string]func() int{
 		a := mustNew(app.Options{ID: "org.duet.Skip", NonUnique: true, SkipFinalize: true})
 		must(a.OnActivate(func() { eventloop.After(50*time.Millisecond, a.Quit) }))
 		status := a.Run(prog)
-		if !pygi.Initialized() {
+		if pygi.CurrentPhase() != pygi.PhaseReady {
 			fmt.Fprintln(os.Stderr, "Python was finalised although SkipFinalize was set")
 			return 9
 		}
@@ -249,16 +249,21 @@ func TestExitPaths(t *testing.T) {
 	}
 }
 
+// A signal quits gracefully (shutdown in order, nothing on stderr), and the
+// exit status says which signal it was, as a shell would: 128+n.
 func TestSignalsQuitGracefully(t *testing.T) {
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
-		t.Run(sig.String(), func(t *testing.T) {
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		code int
+	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
+		t.Run(tc.sig.String(), func(t *testing.T) {
 			r := runChild(t, "signal", func(cmd *exec.Cmd, out io.Reader) {
 				buf := make([]byte, 6)
 				if _, err := io.ReadFull(out, buf); err == nil && string(buf) == "ready\n" {
-					cmd.Process.Signal(sig)
+					cmd.Process.Signal(tc.sig)
 				}
 			})
-			assert.Equal(t, 0, r.code, "stderr:\n%s", r.err)
+			assert.Equal(t, tc.code, r.code, "stderr:\n%s", r.err)
 			assert.Empty(t, r.err)
 		})
 	}

@@ -1,24 +1,23 @@
 package callbacks
 
 import (
-	"context"
 	"fmt"
 	"reflect"
 	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 	"unsafe"
 
 	"github.com/duet-gtk/duet/internal/bridge"
 	"github.com/duet-gtk/duet/internal/capi"
+	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/pygi"
 )
 
 func init() {
 	capi.SetCallbackHandlers(invoke, releaseCallback, releaseHandle)
-	pygi.RegisterErrorCause(errorCause)
+	lifetime.SetErrorCause(errorCause)
 	// Go funcs passed anywhere pygi takes a value become callbacks, owned the
 	// same way (pygi closes its temporary reference after the operation).
 	pygi.RegisterConverter(func(v reflect.Value) (*pygi.Object, bool, error) {
@@ -88,17 +87,6 @@ func Module(m string) Option { return func(c *config) { c.module = m } }
 // WithOwnership picks the ownership mode; see GoOwnedBroken before using it.
 func WithOwnership(o Ownership) Option { return func(c *config) { c.ownership = o } }
 
-// defaultOwnership applies to callbacks made without WithOwnership,
-// auto-wrapped funcs included. Only the stress harness changes it.
-var defaultOwnership atomic.Int32
-
-// SetDefaultOwnership sets the ownership of callbacks made without
-// WithOwnership (auto-wrapped Go funcs included) and returns the previous
-// one. It exists for the stress harness; applications never need it.
-func SetDefaultOwnership(o Ownership) Ownership {
-	return Ownership(defaultOwnership.Swap(int32(o)))
-}
-
 // New turns fn, any Go func, into a Python callable. The result is a
 // builtin function (PyCFunction) whose __self__ is a PyCapsule that owns fn:
 // fn lives exactly as long as Python holds the function, and the returned
@@ -150,7 +138,7 @@ func releaseCallback(h uintptr) {
 }
 
 func newCallback(fn any, method bool, opts []Option) (*pygi.Object, error) {
-	cfg := config{ownership: Ownership(defaultOwnership.Load()), method: method}
+	cfg := config{method: method}
 	v := reflect.ValueOf(fn)
 	if !v.IsValid() || v.Kind() != reflect.Func || v.IsNil() {
 		return nil, fmt.Errorf("callbacks: want a non-nil func, got %T", fn)
@@ -163,10 +151,10 @@ func newCallback(fn any, method bool, opts []Option) (*pygi.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := bridge.Enter(); err != nil {
+	if err := lifetime.Enter(); err != nil {
 		return nil, err
 	}
-	defer bridge.Exit()
+	defer lifetime.Exit()
 	e := &entry{sig: sig, name: cfg.name}
 	h := register(e)
 	flags := 0
@@ -261,51 +249,4 @@ func ReadStats() Stats {
 	}
 	s.Live = s.Created - s.Freed - s.FreedByGoGC
 	return s
-}
-
-// Collect runs one round of both garbage collectors: Go's (twice, so that
-// cleanups queued by the first run), the release of the references Go
-// dropped, and Python's gc.collect().
-func Collect() error {
-	runtime.GC()
-	runtime.GC()
-	if err := pygi.Drain(); err != nil {
-		return err
-	}
-	gc, err := pygi.Import("gc")
-	if err != nil {
-		return err
-	}
-	defer gc.Close()
-	r, err := gc.CallMethod("collect")
-	r.Close()
-	return err
-}
-
-// WaitLive collects garbage on both sides until at most max callbacks are
-// live, or ctx ends. It is how tests and the stress harness wait for frees
-// that are pending on either collector.
-func WaitLive(ctx context.Context, max int64) (Stats, error) {
-	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
-		if err := Collect(); err != nil {
-			return ReadStats(), err
-		}
-		s := ReadStats()
-		if s.Live <= max {
-			return s, nil
-		}
-		select {
-		case <-ctx.Done():
-			return s, fmt.Errorf("callbacks: %d live, want at most %d: %w", s.Live, max, ctx.Err())
-		case <-time.After(delay):
-		}
-	}
-}
-
-// Must returns o, or panics with err; for package-level set-up.
-func Must(o *pygi.Object, err error) *pygi.Object {
-	if err != nil {
-		panic(err)
-	}
-	return o
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duet-gtk/duet/callbacks"
+	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/eventloop/looptest"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -61,7 +63,7 @@ func evalInt(t testing.TB, g *pygi.Object, expr string) int64 {
 func forceGC(t testing.TB, n int) {
 	t.Helper()
 	for range n {
-		require.NoError(t, callbacks.Collect())
+		require.NoError(t, eventloop.Collect())
 	}
 }
 
@@ -88,7 +90,7 @@ func settle(t testing.TB, base int64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := callbacks.WaitLive(ctx, base)
+	s, err := looptest.WaitLive(ctx, base)
 	require.NoError(t, err, "stats: %+v", s)
 	assert.Equal(t, base, s.Live)
 }
@@ -260,7 +262,7 @@ func TestErrorsAndPanics(t *testing.T) {
 			"duet_callbacks.GoError", false, "sentinel", nil},
 		{"panic string", func() { panic("boom") }, "duet_callbacks.GoPanic", true, "boom",
 			func(t *testing.T, err error) {
-				var pe *callbacks.PanicError
+				var pe *pygi.PanicError
 				require.ErrorAs(t, err, &pe)
 				assert.Equal(t, "boom", pe.Value)
 				assert.Contains(t, pe.Stack, "callbacks_test.go")
@@ -269,7 +271,7 @@ func TestErrorsAndPanics(t *testing.T) {
 			func(t *testing.T, err error) { assert.ErrorIs(t, err, errSentinel) }},
 		{"panic int", func() { panic(7) }, "duet_callbacks.GoPanic", true, "7",
 			func(t *testing.T, err error) {
-				var pe *callbacks.PanicError
+				var pe *pygi.PanicError
 				require.ErrorAs(t, err, &pe)
 				assert.Equal(t, 7, pe.Value)
 			}},

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duet-gtk/duet/callbacks"
+	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/internal/testutil"
 	"github.com/duet-gtk/duet/pygi"
 )
@@ -45,7 +46,7 @@ func heldThenCalled(o callbacks.Ownership) error {
 	for range 10 {
 		runtime.GC()
 		time.Sleep(2 * time.Millisecond)
-		if err := callbacks.Collect(); err != nil {
+		if err := eventloop.Collect(); err != nil {
 			return err
 		}
 	}

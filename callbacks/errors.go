@@ -2,7 +2,6 @@ package callbacks
 
 import (
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -10,27 +9,6 @@ import (
 	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/pygi"
 )
-
-// PanicError is a Go panic recovered at the callback boundary. It reaches
-// Python as a GoPanic exception and comes back to Go (through any pygi call
-// that sees the exception) inside a *pygi.Error: use errors.As.
-type PanicError struct {
-	Callback string // the callback's name
-	Value    any    // what was passed to panic
-	Stack    string // the panicking goroutine's stack
-}
-
-func (p *PanicError) Error() string {
-	return fmt.Sprintf("panic in Go callback %s: %v", p.Callback, p.Value)
-}
-
-// Unwrap returns the panic value when it is an error.
-func (p *PanicError) Unwrap() error {
-	if err, ok := p.Value.(error); ok {
-		return err
-	}
-	return nil
-}
 
 // The Python exception classes, defined once per interpreter.
 const excSource = `
@@ -86,63 +64,82 @@ var goErrors struct {
 
 func releaseHandle(h uintptr) { goErrors.m.Delete(h) }
 
-// raiseGo raises GoError (or GoPanic for a *PanicError) carrying err. Runs
-// inside a callback, with the GIL held.
+// raiseGo raises GoError (or GoPanic for a *pygi.PanicError) carrying
+// err. Runs inside a callback, with the GIL held. The exception is raised
+// last, in the same crossing that releases Go's reference to it: every
+// other reference made here is released before, so no release (which can
+// run __del__ or GTK dispose) runs with the exception pending.
 func raiseGo(err error) {
 	cls := "GoError"
 	msg := err.Error()
 	stack := ""
-	var p *PanicError
+	var p *pygi.PanicError
 	if errors.As(err, &p) {
 		cls = "GoPanic"
 		msg = p.Error() + "\n\nGo stack:\n" + p.Stack
 		stack = p.Stack
 	}
-	m, merr := excModule()
-	if merr != nil {
+	e, ok := makeGoException(cls, msg, stack, err)
+	if !ok {
 		capi.RaiseMessage(capi.RuntimeError, msg)
 		return
+	}
+	if capi.RaiseOwned(e) != capi.OK {
+		capi.RaiseMessage(capi.RuntimeError, msg)
+	}
+}
+
+// makeGoException builds the exception instance and returns Go's owned ref
+// to it, every temporary already released.
+func makeGoException(cls, msg, stack string, err error) (capi.Ref, bool) {
+	m, merr := excModule()
+	if merr != nil {
+		return capi.Ref{}, false
 	}
 	h := goErrors.next.Add(1)
 	goErrors.m.Store(h, err)
 	capRef, st := capi.HandleCapsule(h)
 	if st != capi.OK {
 		goErrors.m.Delete(h)
-		capi.RaiseMessage(capi.RuntimeError, msg)
-		return
+		return capi.Ref{}, false
 	}
 	capsule := bridge.WrapOwned(capRef).(*pygi.Object) // owns the handle from now on
 	defer capsule.Close()
-	class, _ := m.Attr(cls)
+	class, err2 := m.Attr(cls)
+	if err2 != nil {
+		return capi.Ref{}, false
+	}
+	defer class.Close()
 	e, cerr := m.CallMethod("make", class, msg, capsule, stack)
 	if cerr != nil {
-		capi.RaiseMessage(capi.RuntimeError, msg)
-		return
+		return capi.Ref{}, false
 	}
 	defer e.Close()
 	r, rerr := bridge.RefOf(e)
-	if rerr != nil || capi.Raise(r) != capi.OK {
-		capi.RaiseMessage(capi.RuntimeError, msg)
+	if rerr != nil {
+		return capi.Ref{}, false
 	}
+	own, st := capi.Clone(r)
+	return own, st == capi.OK
 }
 
-// errorCause finds the Go error an exception carries (pygi calls it for
-// every *pygi.Error it builds).
-func errorCause(excObj *pygi.Object) error {
-	ok, err := excObj.HasAttr("__go_error__")
-	if err != nil || !ok {
+// errorCause finds the Go error an exception carries: its __go_error__
+// attribute is a capsule holding a handle into goErrors. It runs for every
+// *pygi.Error pygi builds (registered with internal/lifetime), at the capi
+// level so that it makes no Objects of its own.
+func errorCause(exc capi.Ref) error {
+	has, st, e := capi.HasAttr(exc, "__go_error__")
+	if st != capi.OK || !has {
+		capi.Drain([]capi.Ref{e})
 		return nil
 	}
-	c, err := excObj.Attr("__go_error__")
-	if err != nil {
+	c, st, e := capi.GetAttr(exc, "__go_error__")
+	if st != capi.OK {
+		capi.Drain([]capi.Ref{e})
 		return nil
 	}
-	defer c.Close()
-	r, err := bridge.RefOf(c)
-	if err != nil {
-		return nil
-	}
-	h := capi.CapsuleHandle(r)
+	h := capi.CapsuleHandle(c)
+	capi.Close(c)
 	if v, ok := goErrors.m.Load(h); ok {
 		return v.(error)
 	}

@@ -25,7 +25,7 @@ func ExamplePanicError() {
 	defer g.Close()
 	g.SetItem("boom", func() { panic("out of cheese") }) // Go funcs are wrapped automatically
 	_, err := pygi.Eval("boom()", g)
-	var pe *callbacks.PanicError
+	var pe *pygi.PanicError
 	fmt.Println(errors.As(err, &pe), pe.Value)
 	// Output: true out of cheese
 }

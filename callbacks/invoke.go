@@ -3,6 +3,7 @@ package callbacks
 import (
 	"fmt"
 	"math/big"
+	"os"
 	"reflect"
 	"runtime/debug"
 	"strings"
@@ -212,12 +213,37 @@ type typeError string
 // the recover: an unknown handle means the native state outlived its Go side
 // (only the broken ownership mode does that), and it must crash loudly, not
 // turn into a Python exception.
-func invoke(h uintptr, args []capi.Ref, nargs, nkw int, kwnames capi.Ref) (capi.Ref, capi.CallbackResult) {
+func invoke(h uintptr, args []capi.Ref, nargs, nkw int, kwnames capi.Ref) (res capi.Ref, rc capi.CallbackResult) {
 	e := registry.handles.get(h)
 	if e == nil {
 		panic(fmt.Sprintf("callbacks: Python called a Go callback whose handle %#x was already freed: use after free", h))
 	}
-	return e.sig.call(args, nargs, nkw, kwnames)
+	returned := false
+	defer func() {
+		if !returned {
+			escaped(e.name, recover())
+		}
+	}()
+	res, rc = e.sig.call(args, nargs, nkw, kwnames)
+	returned = true
+	return res, rc
+}
+
+// escaped runs when a callback did not return: a panic that got past the
+// recover (a bug in this package), or runtime.Goexit (t.FailNow, require.*
+// or log.Fatal-like helpers in a handler). Neither can continue: Goexit
+// cannot be stopped once started, and either would unwind through
+// CPython's C frames, abandoning them with the GIL held, after which the
+// process hangs. So the process ends here, saying why.
+func escaped(name string, p any) {
+	what := "runtime.Goexit (t.FailNow, require.*, or a library calling Goexit?)"
+	if p != nil {
+		what = fmt.Sprintf("a panic that escaped the boundary: %v", p)
+	}
+	fmt.Fprintf(os.Stderr, "duet: fatal: %s inside Go callback %s, called from Python: "+
+		"it cannot unwind through Python's C frames, so the process ends here "+
+		"(in tests, use the testing.TB that looptest.Do passes, or return an error)\n%s\n", what, name, debug.Stack())
+	os.Exit(2)
 }
 
 func (s *signature) call(args []capi.Ref, nargs, nkw int, kwnames capi.Ref) (res capi.Ref, rc capi.CallbackResult) {
@@ -243,7 +269,7 @@ func (s *signature) recoverInto(res *capi.Ref, rc *capi.CallbackResult) {
 		if te, ok := p.(typeError); ok {
 			capi.RaiseMessage(capi.TypeError, string(te))
 		} else {
-			raiseGo(&PanicError{Callback: s.name, Value: p, Stack: string(debug.Stack())})
+			raiseGo(&pygi.PanicError{Where: "Go callback " + s.name, Value: p, Stack: string(debug.Stack())})
 		}
 		*res, *rc = capi.Ref{}, capi.ResultRaised
 	}

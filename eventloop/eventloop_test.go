@@ -70,14 +70,14 @@ func TestInvokeWaitAndPanics(t *testing.T) {
 	assert.ErrorIs(t, err, sentinel)
 
 	err = eventloop.InvokeWait(context.Background(), func() error { panic("kaboom") })
-	var pe *eventloop.PanicError
+	var pe *pygi.PanicError
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, "kaboom", pe.Value)
 	assert.Contains(t, pe.Stack, "eventloop_test.go")
 
 	// A panic in fire-and-forget work is reported and the loop goes on.
-	reported := make(chan *eventloop.PanicError, 1)
-	eventloop.SetPanicHandler(func(p *eventloop.PanicError) { reported <- p })
+	reported := make(chan *pygi.PanicError, 1)
+	eventloop.SetPanicHandler(func(p *pygi.PanicError) { reported <- p })
 	defer eventloop.SetPanicHandler(nil)
 	eventloop.Invoke(func() { panic(sentinel) })
 	select {
@@ -108,16 +108,16 @@ func TestInvokeWaitAndPanics(t *testing.T) {
 
 func TestRunRules(t *testing.T) {
 	err := eventloop.Run(context.Background())
-	assert.ErrorIs(t, err, eventloop.ErrNotMainThread, "tests run off the main thread")
+	assert.ErrorIs(t, err, eventloop.ErrNotMain, "tests run off the main thread")
 	looptest.Do(t, func(t testing.TB) {
 		assert.ErrorIs(t, eventloop.Run(context.Background()), eventloop.ErrRunning)
 	})
 	assert.True(t, eventloop.Running())
 	assert.False(t, eventloop.IsMain())
-	assert.PanicsWithValue(t,
-		"duet: set_label must run on the UI (main) thread, not on a goroutine: wrap it in eventloop.Invoke",
-		func() { eventloop.MustBeMain("set_label") })
-	looptest.Do(t, func(t testing.TB) { eventloop.MustBeMain("set_label") })
+	err = eventloop.RequireMain("set_label")
+	assert.ErrorIs(t, err, eventloop.ErrNotMain)
+	assert.Contains(t, err.Error(), "set_label")
+	looptest.Do(t, func(t testing.TB) { assert.NoError(t, eventloop.RequireMain("set_label")) })
 }
 
 func TestTimers(t *testing.T) {

@@ -13,17 +13,26 @@ import (
 	"syscall"
 
 	"github.com/duet-gtk/duet/internal/capi"
+	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/pygi"
 )
 
 func init() {
 	runtime.LockOSThread() // main stays on the main OS thread: the UI thread
 	capi.SetLoopHandlers(dispatch, fireTimer)
+	// The UI thread owns GLib's default context for the life of the process
+	// (internal/capi/loop.c says why). Package initialisation runs on it.
+	if lifetime.IsMain() && !capi.LoopOwnDefault() {
+		fmt.Fprintln(os.Stderr, "eventloop: another thread owns GLib's default main context; duet's loop cannot run")
+	}
 }
 
 var (
-	// ErrNotMainThread: the loop must run on the process's main OS thread.
-	ErrNotMainThread = errors.New("eventloop: the loop must run on the main OS thread (call it from main, or from TestMain through looptest)")
+	// ErrNotMain is returned by every duet function that GTK allows only on
+	// the UI (main) thread when it is called from another goroutine; the
+	// loop itself must run there too. It is one value for all of duet's
+	// packages: test with errors.Is.
+	ErrNotMain = lifetime.ErrNotMain
 	// ErrRunning: the loop is already running.
 	ErrRunning = errors.New("eventloop: the loop is already running")
 )
@@ -45,15 +54,11 @@ func Running() bool { return state.running.Load() }
 
 // IsMain reports whether the caller runs on the main (UI) OS thread. Code
 // called from the loop always does.
-func IsMain() bool { return pygi.IsMainThread() }
+func IsMain() bool { return lifetime.IsMain() }
 
-// MustBeMain panics with a clear message when the caller is not on the UI
-// thread; what names the operation. GTK is not thread-safe: use Invoke.
-func MustBeMain(what string) {
-	if !IsMain() {
-		panic(fmt.Sprintf("duet: %s must run on the UI (main) thread, not on a goroutine: wrap it in eventloop.Invoke", what))
-	}
-}
+// RequireMain returns nil on the UI thread, and elsewhere an error wrapping
+// ErrNotMain that names what: the check every UI-only function makes.
+func RequireMain(what string) error { return lifetime.RequireMain(what) }
 
 // Run runs GLib's default main context on the main thread until Quit is
 // called, ctx ends, or SIGINT/SIGTERM arrives (a graceful quit: the error
@@ -70,8 +75,8 @@ func Run(ctx context.Context) error {
 // signal handling all work through it, and quit ends it. app uses it to run
 // a GApplication. Same rules as Run: main thread, one at a time.
 func Drive(ctx context.Context, run func(), quit func()) error {
-	if !IsMain() {
-		return ErrNotMainThread
+	if err := RequireMain("eventloop.Run"); err != nil {
+		return err
 	}
 	state.mu.Lock()
 	if state.running.Load() {
@@ -103,16 +108,12 @@ func Drive(ctx context.Context, run func(), quit func()) error {
 	if err := installExceptionHooks(); err != nil {
 		return err
 	}
-	pygi.SetMainThreadExecutor(func(fn func()) bool {
-		return InvokeWait(context.Background(), func() error { fn(); return nil }) == nil
-	})
-	defer pygi.SetMainThreadExecutor(nil)
-	pygi.SetReleaseHook(func() { Invoke(drainReleases) })
-	defer pygi.SetReleaseHook(nil)
 	// GTK objects must be finalised on this thread: Python references are
 	// released here, and Python's cycle collector runs here too.
-	pygi.SetReleaseOnUIThread(true)
-	defer pygi.SetReleaseOnUIThread(false)
+	lifetime.LoopStarted(func(fn func()) error {
+		return InvokeWait(context.Background(), func() error { fn(); return nil })
+	}, func() { Invoke(drainReleases) })
+	defer lifetime.LoopStopped()
 	stopGC, err := collectOnUIThread()
 	if err != nil {
 		return err
@@ -194,7 +195,7 @@ func InvokeWait(ctx context.Context, fn func() error) error {
 	if IsMain() {
 		// Either inside the loop, or the loop is not running: waiting for
 		// it on this thread could only deadlock.
-		return runGuarded(fn)
+		return runGuarded("eventloop.InvokeWait", fn)
 	}
 	var cancelled atomic.Bool
 	done := make(chan error, 1)
@@ -202,7 +203,7 @@ func InvokeWait(ctx context.Context, fn func() error) error {
 		if cancelled.Load() {
 			return
 		}
-		done <- runGuarded(fn)
+		done <- runGuarded("eventloop.InvokeWait", fn)
 	})
 	select {
 	case err := <-done:
@@ -226,7 +227,7 @@ func dispatch() {
 	queue.items, queue.spare = queue.spare[:0], nil // never share an array between the two
 	queue.mu.Unlock()
 	for i, fn := range batch {
-		if err := runGuarded(func() error { fn(); return nil }); err != nil {
+		if err := runGuarded("eventloop.Invoke", func() error { fn(); return nil }); err != nil {
 			reportPanic(err.Error(), err)
 		}
 		batch[i] = nil
@@ -238,35 +239,20 @@ func dispatch() {
 	}
 }
 
-// PanicError is a panic recovered from work run on the loop.
-type PanicError struct {
-	Value any
-	Stack string
-}
-
-func (p *PanicError) Error() string { return fmt.Sprintf("eventloop: panic: %v", p.Value) }
-
-// Unwrap returns the panic value when it is an error.
-func (p *PanicError) Unwrap() error {
-	if err, ok := p.Value.(error); ok {
-		return err
-	}
-	return nil
-}
-
-func runGuarded(fn func() error) (err error) {
+func runGuarded(where string, fn func() error) (err error) {
 	returned := false
 	defer func() {
 		if p := recover(); p != nil {
-			err = &PanicError{Value: p, Stack: string(debug.Stack())}
+			err = &pygi.PanicError{Where: where, Value: p, Stack: string(debug.Stack())}
 			return
 		}
 		if !returned && IsMain() {
 			// runtime.Goexit (t.FailNow, require.*) on the UI thread would
 			// unwind the loop itself and leave the process hung: stop loudly.
-			fmt.Fprintf(os.Stderr, "eventloop: runtime.Goexit (t.FailNow? require?) on the UI thread; "+
-				"in tests use the testing.TB that looptest.Do passes to its function\n%s\n", debug.Stack())
-			os.Exit(3)
+			fmt.Fprintf(os.Stderr, "duet: fatal: runtime.Goexit (t.FailNow, require.*?) in %s on the UI thread: "+
+				"it would unwind the loop itself, so the process ends here "+
+				"(in tests, use the testing.TB that looptest.Do passes to its function)\n%s\n", where, debug.Stack())
+			os.Exit(2)
 		}
 	}()
 	err = fn()
@@ -274,12 +260,12 @@ func runGuarded(fn func() error) (err error) {
 	return err
 }
 
-var panicHandler atomic.Pointer[func(*PanicError)]
+var panicHandler atomic.Pointer[func(*pygi.PanicError)]
 
 // SetPanicHandler sets what happens to a panic recovered from Invoke work or
 // a timer (the default prints it with its stack to stderr). nil restores
 // the default.
-func SetPanicHandler(h func(*PanicError)) {
+func SetPanicHandler(h func(*pygi.PanicError)) {
 	if h == nil {
 		panicHandler.Store(nil)
 		return
@@ -288,7 +274,7 @@ func SetPanicHandler(h func(*PanicError)) {
 }
 
 func reportPanic(msg string, err error) {
-	var pe *PanicError
+	var pe *pygi.PanicError
 	if errors.As(err, &pe) {
 		if h := panicHandler.Load(); h != nil {
 			(*h)(pe)
@@ -301,15 +287,20 @@ func reportPanic(msg string, err error) {
 }
 
 // Flush dispatches whatever the default main context has ready, without
-// blocking, at most max times; it must run on the main thread while no loop
-// runs (app uses it during shutdown, so that destroyed widgets finish
-// disposing while Python is still alive). It returns how many iterations
-// dispatched something.
-func Flush(max int) int {
-	MustBeMain("eventloop.Flush")
+// blocking, at most max times, and returns how many iterations dispatched
+// something. UI thread only, while no loop runs (app uses it during
+// shutdown, so that destroyed widgets finish disposing while Python is
+// still alive).
+func Flush(max int) (int, error) {
+	if err := RequireMain("eventloop.Flush"); err != nil {
+		return 0, err
+	}
+	if Running() {
+		return 0, errors.New("eventloop.Flush: the loop is running; it dispatches by itself")
+	}
 	n := 0
 	for n < max && capi.LoopIterate(false) {
 		n++
 	}
-	return n
+	return n, nil
 }

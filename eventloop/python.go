@@ -3,10 +3,12 @@ package eventloop
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 
 	"github.com/duet-gtk/duet/callbacks"
+	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -17,11 +19,12 @@ import (
 // Python would.
 
 var pyexc struct {
-	mu   sync.Mutex
-	subs map[int]func(*pygi.Error)
-	next int
-	once sync.Once
-	err  error
+	mu     sync.Mutex
+	subs   map[int]func(*pygi.Error)
+	next   int
+	once   sync.Once
+	err    error
+	report *pygi.Object // report_to_go, also used by the collector's watch
 }
 
 // OnPythonException registers fn to receive Python exceptions nobody caught
@@ -102,9 +105,19 @@ func installExceptionHooks() error {
 			pyexc.err = err
 			return
 		}
-		r, err := install.Call(callbacks.Must(callbacks.New(reportPython, callbacks.Name("report_to_go"))))
+		report, err := callbacks.New(reportPython, callbacks.Name("report_to_go"))
+		if err != nil {
+			pyexc.err = err
+			return
+		}
+		defer report.Close()
+		r, err := install.Call(report)
 		r.Close()
-		pyexc.err = err
+		if err != nil {
+			pyexc.err = err
+			return
+		}
+		pyexc.report = pygi.Must(report.Clone())
 	})
 	return pyexc.err
 }
@@ -115,16 +128,79 @@ func installExceptionHooks() error {
 // object's wrapper would finalise the widget there, behind GTK's back.
 // While the loop runs, automatic collection is off and the loop runs the
 // same generational schedule (CPython's own thresholds) every 20 ms.
+//
+// Python code keeps its view of the collector: gc.enable, gc.disable and
+// gc.isenabled are wrapped, so gc.disable() stops the loop's schedule and
+// gc.isenabled() says what the code asked for. A collection that still
+// happens on another thread while the loop runs (gc.collect() on a Python
+// thread or a goroutine, or an automatic one after gc.enable was bypassed)
+// is reported, with the thread's name, through OnPythonException as a
+// duet_gc.OffThreadCollection warning, once per thread and kind per run.
 const gcSource = `
-import gc
-def enter():
-    was = gc.isenabled()
-    gc.disable()
-    return was
-def leave(was):
-    if was:
-        gc.enable()
+import gc, sys, threading
+
+class OffThreadCollection(RuntimeWarning):
+    """Python's cycle collector ran on a thread other than the UI thread
+    while the loop ran: GTK objects freed by it are finalised off GTK's
+    thread."""
+
+_real_enable, _real_disable, _real_isenabled = gc.enable, gc.disable, gc.isenabled
+_state = {"active": False, "wanted": True, "ui": None, "seen": set(), "report": None}
+
+def _off_ui(what):
+    t = threading.current_thread()
+    key = (threading.get_ident(), what)
+    if key in _state["seen"]:
+        return
+    _state["seen"].add(key)
+    exc = OffThreadCollection(
+        "%s on thread %r (not the UI thread) while the duet loop runs: GTK objects it frees are "
+        "finalised off GTK's thread; run collections on the loop (eventloop.Collect, eventloop.Invoke)"
+        % (what, t.name))
+    report = _state["report"]
+    if report is None or not report(exc):
+        print("duet: " + str(exc), file=sys.stderr)
+
+def enable():
+    _state["wanted"] = True
+    if not _state["active"]:
+        _real_enable()
+    elif threading.get_ident() != _state["ui"]:
+        _off_ui("gc.enable()")
+
+def disable():
+    _state["wanted"] = False
+    if not _state["active"]:
+        _real_disable()
+
+def isenabled():
+    return _state["wanted"] if _state["active"] else _real_isenabled()
+
+enable.__doc__, disable.__doc__, isenabled.__doc__ = _real_enable.__doc__, _real_disable.__doc__, _real_isenabled.__doc__
+
+def _watch(phase, info):
+    if phase == "start" and _state["active"] and threading.get_ident() != _state["ui"]:
+        _off_ui("a garbage collection (generation %d)" % info.get("generation", -1))
+
+gc.enable, gc.disable, gc.isenabled = enable, disable, isenabled
+gc.callbacks.append(_watch)
+
+def enter(report):
+    _state["wanted"] = _real_isenabled()
+    _state["ui"] = threading.get_ident()
+    _state["seen"] = set()
+    _state["report"] = report
+    _real_disable()
+    _state["active"] = True
+
+def leave():
+    _state["active"] = False
+    if _state["wanted"]:
+        _real_enable()
+
 def step():
+    if not _state["wanted"]:
+        return -1
     c0, c1, c2 = gc.get_count()
     t0, t1, t2 = gc.get_threshold()
     if c0 <= t0:
@@ -137,15 +213,18 @@ def step():
         gen = 0
     gc.collect(gen)
     return gen
+
+def collect():
+    return gc.collect()
 `
 
 var uiGC struct {
 	once sync.Once
-	mod  *pygi.Object
+	mod  *pygi.Object // the globals of gcSource
 	err  error
 }
 
-func collectOnUIThread() (stop func(), err error) {
+func gcModule() (*pygi.Object, error) {
 	uiGC.once.Do(func() {
 		g, err := pygi.NewGlobals()
 		if err != nil {
@@ -156,15 +235,37 @@ func collectOnUIThread() (stop func(), err error) {
 			uiGC.err = err
 			return
 		}
+		if err := pygi.Exec("import sys\nsys.modules['duet_gc'] = type(sys)('duet_gc')\n"+
+			"sys.modules['duet_gc'].OffThreadCollection = OffThreadCollection\n", g); err != nil {
+			uiGC.err = err
+			return
+		}
 		uiGC.mod = g
 	})
-	if uiGC.err != nil {
-		return nil, uiGC.err
+	return uiGC.mod, uiGC.err
+}
+
+func callGC(name string, args ...any) error {
+	g, err := gcModule()
+	if err != nil {
+		return err
 	}
-	enterFn, _ := uiGC.mod.Item("enter")
-	leaveFn, _ := uiGC.mod.Item("leave")
-	step, _ := uiGC.mod.Item("step")
-	was, err := enterFn.Call()
+	f, err := g.Item(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r, err := f.Call(args...)
+	r.Close()
+	return err
+}
+
+func collectOnUIThread() (stop func(), err error) {
+	if err := callGC("enter", pyexc.report); err != nil {
+		return nil, err
+	}
+	g, _ := gcModule()
+	step, err := g.Item("step")
 	if err != nil {
 		return nil, err
 	}
@@ -175,8 +276,24 @@ func collectOnUIThread() (stop func(), err error) {
 	})
 	return func() {
 		t.Cancel()
-		if r, err := leaveFn.Call(was); err == nil {
-			r.Close()
-		}
+		step.Close()
+		callGC("leave")
 	}, nil
+}
+
+// Collect runs one full round of both garbage collectors: Go's (twice, so
+// that the cleanups the first run queued are run), the release of the
+// Python references Go dropped, and Python's gc.collect(). Safe from any
+// goroutine: while the loop runs, the Python part runs on the UI thread
+// (and Collect waits for it), because a collection can finalise GTK
+// objects. Do not call it from a goroutine the UI thread is waiting for.
+func Collect() error {
+	runtime.GC()
+	runtime.GC()
+	return lifetime.OnUI(func() error {
+		if err := pygi.Drain(); err != nil {
+			return err
+		}
+		return callGC("collect")
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/duet-gtk/duet/internal/capi"
+	"github.com/duet-gtk/duet/pygi"
 )
 
 // Timer is a GLib timeout source running a Go func on the loop, in the
@@ -91,11 +92,11 @@ func fireTimer(h uintptr) bool {
 		return false
 	}
 	t.running.Store(true)
-	err := runGuarded(func() error { t.fn(); return nil })
+	err := runGuarded("eventloop timer", func() error { t.fn(); return nil })
 	t.running.Store(false)
 	t.fired.Add(1)
 	if err != nil {
-		var pe *PanicError
+		var pe *pygi.PanicError
 		if errors.As(err, &pe) {
 			reportPanic(err.Error(), err)
 		}

@@ -6,8 +6,6 @@ import (
 )
 
 func init() {
-	bridge.Enter = enter
-	bridge.Exit = exit
 	bridge.WrapOwned = func(r capi.Ref) any { return wrap(r) }
 	bridge.WrapBorrowed = func(r capi.Ref) any { return &Object{ref: r, kind: borrowed} }
 	bridge.Invalidate = func(o any) { o.(*Object).closed.Store(true) }
@@ -30,4 +28,5 @@ func init() {
 		return capi.Ref{}, st, statusErr(st, exc)
 	}
 	bridge.NewError = newError
+	bridge.Keep = func(o any) { keep(o.(*Object)) }
 }

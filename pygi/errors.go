@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/duet-gtk/duet/internal/capi"
+	"github.com/duet-gtk/duet/internal/lifetime"
 )
 
 // Sentinel errors; compare with errors.Is.
@@ -16,7 +17,11 @@ var (
 	// ErrNilObject: a nil *Object was used as a receiver.
 	ErrNilObject = errors.New("pygi: nil *Object")
 	// ErrFinalized: the interpreter has been finalised (or is finalising).
-	ErrFinalized = errors.New("pygi: Python is finalized")
+	ErrFinalized = lifetime.ErrFinalized
+	// ErrLoopRunning: Finalize was called while the event loop runs.
+	ErrLoopRunning = lifetime.ErrLoopRunning
+	// ErrInsideCall: Finalize was called from inside a Python call or Do scope.
+	ErrInsideCall = lifetime.ErrInsideCall
 	// ErrWrongThread: Finalize must run on the thread that started Python
 	// (the main thread) unless the event loop is running to take it there.
 	ErrWrongThread = errors.New("pygi: Finalize must run on the OS thread that initialised Python (the main thread)")
@@ -74,14 +79,6 @@ func (e *ConversionError) Error() string {
 
 func (e *ConversionError) Unwrap() error { return ErrConversion }
 
-// Error causes: the callbacks layer registers a function that recovers the
-// Go error behind an exception it raised (database/sql driver idiom).
-var errorCause func(exc *Object) error
-
-// RegisterErrorCause installs the function that finds the Go error an
-// exception carries. It is meant for the callbacks package.
-func RegisterErrorCause(f func(exc *Object) error) { errorCause = f }
-
 // newError builds an *Error from an exception slot (the caller's Slot is
 // taken over). It must run inside an operation (between enter and exit).
 func newError(exc capi.Ref) error {
@@ -120,9 +117,7 @@ func newError(exc capi.Ref) error {
 		}
 	}
 	e.Type, e.Message, e.Traceback, e.MRO = parts.name, parts.msg, parts.tb, parts.mro
-	if errorCause != nil {
-		e.cause = errorCause(val)
-	}
+	e.cause = lifetime.ErrorCause(exc)
 	return e
 }
 
@@ -159,4 +154,24 @@ func ExceptionError(exc *Object) (*Error, error) {
 		return nil, fmt.Errorf("pygi: not an exception")
 	}
 	return e, nil
+}
+
+// PanicError is a Go panic recovered at one of duet's boundaries: in a Go
+// callback that Python called (it reached Python as a GoPanic exception and
+// comes back to Go inside the *Error of the call that saw it: use
+// errors.As), or in work the event loop ran (eventloop.Invoke, timers).
+type PanicError struct {
+	Where string // the callback's name, or what the loop was running
+	Value any    // what was passed to panic
+	Stack string // the panicking goroutine's stack
+}
+
+func (p *PanicError) Error() string { return fmt.Sprintf("panic in %s: %v", p.Where, p.Value) }
+
+// Unwrap returns the panic value when it is an error.
+func (p *PanicError) Unwrap() error {
+	if err, ok := p.Value.(error); ok {
+		return err
+	}
+	return nil
 }

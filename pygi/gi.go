@@ -7,18 +7,21 @@ import (
 
 // giModule caches the imported gi package. Safe to cache across the
 // interpreter's life: a module object lives as long as sys.modules holds it.
+// It is shared by every caller, so it is made permanent: Close on it does
+// nothing (one caller closing it must not break the others).
 var giModule struct {
 	mu  sync.Mutex
 	obj *Object
 }
 
-// GI returns the gi module (PyGObject). When it cannot be imported, the
+// GI returns the gi module (PyGObject), shared: closing it does nothing.
+// When it cannot be imported, the
 // error wraps ErrNoGI and says which interpreter is embedded, its sys.path
 // and which Debian package provides gi.
 func GI() (*Object, error) {
 	giModule.mu.Lock()
 	defer giModule.mu.Unlock()
-	if giModule.obj != nil && !giModule.obj.Closed() {
+	if giModule.obj != nil {
 		return giModule.obj, nil
 	}
 	gi, err := Import("gi")
@@ -30,7 +33,7 @@ func GI() (*Object, error) {
 		}
 		return nil, fmt.Errorf("%w: %v\nembedded interpreter: %s\ninstall PyGObject for this interpreter: apt-get install python3-gi (Debian/Ubuntu)", ErrNoGI, err, where)
 	}
-	giModule.obj = gi
+	giModule.obj = keep(gi)
 	return gi, nil
 }
 

@@ -3,10 +3,10 @@ package pygi
 import (
 	"iter"
 	"runtime"
-	"sync"
 	"sync/atomic"
 
 	"github.com/duet-gtk/duet/internal/capi"
+	"github.com/duet-gtk/duet/internal/lifetime"
 )
 
 // Object is a Go reference to a Python object. It owns exactly one strong
@@ -40,8 +40,16 @@ const (
 // wrap takes ownership of a ref. Must run inside an operation.
 func wrap(r capi.Ref) *Object {
 	o := &Object{ref: r}
-	o.cleanup = runtime.AddCleanup(o, releases.collect, r)
+	o.cleanup = runtime.AddCleanup(o, collect, r)
 	stats.created.Add(1)
+	return o
+}
+
+// keep makes o permanent: shared by every caller, never released (Close
+// does nothing), for objects cached for the interpreter's life.
+func keep(o *Object) *Object {
+	o.cleanup.Stop()
+	o.kind = permanent
 	return o
 }
 
@@ -56,111 +64,27 @@ func result(s capi.Ref, st capi.Status, exc capi.Ref) (*Object, error) {
 	return nil, statusErr(st, exc)
 }
 
-// ---- release queue ----------------------------------------------------------
-
-// releaseQueue holds the refs of Objects Go has collected. GC cleanups only
-// append here (they never call Python); drain releases them under the GIL.
-type releaseQueue struct {
-	mu    sync.Mutex
-	refs  []capi.Ref
-	dirty atomic.Bool
-}
-
-var releases releaseQueue
-
-// releaseOnUI, set while the event loop runs, confines releases to the UI
-// thread: Close elsewhere queues the reference, and drains elsewhere leave
-// the queue to the loop. Dropping the last reference to a GTK object's
-// Python wrapper finalises the widget, which must happen on GTK's thread.
-var releaseOnUI atomic.Bool
-
-// SetReleaseOnUIThread turns the confinement on or off; the event loop
-// turns it on (marking its thread) while it runs.
-func SetReleaseOnUIThread(on bool) {
-	if on {
-		capi.MarkUIThread(true)
-	}
-	releaseOnUI.Store(on)
-}
-
-// onDirty is called (outside any lock) when the queue goes from empty to
-// non-empty; the event loop registers a hook that schedules a drain so
-// objects are freed even when no Go code calls Python.
-var onDirty atomic.Pointer[func()]
-
-// SetReleaseHook registers fn to be called when released references start
-// waiting in the queue. Pass nil to remove it.
-func SetReleaseHook(fn func()) {
-	if fn == nil {
-		onDirty.Store(nil)
-		return
-	}
-	onDirty.Store(&fn)
-}
-
 // collect is the GC cleanup of an Object that was not closed (Close stops
-// the cleanup): r is its reference.
-func (q *releaseQueue) collect(r capi.Ref) {
+// the cleanup): r is its reference. It only queues r: a cleanup never
+// touches Python (internal/lifetime, rule 5).
+func collect(r capi.Ref) {
 	stats.collected.Add(1)
-	q.push(r)
-}
-
-// push queues a reference for release.
-func (q *releaseQueue) push(r capi.Ref) {
-	if interp.phase.Load() == phaseFinalized {
-		return // the reference died with the interpreter
-	}
-	q.mu.Lock()
-	q.refs = append(q.refs, r)
-	first := !q.dirty.Swap(true)
-	q.mu.Unlock()
-	if first {
-		if h := onDirty.Load(); h != nil {
-			(*h)()
-		}
-	}
-}
-
-func (q *releaseQueue) take() []capi.Ref {
-	q.mu.Lock()
-	s := q.refs
-	q.refs = nil
-	q.dirty.Store(false)
-	q.mu.Unlock()
-	return s
-}
-
-// drain releases queued references. It must run inside an operation.
-// While the loop runs, only the UI thread drains (see releaseOnUI).
-func (q *releaseQueue) drain() {
-	if releaseOnUI.Load() && !capi.OnUIThread() {
-		return
-	}
-	s := q.take()
-	if len(s) == 0 {
-		return
-	}
-	stats.drained.Add(capi.Drain(s))
+	lifetime.Queue(r)
 }
 
 // Drain releases every reference Go has collected but not yet released,
-// without waiting for the next operation. Tests call it after runtime.GC().
-func Drain() error {
-	if err := enter(); err != nil {
-		return err
-	}
-	defer exit()
-	releases.drain()
-	return nil
-}
+// without waiting for the next operation; while the event loop runs it
+// does so on the UI thread, and waits for it. Tests call it after
+// runtime.GC().
+func Drain() error { return lifetime.Drain() }
 
 // ---- stats ---------------------------------------------------------------
 
 var stats struct {
-	created, closed, collected, drained atomic.Int64
+	created, closed, collected atomic.Int64
 }
 
-// Stats counts Objects since start-up (or the last ResetStats).
+// Stats counts Objects since start-up.
 type Stats struct {
 	Created   int64 // Objects made
 	Closed    int64 // references released by Close
@@ -176,30 +100,21 @@ func ReadStats() Stats {
 		Created:   stats.created.Load(),
 		Closed:    stats.closed.Load(),
 		Collected: stats.collected.Load(),
-		Drained:   stats.drained.Load(),
+		Drained:   lifetime.Drained(),
+		Pending:   lifetime.Pending(),
 	}
-	releases.mu.Lock()
-	s.Pending = int64(len(releases.refs))
-	releases.mu.Unlock()
 	s.Live = s.Created - s.Closed - s.Collected
 	return s
-}
-
-// ResetStats zeroes the counters (the queue itself is not touched).
-func ResetStats() {
-	// Live objects keep counting from here, so Live may go negative for
-	// objects made before the reset; tests compare differences.
-	stats.created.Store(0)
-	stats.closed.Store(0)
-	stats.collected.Store(0)
-	stats.drained.Store(0)
 }
 
 // ---- basic methods ------------------------------------------------------------
 
 // Close releases the reference now. It is idempotent and safe to call
 // concurrently with other use; after it every operation on o returns
-// ErrClosed. Closing None or a nil Object does nothing.
+// ErrClosed. Closing None or a nil Object does nothing. While the event
+// loop runs, a Close off the UI thread hands the reference to the loop,
+// which releases it there; while Finalize is deciding, Close waits for the
+// outcome like any operation, so the reference is released either way.
 func (o *Object) Close() error {
 	if o == nil || o.kind == permanent || o.closed.Swap(true) {
 		return nil
@@ -209,20 +124,11 @@ func (o *Object) Close() error {
 	}
 	o.cleanup.Stop()
 	stats.closed.Add(1)
-	if interp.phase.Load() == phaseFinalized {
-		return nil // released with the interpreter
-	}
 	if err := enter(); err != nil {
-		return nil // finalising: the reference goes with the interpreter
+		return nil // finalised: the reference went with the interpreter
 	}
 	defer exit()
-	if releaseOnUI.Load() {
-		if !capi.CloseOnUI(o.ref) {
-			releases.push(o.ref) // released by the loop, on the UI thread
-		}
-		return nil
-	}
-	capi.Close(o.ref)
+	lifetime.Release(o.ref)
 	return nil
 }
 

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/duet-gtk/duet/internal/lifetime"
 )
 
 // globals returns a fresh namespace with src executed in it.
@@ -38,9 +40,9 @@ func refs(t testing.TB, g *Object, name string) int64 {
 	return evalInt(t, g, "__import__('sys').getrefcount("+name+")")
 }
 
-// collect forces Go's GC until cond holds (cleanups run asynchronously),
+// collectUntil forces Go's GC until cond holds (cleanups run asynchronously),
 // then drains the release queue and runs Python's gc.
-func collect(t testing.TB, cond func() bool) {
+func collectUntil(t testing.TB, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
@@ -113,7 +115,7 @@ func TestRefcounts(t *testing.T) {
 		assert.Equal(t, base+2, refs(t, g, "x"))
 		_ = y
 	}()
-	collect(t, func() bool { return ReadStats().Collected > before.Collected })
+	collectUntil(t, func() bool { return ReadStats().Collected > before.Collected })
 	assert.Equal(t, base+1, refs(t, g, "x"), "a dropped Object is released by the queue")
 
 	x.Close()
@@ -141,7 +143,7 @@ func TestRefcountsFromPythonSide(t *testing.T) {
 		_, err := mk.Call()
 		require.NoError(t, err)
 	}()
-	collect(t, func() bool { return ReadStats().Collected > before.Collected })
+	collectUntil(t, func() bool { return ReadStats().Collected > before.Collected })
 	assert.Equal(t, int64(0), evalInt(t, g, "sum(1 for r in alive if r() is not None)"))
 }
 
@@ -423,7 +425,7 @@ func TestStatsCount(t *testing.T) {
 	}
 	assert.Equal(t, int64(5), ReadStats().Closed-before.Closed)
 	objs = nil
-	collect(t, func() bool { return ReadStats().Collected-before.Collected >= 5 })
+	collectUntil(t, func() bool { return ReadStats().Collected-before.Collected >= 5 })
 	s := ReadStats()
 	assert.GreaterOrEqual(t, s.Drained-before.Drained, int64(5))
 	assert.Equal(t, int64(0), s.Pending)
@@ -432,7 +434,7 @@ func TestStatsCount(t *testing.T) {
 func TestMainThreadAlsoCalls(t *testing.T) {
 	var got []string
 	runOnMainThread(func() {
-		require.True(t, IsMainThread())
+		require.True(t, lifetime.IsMain())
 		o, err := Eval("sorted(['b', 'a'])", nil)
 		require.NoError(t, err)
 		got, err = As[[]string](o)

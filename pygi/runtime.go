@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"sync"
-	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/duet-gtk/duet/internal/capi"
+	"github.com/duet-gtk/duet/internal/lifetime"
 )
 
 func init() {
@@ -21,23 +19,9 @@ func init() {
 	runtime.LockOSThread()
 }
 
-// Interpreter phases.
-const (
-	phaseNew int32 = iota
-	phaseReady
-	phaseClosing
-	phaseFinalized
-	phaseFailed
-)
-
-// interp is the one embedded interpreter of the process. Its fields that a
-// test could want to reset are only the counters (see Stats).
+// interp is the one embedded interpreter of the process; its phase and the
+// gate every operation passes live in internal/lifetime.
 var interp struct {
-	phase    atomic.Int32
-	inflight atomic.Int64
-
-	initMu  sync.Mutex
-	initErr error
 	initTID int // OS thread that ran Py_Initialize
 	home    chan func()
 
@@ -46,25 +30,7 @@ var interp struct {
 	version string
 }
 
-// mainExec, when set, runs a function on the main OS thread (the event loop
-// registers it while it runs). It lets Init and Finalize called from other
-// goroutines still run on the main thread.
-var mainExec atomic.Pointer[func(func()) bool]
-
-// SetMainThreadExecutor registers a function that runs fn on the main OS
-// thread and reports whether it could. The event loop registers one while
-// it runs; pass nil to remove it.
-func SetMainThreadExecutor(exec func(fn func()) bool) {
-	if exec == nil {
-		mainExec.Store(nil)
-		return
-	}
-	mainExec.Store(&exec)
-}
-
-// IsMainThread reports whether the caller runs on the process's main OS
-// thread. Only meaningful for a goroutine locked to its thread (main is).
-func IsMainThread() bool { return syscall.Gettid() == os.Getpid() }
+func init() { lifetime.SetStarter(start) }
 
 //go:embed helper.py
 var helperSource string
@@ -77,46 +43,22 @@ var helperSource string
 // Called on the main thread, or from anywhere while the event loop runs, the
 // interpreter starts on the main thread. Otherwise it starts on a dedicated
 // OS thread that stays until Finalize.
-func Init() error {
-	switch interp.phase.Load() {
-	case phaseReady:
-		return nil
-	case phaseClosing, phaseFinalized:
-		return ErrFinalized
-	}
-	interp.initMu.Lock()
-	defer interp.initMu.Unlock()
-	switch interp.phase.Load() {
-	case phaseReady:
-		return nil
-	case phaseClosing, phaseFinalized:
-		return ErrFinalized
-	case phaseFailed:
-		return interp.initErr
-	}
+func Init() error { return lifetime.Start() }
+
+// start runs under the gate's lock (see lifetime.Start).
+func start() error {
 	var err error
 	switch {
-	case IsMainThread():
+	case lifetime.IsMain():
 		err = startHere()
-	case runOnMain(func() { err = startHere() }):
+	case lifetime.LoopRunning():
+		if xerr := lifetime.OnUI(func() error { err = startHere(); return nil }); xerr != nil {
+			err = xerr
+		}
 	default:
 		err = startHome()
 	}
-	if err != nil {
-		interp.initErr = err
-		interp.phase.Store(phaseFailed)
-		return err
-	}
-	interp.phase.Store(phaseReady)
-	return nil
-}
-
-func runOnMain(fn func()) bool {
-	exec := mainExec.Load()
-	if exec == nil {
-		return false
-	}
-	return (*exec)(fn)
+	return err
 }
 
 // startHome starts the interpreter on a goroutine locked to a fresh OS
@@ -180,33 +122,8 @@ func startHere() error {
 	return nil
 }
 
-// enter opens an operation: it starts Python on first use, refuses entries
-// after Finalize began, and drains released references. Every successful
-// enter is paired with exit.
-func enter() error {
-	interp.inflight.Add(1)
-	if interp.phase.Load() != phaseReady {
-		interp.inflight.Add(-1)
-		if err := Init(); err != nil {
-			return err
-		}
-		interp.inflight.Add(1)
-		// Finalize may have started between Init and the increment.
-		if interp.phase.Load() != phaseReady {
-			interp.inflight.Add(-1)
-			return ErrFinalized
-		}
-	}
-	// While the loop runs it drains the queue itself (on the UI thread); an
-	// attempt here would cost a cgo crossing per operation only to find out
-	// whether this is the UI thread.
-	if releases.dirty.Load() && !releaseOnUI.Load() {
-		releases.drain()
-	}
-	return nil
-}
-
-func exit() { interp.inflight.Add(-1) }
+func enter() error { return lifetime.Enter() }
+func exit()        { lifetime.Exit() }
 
 // Do runs fn with the calling goroutine attached to Python for the whole
 // call: every pygi operation inside it reuses the attachment, which makes
@@ -225,19 +142,18 @@ func Do(fn func() error) error {
 	return fn()
 }
 
-// WithoutGIL runs fn with the calling thread detached from Python when it
-// is attached (inside Do or a callback from Python), so that other
-// goroutines can use Python while fn blocks. Outside an attachment it just
-// runs fn.
+// WithoutGIL runs fn with the calling thread detached from Python when duet
+// holds the GIL on it (inside Do or a callback from Python), so that other
+// goroutines can use Python while fn blocks. Elsewhere it just runs fn.
 func WithoutGIL(fn func()) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if interp.phase.Load() != phaseReady || !capi.HoldsGIL() {
+	if !capi.Attached() {
 		fn()
 		return
 	}
-	ts := capi.SaveThread()
-	defer capi.RestoreThread(ts)
+	d := capi.SaveThread()
+	defer capi.RestoreThread(d)
 	fn()
 }
 
@@ -246,61 +162,60 @@ func WithoutGIL(fn func()) {
 // Py_FinalizeEx on the thread that started Python. Afterwards every
 // operation returns ErrFinalized and every release is a no-op. Calling it
 // again returns nil.
+//
+// The interpreter's life has one owner: Finalize is refused with
+// ErrLoopRunning while the event loop runs (app.Run and looptest.Main
+// finalise after their loop has returned), with ErrWrongThread off the
+// thread that started Python, and from inside a Python call or Do scope.
+// Goroutines that enter Python while Finalize waits for the calls in flight
+// wait for its outcome: ErrFinalized, or their operation when it gives up.
 func Finalize() error { return FinalizeContext(context.Background()) }
 
 // FinalizeContext is Finalize with a bound on the wait for calls in flight.
-// When ctx ends first, the interpreter is reopened and ctx's error returned.
+// When ctx ends first, the interpreter stays open (Phase is Ready again)
+// and the error wraps ctx's error and says how many calls were in flight.
 func FinalizeContext(ctx context.Context) error {
-	interp.initMu.Lock()
-	defer interp.initMu.Unlock()
-	switch interp.phase.Load() {
-	case phaseNew, phaseFailed:
-		interp.phase.Store(phaseFinalized)
-		return nil
-	case phaseFinalized:
-		return nil
+	if lifetime.LoopRunning() {
+		return ErrLoopRunning
 	}
-	onHome := syscall.Gettid() == interp.initTID
-	if onHome && capi.HoldsGIL() {
-		return errors.New("pygi: Finalize called from inside a Python call or Do scope")
-	}
-	interp.phase.Store(phaseClosing)
-	for backoff := time.Microsecond; interp.inflight.Load() != 0; {
-		select {
-		case <-ctx.Done():
-			interp.phase.Store(phaseReady)
-			return fmt.Errorf("pygi: Finalize: waiting for %d calls in flight: %w", interp.inflight.Load(), ctx.Err())
-		case <-time.After(backoff):
+	var run func(func()) error
+	switch tid := syscall.Gettid(); {
+	case lifetime.Current() != lifetime.Ready:
+		run = func(f func()) error { f(); return nil } // nothing to run: never started, or done
+	case tid == interp.initTID:
+		if capi.Attached() {
+			return ErrInsideCall
 		}
-		backoff = min(backoff*2, 10*time.Millisecond)
-	}
-	finish := func() {
-		releases.drain() // no operation is in flight: Finalize waited for them
-		capi.Finalize()
-		interp.phase.Store(phaseFinalized)
-	}
-	switch {
-	case onHome:
-		finish()
+		run = func(f func()) error { f(); return nil }
 	case interp.home != nil:
-		done := make(chan struct{})
-		interp.home <- func() { finish(); close(done) }
-		<-done
-		close(interp.home)
-		interp.home = nil
-	case interp.initTID == os.Getpid() && runOnMain(finish):
+		home := interp.home
+		run = func(f func()) error {
+			done := make(chan struct{})
+			home <- func() { f(); close(done) }
+			<-done
+			close(home)
+			interp.home = nil
+			return nil
+		}
 	default:
-		interp.phase.Store(phaseReady)
 		return ErrWrongThread
 	}
-	return nil
+	return lifetime.Finalize(ctx, run)
 }
 
-// Initialized reports whether the interpreter is running and open.
-func Initialized() bool { return interp.phase.Load() == phaseReady }
+// Phase is where the interpreter is in its life.
+type Phase = lifetime.Phase
 
-// Finalized reports whether Finalize has completed (or begun).
-func Finalized() bool {
-	p := interp.phase.Load()
-	return p == phaseClosing || p == phaseFinalized
-}
+// The phases, in order: Closing falls back to Ready when a FinalizeContext
+// gives up; nothing comes back from Finalizing.
+const (
+	PhaseNew        = lifetime.New        // not started
+	PhaseReady      = lifetime.Ready      // running and open
+	PhaseClosing    = lifetime.Closing    // Finalize waits for the calls in flight
+	PhaseFinalizing = lifetime.Finalizing // Py_FinalizeEx runs
+	PhaseFinalized  = lifetime.Finalized  // gone: every operation returns ErrFinalized
+	PhaseFailed     = lifetime.Failed     // start-up failed
+)
+
+// CurrentPhase returns the interpreter's phase now.
+func CurrentPhase() Phase { return lifetime.Current() }

@@ -8,8 +8,10 @@ import (
 
 	coreglib "github.com/diamondburned/gotk4/pkg/core/glib"
 
+	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/internal/bridge"
 	"github.com/duet-gtk/duet/internal/capi"
+	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -29,10 +31,10 @@ var (
 // pointer returns the GObject* behind a PyGObject object. It is borrowed:
 // valid while o (which holds a reference to the GObject) is alive.
 func pointer(o *pygi.Object) (unsafe.Pointer, bool, error) {
-	if err := bridge.Enter(); err != nil {
+	if err := lifetime.Enter(); err != nil {
 		return nil, false, err
 	}
-	defer bridge.Exit()
+	defer lifetime.Exit()
 	r, err := bridge.RefOf(o)
 	if err != nil {
 		return nil, false, err
@@ -49,7 +51,7 @@ func pointer(o *pygi.Object) (unsafe.Pointer, bool, error) {
 }
 
 // Pointer returns the address of the GObject behind a PyGObject object,
-// for identity checks; it is only meaningful while o lives.
+// for identity checks; it is only meaningful while o lives. Any goroutine.
 func Pointer(o *pygi.Object) (uintptr, error) {
 	p, _, err := pointer(o)
 	return uintptr(p), err
@@ -61,8 +63,12 @@ func Pointer(o *pygi.Object) (uintptr, error) {
 // lifetime).
 //
 // Objects whose Python wrapper holds a toggle reference are refused with
-// ErrToggleTrap (see there).
+// ErrToggleTrap (see there). UI thread only: gotk4's wrappers are made
+// there, where duet also releases them (lifetime.go).
 func ToGo(o *pygi.Object) (*coreglib.Object, error) {
+	if err := eventloop.RequireMain("widgets.ToGo"); err != nil {
+		return nil, err
+	}
 	p, toggled, err := pointer(o)
 	if err != nil {
 		return nil, err
@@ -75,10 +81,11 @@ func ToGo(o *pygi.Object) (*coreglib.Object, error) {
 	return obj, nil
 }
 
-// As returns the GObject behind a PyGObject object as the gotk4 type T
+// Cast returns the GObject behind a PyGObject object as the gotk4 type T
 // (for example *gtk.Button, or gtk.Widgetter): an error, not a panic, when
-// the object is not a T.
-func As[T any](o *pygi.Object) (T, error) {
+// the object is not a T. UI thread only, like ToGo. (pygi.As converts
+// Python values to Go values; Cast gives gotk4's view of a GObject.)
+func Cast[T any](o *pygi.Object) (T, error) {
 	var zero T
 	obj, err := ToGo(o)
 	if err != nil {
@@ -93,16 +100,19 @@ func As[T any](o *pygi.Object) (T, error) {
 
 // ToPython returns PyGObject's wrapper of a gotk4 object: the same GObject.
 // Wrapping the same object twice gives the same Python wrapper while one is
-// alive (PyGObject keeps the mapping).
+// alive (PyGObject keeps the mapping). UI thread only.
 func ToPython(obj coreglib.Objector) (*pygi.Object, error) {
+	if err := eventloop.RequireMain("widgets.ToPython"); err != nil {
+		return nil, err
+	}
 	base := coreglib.BaseObject(obj)
 	if base == nil {
 		return nil, fmt.Errorf("widgets: ToPython of a nil object")
 	}
-	if err := bridge.Enter(); err != nil {
+	if err := lifetime.Enter(); err != nil {
 		return nil, err
 	}
-	defer bridge.Exit()
+	defer lifetime.Exit()
 	r, st, exc := capi.WrapGObject(base.Native())
 	runtime.KeepAlive(obj)
 	if st != capi.OK {
@@ -114,6 +124,7 @@ func ToPython(obj coreglib.Objector) (*pygi.Object, error) {
 // Call calls a PyGObject method on a gotk4 object, through its Python
 // wrapper. It is how Python widgets are packed into gotk4 containers
 // without giving them a gotk4 wrapper: Call(box, "append", chart.Object).
+// UI thread only.
 func Call(obj coreglib.Objector, method string, args ...any) (*pygi.Object, error) {
 	py, err := ToPython(obj)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/duet-gtk/duet/callbacks"
+	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -64,8 +65,11 @@ var classHelper struct {
 
 // DefineClass creates the class. The Go funcs become callbacks owned by the
 // class (which lives as long as Python keeps it, normally for the rest of
-// the program).
+// the program). UI thread only.
 func DefineClass(spec ClassSpec) (*pygi.Object, error) {
+	if err := eventloop.RequireMain("widgets.DefineClass"); err != nil {
+		return nil, err
+	}
 	if spec.Name == "" || spec.Base == nil {
 		return nil, fmt.Errorf("widgets: DefineClass needs a Name and a Base")
 	}

@@ -2,6 +2,7 @@ package widgets
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"sync"
@@ -34,7 +35,9 @@ import (
 // then removes a reference from (a crash the stress harness found), or,
 // once an address is reused, remove the reference of another object.
 //
-// So an object is released only when all of this holds, on the UI thread:
+// So an object is released only when all of this holds, on the UI thread
+// (where duet makes every gotk4 wrapper it makes: ToGo, Cast and Track are
+// UI-thread only, so no wrap can interleave with a release):
 //
 //  1. gotk4 has no box for it (intern.TryGet is nil),
 //  2. continuously for three finalizer epochs: an epoch is one run of a
@@ -47,7 +50,13 @@ import (
 //     priority,
 //
 // and then exactly the gotk4 toggle references the object carries are
-// removed, counted from GLib's own record (not from what duet believes).
+// removed, counted from GLib's own record (not from what duet believes), in
+// one C call attached to Python (internal/capi/gobject.c says why nobody
+// can change the record in between).
+//
+// That record is private to GLib. At start-up duet checks, on an object of
+// its own, that it is laid out as expected; if not, it says so once, loudly,
+// and releases nothing (Stats.Unreleased counts what it had to leave).
 
 // cptr turns a GObject address from gotk4 (which hands them out as uintptr)
 // back into a pointer. GObjects are C memory: the Go GC neither moves nor
@@ -78,6 +87,7 @@ var track struct {
 	epoch               atomic.Int64
 	scanQueued, idleSet atomic.Bool
 	layoutUnknown       atomic.Bool
+	unreleased          atomic.Int64
 }
 
 func init() {
@@ -86,6 +96,21 @@ func init() {
 	capi.SetFinalizedHandler(onFinalized)
 	capi.SetIdleAfterHandler(releaseReady)
 	newSentinel()
+	checkToggleLayout(capi.ToggleLayoutKnown())
+}
+
+// warnOut is where the start-up warning goes (tests swap it).
+var warnOut io.Writer = os.Stderr
+
+// checkToggleLayout records whether GLib's toggle record is readable, and
+// warns once when it is not.
+func checkToggleLayout(known bool) {
+	track.layoutUnknown.Store(!known)
+	if !known {
+		fmt.Fprintln(warnOut, "duet: widgets: WARNING: this GLib keeps toggle references in a record duet cannot read; "+
+			"gotk4's references will not be released, so GObjects wrapped by gotk4 will never be finalised "+
+			"(widgets.ReadStats().Unreleased counts them)")
+	}
 }
 
 // newSentinel continues the finalizer-epoch chain.
@@ -100,7 +125,7 @@ func newSentinel() {
 		if n > 0 && eventloop.Running() && !track.scanQueued.Swap(true) {
 			eventloop.Invoke(func() {
 				track.scanQueued.Store(false)
-				Reap()
+				Reap() // on the loop: cannot fail
 			})
 		}
 	})
@@ -121,15 +146,19 @@ func noteWrap(p unsafe.Pointer) {
 
 // Track puts a gotk4 object (typically made with a gotk4 constructor) under
 // duet's lifetime management, so that it can be finalised once Go, GTK and
-// Python have all let go of it. Objects crossing ToGo or As are tracked
-// already.
-func Track(obj coreglib.Objector) {
+// Python have all let go of it. Objects crossing ToGo or Cast are tracked
+// already. UI thread only.
+func Track(obj coreglib.Objector) error {
+	if err := eventloop.RequireMain("widgets.Track"); err != nil {
+		return err
+	}
 	base := coreglib.BaseObject(obj)
 	if base == nil {
-		return
+		return nil
 	}
 	noteWrap(cptr(base.Native()))
 	runtime.KeepAlive(obj)
+	return nil
 }
 
 // takeTracked wraps a GObject pointer for gotk4, tracked.
@@ -142,9 +171,11 @@ func takeTracked(p unsafe.Pointer) *coreglib.Object {
 // schedules their release in a fresh idle on the loop. It runs on the UI
 // thread, after every finalizer epoch while the loop runs; with no loop
 // running, call Reap and then iterate the main context (eventloop.Flush).
-// It returns how many objects it scheduled.
-func Reap() int {
-	eventloop.MustBeMain("widgets.Reap")
+// It returns how many objects it scheduled. UI thread only.
+func Reap() (int, error) {
+	if err := eventloop.RequireMain("widgets.Reap"); err != nil {
+		return 0, err
+	}
 	epoch := track.epoch.Load()
 	track.mu.Lock()
 	n := 0
@@ -165,7 +196,7 @@ func Reap() int {
 	if schedule {
 		capi.ScheduleIdleAfter()
 	}
-	return n
+	return n, nil
 }
 
 // releaseReady runs in the idle Reap scheduled.
@@ -183,19 +214,31 @@ func releaseReady() {
 		if !alive || intern.TryGet(p) != nil {
 			continue // gone, or wrapped again in between
 		}
-		switch n := capi.Gotk4Toggles(uintptr(p)); {
-		case n == -2:
-			if !track.layoutUnknown.Swap(true) {
-				fmt.Fprintln(os.Stderr, "duet: widgets: GLib's toggle-reference record is not laid out as expected; gotk4's references will not be released")
+		if track.layoutUnknown.Load() {
+			giveUp(p)
+			continue
+		}
+		// May finalise the object, which runs onFinalized (untracking it).
+		switch n := capi.Gotk4ReleaseAll(uintptr(p)); {
+		case n == -2: // the probe passed but this record differs: stop releasing
+			if !track.layoutUnknown.Load() {
+				checkToggleLayout(false)
 			}
+			giveUp(p)
 		case n > 0:
-			// May finalise the object, which runs onFinalized (untracking it).
-			if capi.Gotk4Release(uintptr(p), n) {
-				released += n
-			}
+			released += n
 		}
 	}
 	track.released.Add(int64(released))
+}
+
+// giveUp stops tracking an object whose gotk4 references cannot be
+// released, counting it once.
+func giveUp(p unsafe.Pointer) {
+	track.mu.Lock()
+	delete(track.objs, p)
+	track.mu.Unlock()
+	track.unreleased.Add(1)
 }
 
 func watchLocked(p unsafe.Pointer, w watcher) {
@@ -271,13 +314,18 @@ type Stats struct {
 	Released  int64 // gotk4 toggle references duet released
 	Watching  int   // finalisation watches still pending
 	Finalized int64 // watched GObjects finalised
+	// Unreleased counts objects whose gotk4 references duet had to leave
+	// because GLib's toggle record could not be read (see the warning at
+	// start-up); always 0 on the GLib duet was built for.
+	Unreleased int64
 }
 
 // ReadStats returns the counts.
 func ReadStats() Stats {
 	track.mu.Lock()
 	defer track.mu.Unlock()
-	s := Stats{Tracked: len(track.objs), Released: track.released.Load(), Finalized: track.finalized.Load()}
+	s := Stats{Tracked: len(track.objs), Released: track.released.Load(), Finalized: track.finalized.Load(),
+		Unreleased: track.unreleased.Load()}
 	for _, w := range track.watchers {
 		if w.fn != nil && !w.quiet {
 			s.Watching++

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duet-gtk/duet/callbacks"
+	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/eventloop/looptest"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/widgets"
@@ -24,8 +25,8 @@ func collectRound(t testing.TB) {
 	t.Helper()
 	runtime.GC()
 	runtime.GC()
-	require.NoError(t, callbacks.Collect())
-	looptest.Do(t, func(testing.TB) { widgets.Reap() })
+	require.NoError(t, eventloop.Collect())
+	looptest.DoErr(t, func(testing.TB) error { _, err := widgets.Reap(); return err })
 	time.Sleep(2 * time.Millisecond)
 }
 
@@ -114,15 +115,19 @@ func TestGoWidgetHandedToPythonIsFinalized(t *testing.T) {
 
 func TestPythonWidgetWrappedForGoIsFinalized(t *testing.T) {
 	looptest.FailOnPythonExceptions(t)
-	m, err := widgets.LoadFS(testdata, "testdata/greeter.py")
-	require.NoError(t, err)
+	var m *widgets.Module
+	looptest.Do(t, func(t testing.TB) { // loaders are UI-thread only
+		var err error
+		m, err = widgets.LoadFS(testdata, "testdata/greeter.py")
+		require.NoError(t, err)
+	})
 	var plain, sub, subLabel *widgets.Watch
 	looptest.Do(t, func(t testing.TB) {
 		G := Gtk(t)
 		// A plain PyGObject widget, seen by gotk4 too.
 		l, err := G.CallMethod("Label", pygi.Kw{"label": "plain"})
 		require.NoError(t, err)
-		gl, err := widgets.As[*gtk.Label](l)
+		gl, err := widgets.Cast[*gtk.Label](l)
 		require.NoError(t, err)
 		gl.SetText("seen from Go")
 		plain, err = widgets.WatchFinalizePy(l)
@@ -134,7 +139,7 @@ func TestPythonWidgetWrappedForGoIsFinalized(t *testing.T) {
 		g, err := m.New("Greeter", pygi.Kw{"name": "sub"})
 		require.NoError(t, err)
 		require.NoError(t, g.SetAttr("extra", []int{1, 2, 3}))
-		_, err = widgets.As[*gtk.Box](g.Object)
+		_, err = widgets.Cast[*gtk.Box](g.Object)
 		require.ErrorIs(t, err, widgets.ErrToggleTrap)
 		box := gtk.NewBox(gtk.OrientationVertical, 0)
 		widgets.Track(box)
@@ -159,8 +164,12 @@ func TestPythonWidgetWrappedForGoIsFinalized(t *testing.T) {
 // reference keeps it alive for good, even after Go, Python and the reaper
 // are done with it.
 func TestToggleTrapMeasured(t *testing.T) {
-	m, err := widgets.LoadFS(testdata, "testdata/greeter.py")
-	require.NoError(t, err)
+	var m *widgets.Module
+	looptest.Do(t, func(t testing.TB) { // loaders are UI-thread only
+		var err error
+		m, err = widgets.LoadFS(testdata, "testdata/greeter.py")
+		require.NoError(t, err)
+	})
 	var w *widgets.Watch
 	looptest.Do(t, func(t testing.TB) {
 		g, err := m.New("Greeter", pygi.Kw{"name": "trapped"})

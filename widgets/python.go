@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/duet-gtk/duet/callbacks"
+	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -18,7 +19,8 @@ type Module struct {
 	Name         string
 }
 
-// LoadFile loads a Python source file as a module.
+// LoadFile loads a Python source file as a module. Like every loader, UI
+// thread only: widget code may make widgets as it is imported.
 func LoadFile(file string) (*Module, error) {
 	src, err := os.ReadFile(file)
 	if err != nil {
@@ -56,6 +58,9 @@ func moduleName(file string) string {
 // other Python code can import it. A Python exception (a syntax error too)
 // is returned as a *pygi.Error carrying the traceback.
 func load(name, src, filename string) (*Module, error) {
+	if err := eventloop.RequireMain("widgets: loading " + filename); err != nil {
+		return nil, err
+	}
 	if name == "" {
 		return nil, errors.New("widgets: empty module name")
 	}
@@ -114,7 +119,9 @@ func (m *Module) New(class string, kw pygi.Kw) (*Widget, error) {
 }
 
 // Widget is a GObject seen from Python (PyGObject), with the operations Go
-// code needs most. The embedded Object gives everything else.
+// code needs most. The embedded Object gives everything else. Its methods
+// are UI thread only (they return an error wrapping eventloop.ErrNotMain
+// elsewhere); the embedded Object's are not checked.
 type Widget struct {
 	*pygi.Object
 }
@@ -124,11 +131,17 @@ func Wrap(o *pygi.Object) *Widget { return &Widget{o} }
 
 // Prop reads a GObject property.
 func (w *Widget) Prop(name string) (*pygi.Object, error) {
+	if err := eventloop.RequireMain("widgets.Widget.Prop"); err != nil {
+		return nil, err
+	}
 	return w.CallMethod("get_property", name)
 }
 
 // SetProp writes a GObject property.
 func (w *Widget) SetProp(name string, value any) error {
+	if err := eventloop.RequireMain("widgets.Widget.SetProp"); err != nil {
+		return err
+	}
 	r, err := w.CallMethod("set_property", name, value)
 	r.Close()
 	return err
@@ -141,6 +154,9 @@ func (w *Widget) SetProp(name string, value any) error {
 // teardown.go), so a handler may capture the window's widgets without
 // keeping the window alive. Call it on the UI thread.
 func (w *Widget) Connect(signal string, fn any) (uint64, error) {
+	if err := eventloop.RequireMain("widgets.Widget.Connect"); err != nil {
+		return 0, err
+	}
 	cb, err := callbacks.New(fn, callbacks.Name(strings.ReplaceAll(signal, "-", "_")+"_handler"))
 	if err != nil {
 		return 0, err
@@ -160,6 +176,9 @@ func (w *Widget) Connect(signal string, fn any) (uint64, error) {
 // Disconnect removes a signal handler; its callback is freed if nothing
 // else holds it.
 func (w *Widget) Disconnect(id uint64) error {
+	if err := eventloop.RequireMain("widgets.Widget.Disconnect"); err != nil {
+		return err
+	}
 	r, err := w.CallMethod("disconnect", id)
 	r.Close()
 	return err
@@ -167,6 +186,9 @@ func (w *Widget) Disconnect(id uint64) error {
 
 // Emit emits a signal and returns its result.
 func (w *Widget) Emit(signal string, args ...any) (*pygi.Object, error) {
+	if err := eventloop.RequireMain("widgets.Widget.Emit"); err != nil {
+		return nil, err
+	}
 	return w.CallMethod("emit", append([]any{signal}, args...)...)
 }
 
@@ -174,6 +196,9 @@ func (w *Widget) Emit(signal string, args ...any) (*pygi.Object, error) {
 // which does it), so that gotk4 constructors can be used. It must run on
 // the UI thread; app.New does it for applications.
 func InitGTK() error {
+	if err := eventloop.RequireMain("widgets.InitGTK"); err != nil {
+		return err
+	}
 	if err := requireGtk(); err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/internal/bridge"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -13,18 +14,28 @@ import (
 var readyFS embed.FS
 
 var ready struct {
-	once sync.Once
-	mod  *Module
-	err  error
+	mu  sync.Mutex
+	mod *Module
 }
 
 // Library returns duet's ready-made Python widgets module (duet_widgets,
-// embedded in the Go binary), loading it on first use.
+// embedded in the Go binary), loading it on first use. The module is shared
+// by every caller: closing it does nothing. UI thread only.
 func Library() (*Module, error) {
-	ready.once.Do(func() {
-		ready.mod, ready.err = LoadFS(readyFS, "py/duet_widgets.py")
-	})
-	return ready.mod, ready.err
+	if err := eventloop.RequireMain("widgets.Library"); err != nil {
+		return nil, err
+	}
+	ready.mu.Lock()
+	defer ready.mu.Unlock()
+	if ready.mod == nil {
+		m, err := LoadFS(readyFS, "py/duet_widgets.py")
+		if err != nil {
+			return nil, err // not cached: a later call may succeed
+		}
+		bridge.Keep(m.Object)
+		ready.mod = m
+	}
+	return ready.mod, nil
 }
 
 // batcher collects values from any goroutine and hands them to the loop in
@@ -67,7 +78,7 @@ type point struct {
 }
 
 // NewLineChart makes a chart keeping the last capacity values per series.
-// Call it on the UI thread.
+// UI thread only (Library checks).
 func NewLineChart(title, unit string, capacity int) (*LineChart, error) {
 	lib, err := Library()
 	if err != nil {
@@ -94,8 +105,11 @@ func NewLineChart(title, unit string, capacity int) (*LineChart, error) {
 // goroutine: values are batched into one Python call per loop turn.
 func (c *LineChart) Push(series string, v float64) { c.points.add(point{series, v}) }
 
-// Points returns a series' values (UI thread).
+// Points returns a series' values. UI thread only.
 func (c *LineChart) Points(series string) ([]float64, error) {
+	if err := eventloop.RequireMain("widgets.LineChart.Points"); err != nil {
+		return nil, err
+	}
 	r, err := c.CallMethod("points", series)
 	if err != nil {
 		return nil, err
@@ -110,8 +124,8 @@ type LogView struct {
 	lines batcher[[2]string]
 }
 
-// NewLogView makes a log keeping at most maxLines lines. Call it on the UI
-// thread.
+// NewLogView makes a log keeping at most maxLines lines. UI thread only
+// (Library checks).
 func NewLogView(maxLines int) (*LogView, error) {
 	lib, err := Library()
 	if err != nil {
@@ -140,8 +154,11 @@ func (l *LogView) Log(level, text string) { l.lines.add([2]string{text, level}) 
 // Printf appends a formatted info line.
 func (l *LogView) Printf(format string, args ...any) { l.Log("info", fmt.Sprintf(format, args...)) }
 
-// Text returns the whole log (UI thread).
+// Text returns the whole log. UI thread only.
 func (l *LogView) Text() (string, error) {
+	if err := eventloop.RequireMain("widgets.LogView.Text"); err != nil {
+		return "", err
+	}
 	r, err := l.CallMethod("text")
 	if err != nil {
 		return "", err

@@ -37,7 +37,7 @@ func TestBridgeIdentityAndTypes(t *testing.T) {
 		pyButton, err := G.CallMethod("Button", pygi.Kw{"label": "from Python"})
 		require.NoError(t, err)
 
-		button, err := widgets.As[*gtk.Button](pyButton)
+		button, err := widgets.Cast[*gtk.Button](pyButton)
 		require.NoError(t, err)
 		assert.Equal(t, "from Python", button.Label(), "gotk4 sees the same GObject")
 		button.SetLabel("set from Go")
@@ -71,7 +71,7 @@ func TestBridgeIdentityAndTypes(t *testing.T) {
 		assert.Equal(t, "made in Go", s)
 
 		// Wrong types give errors, not panics.
-		_, err = widgets.As[*gtk.Label](pyButton)
+		_, err = widgets.Cast[*gtk.Label](pyButton)
 		assert.ErrorContains(t, err, "GtkButton, not a *gtk.Label")
 		notGObject, err := pygi.New(42)
 		require.NoError(t, err)
@@ -132,7 +132,7 @@ func TestLoadPythonWidgets(t *testing.T) {
 
 			// A Python subclass with instance data: gotk4 must not wrap it
 			// (ErrToggleTrap), but a gotk4 container can hold it.
-			_, err = widgets.As[*gtk.Box](w.Object)
+			_, err = widgets.Cast[*gtk.Box](w.Object)
 			assert.ErrorIs(t, err, widgets.ErrToggleTrap)
 			box := gtk.NewBox(gtk.OrientationVertical, 0)
 			widgets.Track(box)
@@ -250,7 +250,7 @@ measured = c.measure(Gtk.Orientation.HORIZONTAL, -1)
 		require.NoError(t, err)
 		tipv, _ := tip.Text()
 		assert.Equal(t, "from Go", tipv)
-		_, err = widgets.As[*gtk.Widget](obj)
+		_, err = widgets.Cast[*gtk.Widget](obj)
 		assert.ErrorIs(t, err, widgets.ErrToggleTrap, "it carries Python instance data")
 		box := gtk.NewBox(gtk.OrientationHorizontal, 0)
 		widgets.Track(box)

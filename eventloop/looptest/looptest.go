@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/pygi"
 )
@@ -115,7 +116,7 @@ func DoErr(t testing.TB, fn func(t testing.TB) error) {
 	defer cancel()
 	inner := &loopTB{TB: t}
 	err := eventloop.InvokeWait(ctx, func() error { return fn(inner) })
-	var pe *eventloop.PanicError
+	var pe *pygi.PanicError
 	switch {
 	case errors.As(err, &pe):
 		if _, ok := pe.Value.(stopNow); ok {
@@ -147,6 +148,27 @@ func (l *loopTB) Fatalf(f string, a ...any) { l.TB.Errorf(f, a...); l.FailNow() 
 func (l *loopTB) SkipNow()                  { l.skipped = true; panic(stopNow{}) }
 func (l *loopTB) Skip(args ...any)          { l.TB.Log(args...); l.SkipNow() }
 func (l *loopTB) Skipf(f string, a ...any)  { l.TB.Logf(f, a...); l.SkipNow() }
+
+// WaitLive runs both garbage collectors (eventloop.Collect: the Python part
+// on the UI thread) until at most max callbacks are live, or ctx ends. It
+// is how tests and the stress harness wait for frees pending on either
+// side. Call it from a test goroutine, never from the loop.
+func WaitLive(ctx context.Context, max int64) (callbacks.Stats, error) {
+	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
+		if err := eventloop.Collect(); err != nil {
+			return callbacks.ReadStats(), err
+		}
+		s := callbacks.ReadStats()
+		if s.Live <= max {
+			return s, nil
+		}
+		select {
+		case <-ctx.Done():
+			return s, fmt.Errorf("looptest: %d callbacks live, want at most %d: %w", s.Live, max, ctx.Err())
+		case <-time.After(delay):
+		}
+	}
+}
 
 // Exceptions collects the Python exceptions nobody caught during a test.
 type Exceptions struct {

@@ -36,7 +36,7 @@ func main() {
 		if err != nil {
 			panic(err)
 		}
-		child, err := widgets.As[gtk.Widgetter](label)
+		child, err := widgets.Cast[gtk.Widgetter](label)
 		if err != nil {
 			panic(err)
 		}

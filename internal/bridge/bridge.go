@@ -6,9 +6,6 @@ package bridge
 import "github.com/duet-gtk/duet/internal/capi"
 
 var (
-	// Enter opens a pygi operation (starting Python if needed); Exit closes it.
-	Enter func() error
-	Exit  func()
 	// WrapOwned makes an Object that takes over r.
 	WrapOwned func(r capi.Ref) any
 	// WrapBorrowed makes an Object for a callback argument: it does not own
@@ -24,4 +21,6 @@ var (
 	NewRef func(v any) (capi.Ref, capi.Status, error)
 	// NewError turns an exception ref (taken over) into a Go error.
 	NewError func(exc capi.Ref) error
+	// Keep makes an Object permanent: shared, never released, Close a no-op.
+	Keep func(o any)
 )

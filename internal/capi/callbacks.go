@@ -99,8 +99,9 @@ func HandleCapsule(handle uintptr) (Ref, Status) {
 // CapsuleHandle returns the handle in a HandleCapsule capsule, or 0.
 func CapsuleHandle(r Ref) uintptr { return uintptr(C.duet_capsule_handle(r.c())) }
 
-// Raise sets exc as the current Python exception (inside a callback).
-func Raise(exc Ref) Status { return Status(C.duet_raise(exc.c())) }
+// RaiseOwned sets exc's object as the current Python exception (inside a
+// callback) and releases exc, in one crossing.
+func RaiseOwned(exc Ref) Status { return Status(C.duet_raise_owned(exc.c())) }
 
 // Builtin exception kinds for RaiseMessage.
 const (

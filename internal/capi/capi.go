@@ -117,19 +117,40 @@ func Init(argv0 string) error {
 // with no Python call in flight anywhere.
 func Finalize() { C.duet_finalize() }
 
-// HoldsGIL reports whether the calling OS thread holds the GIL.
-func HoldsGIL() bool { return C.duet_holds_gil() != 0 }
+// Attached reports whether a duet scope holds the GIL on the calling OS
+// thread: an operation, a batch scope, or a Go callback Python is running.
+// It is duet's own per-thread count (see duet_impl.h), which stays right
+// when sub-interpreters exist, unlike PyGILState_Check.
+func Attached() bool { return C.duet_attached() != 0 }
+
+// IsMainThread reports whether the calling OS thread is the process's main
+// thread.
+func IsMainThread() bool { return C.duet_is_main_thread() != 0 }
+
+// PendingException reports whether a Python exception is set on the calling
+// thread (attaching for the check).
+func PendingException() bool { return C.duet_pending_exception() != 0 }
 
 // Attach and Detach bracket a batch scope; the caller must keep its
 // goroutine on one OS thread in between.
 func Attach() int      { return int(C.duet_attach()) }
 func Detach(state int) { C.duet_detach(C.int(state)) }
 
-// SaveThread detaches the calling thread (which must hold the GIL) and
-// returns its PyThreadState (C memory, owned by CPython); RestoreThread
-// takes it back on the same thread.
-func SaveThread() unsafe.Pointer      { return C.duet_save_thread() }
-func RestoreThread(ts unsafe.Pointer) { C.duet_restore_thread(ts) }
+// Detached is what SaveThread hands to RestoreThread.
+type Detached struct {
+	ts    unsafe.Pointer // PyThreadState* (C memory, owned by CPython)
+	depth C.int
+}
+
+// SaveThread detaches the calling thread, which must be Attached;
+// RestoreThread attaches it again, on the same thread.
+func SaveThread() Detached {
+	var d Detached
+	d.ts = C.duet_save_thread(&d.depth)
+	return d
+}
+
+func RestoreThread(d Detached) { C.duet_restore_thread(d.ts, d.depth) }
 
 // Close releases r's reference now, if r is current.
 func Close(r Ref) { C.duet_close(r.c()) }

@@ -63,17 +63,24 @@ enum {
 	DUET_CLOSED = -2, // a ref involved was stale
 };
 
-// Lifecycle. duet_init and duet_finalize must run on the same OS thread.
+// Lifecycle (runtime.c). duet_init and duet_finalize must run on the same
+// OS thread.
 int duet_init(const char *argv0, char **errmsg);
 void duet_finalize(void);
 
 // Batch scopes: duet_attach returns the state to hand back to duet_detach.
 int duet_attach(void);
 void duet_detach(int state);
-int duet_holds_gil(void);
-// Detach while blocking (the GIL must be held on entry).
-void *duet_save_thread(void);
-void duet_restore_thread(void *ts);
+// duet_attached: whether a duet scope holds the GIL on this thread (an entry
+// point, a batch scope, or a Go callback Python is running). duet's own
+// per-thread count, not PyGILState_Check (see duet_impl.h).
+int duet_attached(void);
+// Detach while blocking (attached on entry); *depth carries duet's count
+// over to duet_restore_thread, on the same thread.
+void *duet_save_thread(int *depth);
+void duet_restore_thread(void *ts, int depth);
+// Whether the calling thread is the process's main thread.
+int duet_is_main_thread(void);
 
 // The outcome of an operation, returned by value. ref is the result (DUET_OK)
 // or the exception (DUET_ERR); n and p carry numbers and text.
@@ -86,7 +93,8 @@ typedef struct {
 	void *p2;
 } duet_res;
 
-// Lifetime.
+// Lifetime (slots.c). Releases set a pending exception aside while the
+// references they drop run arbitrary code, and put it back afterwards.
 void duet_close(duet_ref r);
 // duet_close_on_ui closes r when called on the UI thread and returns 0;
 // elsewhere it does nothing and returns 1 (the caller defers the release).
@@ -97,8 +105,10 @@ int duet_on_ui_thread(void);
 int64_t duet_drain(const duet_ref *refs, int64_t n);
 duet_res duet_clone(duet_ref r);
 int64_t duet_refcount(duet_ref r); // -1 when stale
+// Whether an exception is pending on this thread (for tests of the rule above).
+int duet_pending_exception(void);
 
-// Values.
+// Values (values.c).
 duet_res duet_from_vals(const duet_val *v, int64_t nv, const char *arena);
 // duet_to_vals encodes r into this thread's scratch buffer (p/n: the values,
 // p2/n2: the byte arena); the pointers stay valid until the next
@@ -106,7 +116,7 @@ duet_res duet_from_vals(const duet_val *v, int64_t nv, const char *arena);
 // its OS thread.
 duet_res duet_to_vals(duet_ref r);
 
-// Operations. Call arguments: nargs positional values then nkw (name, value)
+// Operations (ops.c). Call arguments: nargs positional values then nkw (name, value)
 // pairs, all encoded as one flat prefix sequence in v.
 duet_res duet_import(const char *name, int64_t len);
 duet_res duet_getattr(duet_ref r, const char *name, int64_t len);
@@ -159,9 +169,11 @@ duet_res duet_handle_capsule(uintptr_t handle);
 // The handle inside such a capsule, or 0.
 uintptr_t duet_capsule_handle(duet_ref r);
 
-// Inside a callback: raise exc, or raise a builtin exception with a message
-// (kind 0 TypeError, 1 RuntimeError, 2 SystemError).
-int duet_raise(duet_ref exc);
+// Inside a callback: raise the exception exc designates, releasing exc (in
+// one crossing, so no release runs with the exception pending); or raise a
+// builtin exception with a message (kind 0 TypeError, 1 RuntimeError, 2
+// SystemError).
+int duet_raise_owned(duet_ref exc);
 void duet_raise_msg(int kind, const char *msg, int64_t len);
 
 #endif

@@ -1,20 +1,12 @@
 // gobject.c: one GObject seen from both sides. PyGObject's C API (the
 // gi._gobject._PyGObject_API capsule) gives the Python wrapper of a GObject
 // pointer; a wrapper's obj field gives the pointer back.
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "duet_impl.h"
+
 #include <pygobject.h>
 
 #include "_cgo_export.h"
-#include "duet.h"
 #include "gobject.h"
-
-// Shared with duet.c (same GIL discipline): see duet.h.
-extern PyGILState_STATE duet_enter(void);
-extern void duet_leave(PyGILState_STATE st);
-extern duet_ref duet_new_ref(PyObject *owned);
-extern PyObject *duet_deref(duet_ref r);
-extern int duet_fail(duet_ref *exc);
 
 static int pygobject_ready; // GIL-protected
 
@@ -122,9 +114,9 @@ typedef struct {
 	} toggle_refs[1];
 } duet_toggle_stack;
 
-int duet_gotk4_toggles(uintptr_t gobj) {
-	if (!goToggleNotify) return -1;
-	GObject *obj = (GObject *)gobj;
+// count_gotk4 returns the number of gotk4's toggle references on obj, or -2
+// when the record is not laid out as expected.
+static int count_gotk4(GObject *obj) {
 	duet_toggle_stack *s = g_object_get_qdata(obj, g_quark_from_static_string("GObject-toggle-references"));
 	if (!s) return 0;
 	if (s->object != obj || s->n_toggle_refs > 64) return -2; // not the layout we know
@@ -134,10 +126,49 @@ int duet_gotk4_toggles(uintptr_t gobj) {
 	return n;
 }
 
-int duet_gotk4_release(uintptr_t gobj, int n) {
+// Who may change an object's toggle references while they are counted and
+// removed here: gotk4 (intern.Get, and the removal finalizeBox queues on the
+// default main context), and PyGObject (switching a wrapper to a toggle
+// reference and back). GLib's own lock for the record is private, so this
+// runs on the UI thread, where duet confines every gotk4 wrap it makes and
+// where the main context dispatches gotk4's queued removals, and attached to
+// Python, which excludes PyGObject's changes (they happen under the GIL).
+// The count and the removal are one step: nothing can add a reference in
+// between that would then be removed by mistake.
+int duet_gotk4_release_all(uintptr_t gobj) {
 	if (!goToggleNotify) return -1;
-	for (int i = 0; i < n; i++) g_object_remove_toggle_ref((GObject *)gobj, (GToggleNotify)goToggleNotify, NULL);
-	return 0;
+	GObject *obj = (GObject *)gobj;
+	PyGILState_STATE st = duet_enter();
+	int n = count_gotk4(obj);
+	// May finalise obj: its dispose can run Python code (we are attached)
+	// and GTK code (we are on the UI thread).
+	for (int i = 0; i < n; i++) g_object_remove_toggle_ref(obj, (GToggleNotify)goToggleNotify, NULL);
+	duet_leave(st);
+	return n;
+}
+
+int duet_gotk4_toggles(uintptr_t gobj) {
+	if (!goToggleNotify) return -1;
+	PyGILState_STATE st = duet_enter();
+	int n = count_gotk4((GObject *)gobj);
+	duet_leave(st);
+	return n;
+}
+
+// duet_toggle_layout_known checks, once, on an object of our own, that GLib
+// keeps toggle references in the record this file reads: an object with
+// one toggle reference of a known notify must show exactly that.
+static void probe_notify(gpointer data, GObject *obj, gboolean is_last) {}
+
+int duet_toggle_layout_known(void) {
+	GObject *obj = g_object_new(G_TYPE_OBJECT, NULL);
+	g_object_add_toggle_ref(obj, probe_notify, (gpointer)obj);
+	g_object_unref(obj); // the toggle reference is now the only one
+	duet_toggle_stack *s = g_object_get_qdata(obj, g_quark_from_static_string("GObject-toggle-references"));
+	int ok = s && s->object == obj && s->n_toggle_refs == 1 && s->toggle_refs[0].notify == probe_notify &&
+	         s->toggle_refs[0].data == (gpointer)obj;
+	g_object_remove_toggle_ref(obj, probe_notify, (gpointer)obj); // the last reference: obj is finalised
+	return ok;
 }
 
 // ---- a fresh idle, after the ones already queued --------------------------------

@@ -71,8 +71,12 @@ func duetIdleAfter() {
 // after every default-priority idle already queued (see gobject.c).
 func ScheduleIdleAfter() { C.duet_idle_after() }
 
-// Gotk4Release removes n of gotk4's toggle references from gobj; see
-// gobject.c for when that is safe. It may finalise gobj.
-func Gotk4Release(gobj uintptr, n int) bool {
-	return C.duet_gotk4_release(C.uintptr_t(gobj), C.int(n)) == 0
-}
+// Gotk4ReleaseAll counts and removes gotk4's toggle references on gobj in
+// one step and returns how many (-1 without gotk4, -2 when GLib's record
+// has an unknown layout); see gobject.c for why that is safe on the UI
+// thread. It may finalise gobj.
+func Gotk4ReleaseAll(gobj uintptr) int { return int(C.duet_gotk4_release_all(C.uintptr_t(gobj))) }
+
+// ToggleLayoutKnown reports whether GLib keeps toggle references in the
+// record gobject.c reads (checked on an object of its own).
+func ToggleLayoutKnown() bool { return C.duet_toggle_layout_known() != 0 }

@@ -18,9 +18,13 @@ const char *duet_gobject_type_name(uintptr_t gobj);
 // The number of gotk4 toggle references on gobj; -1 when gotk4 is not
 // linked in, -2 when GLib's record has a layout this code does not know.
 int duet_gotk4_toggles(uintptr_t gobj);
-// Removes n of gotk4's toggle references from gobj (main thread; may
-// finalise it). -1 when gotk4 is not linked in.
-int duet_gotk4_release(uintptr_t gobj, int n);
+// Counts and removes gotk4's toggle references on gobj in one step (UI
+// thread; may finalise gobj): returns how many, -1 without gotk4, -2 for a
+// record layout this code does not know (nothing removed).
+int duet_gotk4_release_all(uintptr_t gobj);
+// Whether GLib's toggle-reference record has the layout this code reads
+// (checked on an object of its own).
+int duet_toggle_layout_known(void);
 // Schedules duetIdleAfter() in a fresh default-priority idle, which GLib
 // dispatches after every default-priority idle attached before it.
 void duet_idle_after(void);

@@ -58,6 +58,15 @@ void duet_loop_unref(void *loop) { g_main_loop_unref(loop); }
 int duet_loop_iterate(int may_block) { return g_main_context_iteration(NULL, may_block); }
 int duet_loop_is_owner(void) { return g_main_context_is_owner(g_main_context_default()); }
 
+// The UI thread owns the default main context from start-up to exit, also
+// while no loop runs. Otherwise g_main_context_invoke from another thread
+// finds no owner and runs its function synchronously on that thread: gotk4's
+// box finalizer does exactly that while holding its own mutex, and the
+// function it queues (removing a toggle reference) takes the same mutex, a
+// deadlock; and the function would touch GTK off the UI thread besides.
+// Acquiring is recursive for the owner, so loops run on this thread as usual.
+int duet_loop_own_default(void) { return g_main_context_acquire(g_main_context_default()); }
+
 // ---- timers ---------------------------------------------------------------------
 
 static gboolean timer_dispatch(gpointer data) { return duetTimerFire((uintptr_t)data); }

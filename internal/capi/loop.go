@@ -53,6 +53,11 @@ func (l MainLoop) Quit()             { C.duet_loop_quit(l.p) }
 func (l MainLoop) Unref()            { C.duet_loop_unref(l.p) }
 func LoopIterate(mayBlock bool) bool { return C.duet_loop_iterate(cbool(mayBlock)) != 0 }
 
+// LoopOwnDefault makes the calling thread the owner of the default main
+// context for the rest of the process (see loop.c); false when another
+// thread owns it.
+func LoopOwnDefault() bool { return C.duet_loop_own_default() != 0 }
+
 // LoopIsOwner reports whether the calling thread owns the default context
 // (it is running or iterating it).
 func LoopIsOwner() bool { return C.duet_loop_is_owner() != 0 }

@@ -13,6 +13,9 @@ void duet_loop_quit(void *loop);
 void duet_loop_unref(void *loop);
 int duet_loop_iterate(int may_block);
 int duet_loop_is_owner(void);
+// Makes the calling thread the owner of the default context for good
+// (see loop.c); false when another thread owns it.
+int duet_loop_own_default(void);
 // A GSource* the caller owns one reference to; GLib calls
 // duetTimerFire(handle) at each expiry until it returns FALSE.
 void *duet_timer_new(uintptr_t handle, unsigned interval_ms);

@@ -16,6 +16,7 @@ import (
 
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/eventloop/looptest"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -213,7 +214,7 @@ func ChildMain(sc Scenario, ownership callbacks.Ownership, gcInterval time.Durat
 	// Settle: everything the workload made must be released.
 	final := sample()
 	wctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	st, werr := callbacks.WaitLive(wctx, env.baseline.Load())
+	st, werr := looptest.WaitLive(wctx, env.baseline.Load())
 	cancel()
 	final = sample()
 	final.CbLive = st.Live

@@ -388,7 +388,7 @@ func Shared(env *harness.Env) error {
 				return err
 			}
 			defer pyLabel.Close()
-			gl, err := widgets.As[*gtk.Label](pyLabel) // a Python widget seen by gotk4
+			gl, err := widgets.Cast[*gtk.Label](pyLabel) // a Python widget seen by gotk4
 			if err != nil {
 				return err
 			}
@@ -460,7 +460,7 @@ func Shared(env *harness.Env) error {
 		if alive == 0 {
 			return nil
 		}
-		callbacks.Collect()
+		eventloop.Collect()
 		// The loop has ended: release what gotk4 forgot on this thread.
 		widgets.Reap()
 		eventloop.Flush(100)

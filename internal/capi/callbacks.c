@@ -1,0 +1,223 @@
+// callbacks.c: Go functions as Python callables. See duet.h for the
+// lifetime contract; this file keeps it.
+#include <stdlib.h>
+#include <string.h>
+
+#include "_cgo_export.h"
+#include "duet_impl.h"
+
+#define CB_CAPSULE "duet.callback"
+#define HANDLE_CAPSULE "duet.gohandle"
+
+// duet_cb is a callback's native state. The PyMethodDef comes first so that
+// a use-after-free in the broken ownership mode hits the function pointer.
+typedef struct {
+	PyMethodDef def; // must outlive every function made from it: owned by the capsule
+	uintptr_t handle;
+	int flags;
+	size_t size;
+	char text[]; // name, then doc, NUL-terminated
+} duet_cb;
+
+static void cb_capsule_destructor(PyObject *cap) {
+	// Runs when CPython frees the last reference to the function (and so to
+	// its m_self), on whatever thread, possibly inside gc.collect() or during
+	// finalisation. It hands the handle back to Go and frees the native
+	// state; it never calls Python.
+	duet_cb *cb = PyCapsule_GetPointer(cap, CB_CAPSULE);
+	if (!cb) {
+		PyErr_Clear();
+		return;
+	}
+	uintptr_t h = cb->handle;
+	free(cb);
+	duetCallbackRelease(h);
+}
+
+// The one C entry point of every Go callback (METH_FASTCALL|METH_KEYWORDS).
+// Arguments are lent to Go in borrowed slots that are released (generation
+// bumped, no decref) when Go returns: a Go Object kept past the call reads as
+// closed, never as freed memory.
+static PyObject *cb_trampoline(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+	duet_cb *cb = PyCapsule_GetPointer(self, CB_CAPSULE);
+	if (!cb) return NULL;
+	Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+	Py_ssize_t total = nargs + nkw;
+	duet_ref small[8];
+	duet_ref *refs = small;
+	if (total > 8) {
+		refs = PyMem_Malloc(total * sizeof(duet_ref));
+		if (!refs) return PyErr_NoMemory();
+	}
+	Py_ssize_t lent = 0;
+	duet_ref kw = duet_no_ref;
+	PyObject *res = NULL;
+	for (; lent < total; lent++) {
+		duet_slot *s = duet_slot_get();
+		if (!s) {
+			PyErr_NoMemory();
+			goto done;
+		}
+		s->ob = (PyObject *)args[lent];
+		refs[lent] = (duet_ref){s, s->gen};
+	}
+	if (nkw) {
+		duet_slot *s = duet_slot_get();
+		if (!s) {
+			PyErr_NoMemory();
+			goto done;
+		}
+		s->ob = kwnames;
+		kw = (duet_ref){s, s->gen};
+	}
+	duet_ref result = duet_no_ref;
+	// Go runs attached: its pygi operations nest inside this call.
+	duet_depth++;
+	int rc = duetCallbackInvoke(cb->handle, refs, nargs, nkw, kw, &result);
+	duet_depth--;
+	if (rc == 0) {
+		res = duet_deref(result);
+		if (res) {
+			duet_slot_put(result.s); // the reference moves to our caller
+		} else if (!PyErr_Occurred()) {
+			PyErr_SetString(PyExc_SystemError, "duet: callback returned a stale result");
+		}
+	} else if (rc == 1) {
+		res = Py_NewRef(Py_None);
+	} else if (!PyErr_Occurred()) {
+		PyErr_SetString(PyExc_SystemError, "duet: callback failed without setting an exception");
+	}
+done:
+	for (Py_ssize_t j = 0; j < lent; j++) duet_slot_put(refs[j].s);
+	if (kw.s) duet_slot_put(kw.s);
+	if (refs != small) PyMem_Free(refs);
+	return res;
+}
+
+static int impl_callback_new(uintptr_t handle, const char *name, int64_t nlen, const char *doc, int64_t dlen,
+                             const char *module, int64_t mlen, int flags, duet_res *res) {
+	duet_ref *out = &res->ref, *exc = &res->ref;
+	PyGILState_STATE st = duet_enter();
+	// One allocation holds the state, the name and the doc (NUL-terminated
+	// copies: the Go strings are only valid during this call).
+	size_t size = sizeof(duet_cb) + nlen + 1 + (doc ? dlen + 1 : 0);
+	duet_cb *cb = calloc(1, size);
+	int rc;
+	if (!cb) {
+		PyErr_NoMemory();
+		rc = duet_fail(exc);
+		goto out;
+	}
+	cb->handle = handle;
+	cb->flags = flags;
+	cb->size = size;
+	memcpy(cb->text, name, nlen);
+	if (doc) memcpy(cb->text + nlen + 1, doc, dlen);
+	cb->def.ml_name = cb->text;
+	cb->def.ml_meth = (PyCFunction)(void (*)(void))cb_trampoline;
+	cb->def.ml_flags = METH_FASTCALL | METH_KEYWORDS;
+	cb->def.ml_doc = doc ? cb->text + nlen + 1 : NULL;
+	// In the broken mode the capsule has no destructor: Go's GC frees the
+	// native state instead (duet_callback_free_native), whatever Python holds.
+	PyObject *cap = PyCapsule_New(cb, CB_CAPSULE, (flags & DUET_CB_BROKEN) ? NULL : cb_capsule_destructor);
+	if (!cap) {
+		free(cb);
+		rc = duet_fail(exc);
+		goto out;
+	}
+	PyObject *mod = module ? PyUnicode_FromStringAndSize(module, mlen) : NULL;
+	PyObject *fn = PyCFunction_NewEx(&cb->def, cap, mod);
+	Py_XDECREF(mod);
+	// PyCFunction_NewEx took its own reference to m_self: drop ours. If it
+	// failed, this runs the destructor, which gives the handle back.
+	Py_DECREF(cap);
+	if (fn && (flags & DUET_CB_METHOD)) {
+		PyObject *m = PyInstanceMethod_New(fn);
+		Py_DECREF(fn);
+		fn = m;
+	}
+	if (!fn && (flags & DUET_CB_BROKEN)) {
+		free(cb); // no destructor ran for it; Go gives the handle back
+		cb = NULL;
+	}
+	res->p = cb; // the native state, for duet_callback_free_native
+	rc = duet_finish(fn, out, exc);
+out:
+	duet_leave(st);
+	return rc;
+}
+
+void duet_callback_free_native(void *native) {
+	duet_cb *cb = native;
+	// Poison before freeing, as glibc's MALLOC_PERTURB_ would: a later call
+	// through the dangling PyMethodDef then jumps to garbage instead of
+	// finding a plausible function pointer.
+	memset(cb, 0xdb, cb->size);
+	free(cb);
+}
+
+static void handle_capsule_destructor(PyObject *cap) {
+	void *p = PyCapsule_GetPointer(cap, HANDLE_CAPSULE);
+	if (!p) {
+		PyErr_Clear();
+		return;
+	}
+	duetHandleRelease((uintptr_t)p);
+}
+
+static int impl_handle_capsule(uintptr_t handle, duet_res *res) {
+	duet_ref *out = &res->ref;
+	PyGILState_STATE st = duet_enter();
+	PyObject *cap = PyCapsule_New((void *)handle, HANDLE_CAPSULE, handle_capsule_destructor);
+	int rc = DUET_ERR;
+	if (cap) {
+		*out = duet_new_ref(cap);
+		if (out->s) rc = DUET_OK;
+	}
+	PyErr_Clear();
+	duet_leave(st);
+	return rc;
+}
+
+uintptr_t duet_capsule_handle(duet_ref r) {
+	PyGILState_STATE st = duet_enter();
+	PyObject *o = duet_deref(r);
+	uintptr_t h = 0;
+	if (o && PyCapsule_IsValid(o, HANDLE_CAPSULE)) h = (uintptr_t)PyCapsule_GetPointer(o, HANDLE_CAPSULE);
+	duet_leave(st);
+	return h;
+}
+
+// duet_raise_owned raises the exception exc designates and releases exc's
+// slot (its reference) in the same crossing: nothing else runs between the
+// two, so no release can run Python code with the exception pending.
+int duet_raise_owned(duet_ref exc) {
+	PyGILState_STATE st = duet_enter();
+	PyObject *e = duet_deref(exc);
+	int rc = DUET_CLOSED;
+	if (e) {
+		PyErr_SetObject((PyObject *)Py_TYPE(e), e);
+		duet_slot_put(exc.s);
+		Py_DECREF(e); // PyErr_SetObject holds its own reference: e lives on
+		rc = DUET_OK;
+	}
+	duet_leave(st);
+	return rc;
+}
+
+void duet_raise_msg(int kind, const char *msg, int64_t len) {
+	PyGILState_STATE st = duet_enter();
+	PyObject *type = kind == 0 ? PyExc_TypeError : kind == 1 ? PyExc_RuntimeError : PyExc_SystemError;
+	PyObject *m = PyUnicode_DecodeUTF8(msg, len, "replace");
+	if (m) {
+		PyErr_SetObject(type, m);
+		Py_DECREF(m);
+	}
+	duet_leave(st);
+}
+
+DUET_ENTRY(callback_new,
+           (uintptr_t handle, const char *name, int64_t nlen, const char *doc, int64_t dlen, const char *module,
+            int64_t mlen, int flags),
+           (handle, name, nlen, doc, dlen, module, mlen, flags, ))
+DUET_ENTRY(handle_capsule, (uintptr_t handle), (handle, ))

@@ -1,0 +1,99 @@
+// duet_impl.h: what the C files of duet's raw layer share among themselves
+// (never seen by Go). The ownership rules are in duet.h; this header adds
+// the attach discipline every entry point follows.
+#ifndef DUET_IMPL_H
+#define DUET_IMPL_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+#include "duet.h"
+
+struct duet_slot {
+	PyObject *ob;    // owned or borrowed (see duet.h); NULL while free
+	uint64_t gen;    // bumped on every release
+	duet_slot *next; // free list link
+};
+
+static const duet_ref duet_no_ref = {NULL, 0};
+
+// ---- attaching ------------------------------------------------------------
+//
+// duet_depth counts, per OS thread, how many duet scopes hold the GIL on it:
+// entry points, Do scopes and Go callbacks that Python is running. It is
+// duet's own answer to "does this thread hold the GIL", because
+// PyGILState_Check answers 1 on every thread as soon as a sub-interpreter
+// exists (CPython 3.11), and releasing a GIL one does not hold is fatal.
+// duet_save_thread zeroes it while detached and duet_restore_thread puts
+// it back.
+extern __thread int duet_depth;
+// A thread keeps the Python thread state it gets on its first attach for as
+// long as it lives: PyGILState_Ensure would otherwise create and destroy one
+// on every call (about 8 us each, and it breaks extensions that cache thread
+// states). Pinning is one extra PyGILState_Ensure that is never released.
+extern __thread int duet_pinned;
+extern int duet_initialized;
+
+static inline PyGILState_STATE duet_enter(void) {
+	PyGILState_STATE st = PyGILState_Ensure();
+	if (!duet_pinned) {
+		duet_pinned = 1;
+		(void)PyGILState_Ensure(); // never released: pins this thread's state
+	}
+	duet_depth++;
+	return st;
+}
+
+static inline void duet_leave(PyGILState_STATE st) {
+	duet_depth--;
+	PyGILState_Release(st);
+}
+
+// ---- slots ----------------------------------------------------------------
+
+duet_slot *duet_slot_get(void);
+void duet_slot_put(duet_slot *s);
+
+// duet_deref returns the object a ref designates (borrowed), or NULL when stale.
+static inline PyObject *duet_deref(duet_ref r) { return r.s && r.s->gen == r.gen ? r.s->ob : NULL; }
+
+// duet_new_ref stores an owned reference in a fresh slot; on failure it
+// drops the reference and returns an empty ref with MemoryError set.
+duet_ref duet_new_ref(PyObject *owned);
+
+// duet_fail takes the raised exception into *exc (as a new owned ref) and
+// returns DUET_ERR. duet_finish turns a result (a new reference, or NULL
+// with an exception set) into a status and *out (or *exc). GIL held.
+int duet_fail(duet_ref *exc);
+int duet_finish(PyObject *res, duet_ref *out, duet_ref *exc);
+
+// ---- values (values.c) ------------------------------------------------------
+
+// A closed slot met while decoding arguments is reported as DUET_CLOSED, not
+// as a Python exception, so that Go can return its ErrClosed sentinel.
+extern __thread int duet_closed_hit;
+PyObject *duet_decode(const duet_val *v, int64_t nv, int64_t *pos, const char *arena, int depth);
+// duet_decode_one decodes the value at *pos (a new reference, or NULL);
+// duet_decode_fail reports its failure as DUET_CLOSED or DUET_ERR.
+PyObject *duet_decode_one(const duet_val *v, int64_t nv, int64_t *pos, const char *arena);
+int duet_decode_fail(duet_ref *exc);
+
+// UNPAREN strips one level of parentheses: the entry-point tables below pass
+// argument lists as "(a, b,)" so that the output argument can be appended.
+#define DUET_UNPAREN(...) __VA_ARGS__
+
+// DUET_ENTRY defines the exported duet_<name>, returning its outcome by value
+// (see duet.h), from impl_<name>(args..., duet_res *r): impl returns the
+// status and fills r->ref (the result, or the exception on DUET_ERR) and
+// whatever of n, p, n2, p2 it reports. By value, because a Go caller passing
+// pointers to its own variables would have cgo move them to the heap: one
+// allocation per output on every call.
+#define DUET_ENTRY(name, params, args)                 \
+	duet_res duet_##name params {                      \
+		duet_res r_ = {0};                             \
+		r_.status = impl_##name(DUET_UNPAREN args &r_); \
+		return r_;                                     \
+	}
+
+#endif

@@ -1,0 +1,481 @@
+// ops.c: the operations Go runs on Python objects. Each is one cgo crossing
+// that attaches itself (duet_enter/duet_leave) and returns its outcome by
+// value (DUET_ENTRY, duet_impl.h).
+#include <string.h>
+
+#include "duet_impl.h"
+
+
+// TAKE holds a reference to r's object for the whole operation: Python code
+// run by the operation may release the GIL, and another thread may close r.
+#define TAKE(r, o)                     \
+	PyObject *o = duet_deref(r);            \
+	if (!o) {                          \
+		duet_leave(st);                     \
+		return DUET_CLOSED;            \
+	}                                  \
+	Py_INCREF(o)
+
+static int impl_import(const char *name, int64_t len, duet_res *res) {
+	duet_ref *out = &res->ref, *exc = &res->ref;
+	PyGILState_STATE st = duet_enter();
+	PyObject *n = PyUnicode_DecodeUTF8(name, len, "strict");
+	PyObject *m = n ? PyImport_Import(n) : NULL;
+	Py_XDECREF(n);
+	int rc = duet_finish(m, out, exc);
+	duet_leave(st);
+	return rc;
+}
+
+static PyObject *attr_name(const char *name, int64_t len) { return PyUnicode_DecodeUTF8(name, len, "strict"); }
+
+static int impl_getattr(duet_ref s, const char *name, int64_t len, duet_res *res) {
+	duet_ref *out = &res->ref, *exc = &res->ref;
+	PyGILState_STATE st = duet_enter();
+	TAKE(s, o);
+	PyObject *n = attr_name(name, len);
+	PyObject *r = n ? PyObject_GetAttr(o, n) : NULL;
+	Py_XDECREF(n);
+	Py_DECREF(o);
+	int rc = duet_finish(r, out, exc);
+	duet_leave(st);
+	return rc;
+}
+
+static int impl_setattr(duet_ref s, const char *name, int64_t len, const duet_val *v, int64_t nv, const char *arena, duet_res *res) {
+	duet_ref *exc = &res->ref;
+	PyGILState_STATE st = duet_enter();
+	TAKE(s, o);
+	int64_t pos = 0;
+	int rc = DUET_OK;
+	PyObject *val = duet_decode_one(v, nv, &pos, arena);
+	if (!val) {
+		rc = duet_decode_fail(exc);
+	} else {
+		PyObject *n = attr_name(name, len);
+		if (!n || PyObject_SetAttr(o, n, val) < 0) rc = duet_fail(exc);
+		Py_XDECREF(n);
+		Py_DECREF(val);
+	}
+	Py_DECREF(o);
+	duet_leave(st);
+	return rc;
+}
+
+static int impl_delattr(duet_ref s, const char *name, int64_t len, duet_res *res) {
+	duet_ref *exc = &res->ref;
+	PyGILState_STATE st = duet_enter();
+	TAKE(s, o);
+	int rc = DUET_OK;
+	PyObject *n = attr_name(name, len);
+	if (!n || PyObject_DelAttr(o, n) < 0) rc = duet_fail(exc);
+	Py_XDECREF(n);
+	Py_DECREF(o);
+	duet_leave(st);
+	return rc;
+}
+
+static int impl_hasattr(duet_ref s, const char *name, int64_t len, duet_res *res) {
+	duet_ref *exc = &res->ref;
+	PyGILState_STATE st = duet_enter();
+	TAKE(s, o);
+	int rc = DUET_OK;
+	PyObject *n = attr_name(name, len);
+	if (!n) {
+		rc = duet_fail(exc);
+	} else {
+		// Like hasattr(): only AttributeError means "no"; anything else is an error.
+		PyObject *r = PyObject_GetAttr(o, n);
+		if (r) {
+			res->n = 1;
+			Py_DECREF(r);
+		} else if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+			PyErr_Clear();
+			res->n = 0;
+		} else {
+			rc = duet_fail(exc);
+		}
+		Py_DECREF(n);
+	}
+	Py_DECREF(o);
+	duet_leave(st);
+	return rc;
+}
+
+// Arguments for a call are decoded into a small stack array when they fit.
+#define SMALL_ARGS 8
+
+static int impl_call(duet_ref s, const char *method, int64_t mlen, const duet_val *v, int64_t nv, const char *arena,
+              int64_t nargs, int64_t nkw, duet_res *res) {
+	duet_ref *out = &res->ref, *exc = &res->ref;
+	PyGILState_STATE st = duet_enter();
+	TAKE(s, o);
+	int rc;
+	int64_t total = nargs + nkw;
+	// One leading slot for the receiver of a method call (vectorcall convention).
+	PyObject *small[SMALL_ARGS + 1];
+	PyObject **argv = small;
+	PyObject *kwnames = NULL, *result = NULL, *name = NULL;
+	int64_t made = 0;
+	if (total + 1 > SMALL_ARGS + 1) {
+		argv = PyMem_Malloc((total + 1) * sizeof(PyObject *));
+		if (!argv) {
+			PyErr_NoMemory();
+			rc = duet_fail(exc);
+			goto done;
+		}
+	}
+	duet_closed_hit = 0;
+	int64_t pos = 0;
+	for (; made < nargs; made++) {
+		argv[1 + made] = duet_decode(v, nv, &pos, arena, 0);
+		if (!argv[1 + made]) {
+			rc = duet_decode_fail(exc);
+			goto done;
+		}
+	}
+	if (nkw) {
+		kwnames = PyTuple_New(nkw);
+		if (!kwnames) {
+			rc = duet_fail(exc);
+			goto done;
+		}
+		for (int64_t j = 0; j < nkw; j++) {
+			PyObject *k = duet_decode(v, nv, &pos, arena, 0);
+			if (!k) {
+				rc = duet_decode_fail(exc);
+				goto done;
+			}
+			PyTuple_SET_ITEM(kwnames, j, k);
+			argv[1 + made] = duet_decode(v, nv, &pos, arena, 0);
+			if (!argv[1 + made]) {
+				rc = duet_decode_fail(exc);
+				goto done;
+			}
+			made++;
+		}
+	}
+	if (method) {
+		name = PyUnicode_DecodeUTF8(method, mlen, "strict");
+		if (!name) {
+			rc = duet_fail(exc);
+			goto done;
+		}
+		argv[0] = o;
+		result = PyObject_VectorcallMethod(name, argv, (1 + nargs) | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
+	} else {
+		result = PyObject_Vectorcall(o, argv + 1, nargs | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
+	}
+	rc = duet_finish(result, out, exc);
+done:
+	for (int64_t j = 0; j < made; j++) Py_DECREF(argv[1 + j]);
+	if (argv != small) PyMem_Free(argv);
+	Py_XDECREF(kwnames);
+	Py_XDECREF(name);
+	Py_DECREF(o);
+	duet_leave(st);
+	return rc;
+}
+
+static int impl_getitem(duet_ref s, const duet_val *v, int64_t nv, const char *arena, duet_res *res) {
+	duet_ref *out = &res->ref, *exc = &res->ref;
+	PyGILState_STATE st = duet_enter();
+	TAKE(s, o);
+	int64_t pos = 0;
+	int rc;
+	PyObject *k = duet_decode_one(v, nv, &pos, arena);
+	if (!k) {
+		rc = duet_decode_fail(exc);
+	} else {
+		rc = duet_finish(PyObject_GetItem(o, k), out, exc);
+		Py_DECREF(k);
+	}
+	Py_DECREF(o);
+	duet_leave(st);
+	return rc;
+}
+
+static int impl_setitem(duet_ref s, const duet_val *v, int64_t nv, const char *arena, duet_res *res) {
+	duet_ref *exc = &res->ref;
+	PyGILState_STATE st = duet_enter();
+	TAKE(s, o);
+	int64_t pos = 0;
+	int rc = DUET_OK;
+	PyObject *k = duet_decode_one(v, nv, &pos, arena);
+	PyObject *val = k ? duet_decode(v, nv, &pos, arena, 0) : NULL;
+	if (!k || !val) {
+		rc = duet_decode_fail(exc);
+	} else if (PyObject_SetItem(o, k, val) < 0) {
+		rc = duet_fail(exc);
+	}
+	Py_XDECREF(k);
+	Py_XDECREF(val);
+	Py_DECREF(o);
+	duet_leave(st);
+	return rc;
+}
+
+static int impl_delitem(duet_ref s, const duet_val *v, int64_t nv, const char *arena, duet_res *res) {
+	duet_ref *exc = &res->ref;
+	PyGILState_STATE st = duet_enter();
+	TAKE(s, o);
+	int64_t pos = 0;
+	int rc = DUET_OK;
+	PyObject *k = duet_decode_one(v, nv, &pos, arena);
+	if (!k) {
+		rc = duet_decode_fail(exc);
+	} else {
+		if (PyObject_DelItem(o, k) < 0) rc = duet_fail(exc);
+		Py_DECREF(k);
+	}
+	Py_DECREF(o);
+	duet_leave(st);
+	return rc;
+}
+
+static int impl_len(duet_ref s, duet_res *res) {
+	duet_ref *exc = &res->ref;
+	PyGILState_STATE st = duet_enter();
+	TAKE(s, o);
+	int rc = DUET_OK;
+	Py_ssize_t l = PyObject_Length(o);
+	if (l < 0)
+		rc = duet_fail(exc);
+	else
+		res->n = l;
+	Py_DECREF(o);
+	duet_leave(st);
+	return rc;
+}
+
+// Text results get their own per-thread buffer, so that str() and type
+// names never overwrite a duet_to_vals encoding the caller is still reading.
+static __thread char *textbuf;
+static __thread int64_t textcap;
+
+static int text_copy(const char *s, int64_t l, duet_res *res) {
+	if (l + 1 > textcap || (textcap > (1 << 20) && l < 4096)) {
+		char *nb = realloc(textbuf, l + 1 > 256 ? l + 1 : 256);
+		if (!nb) {
+			PyErr_NoMemory();
+			return -1;
+		}
+		textbuf = nb;
+		textcap = l + 1 > 256 ? l + 1 : 256;
+	}
+	memcpy(textbuf, s, l);
+	textbuf[l] = 0;
+	res->p = textbuf;
+	res->n = l;
+	return 0;
+}
+
+static int text_out(PyObject *u, duet_res *res) {
+	Py_ssize_t l;
+	const char *s = PyUnicode_AsUTF8AndSize(u, &l);
+	if (!s) return -1;
+	return text_copy(s, l, res);
+}
+
+static int impl_str(duet_ref s, int repr, duet_res *res) {
+	duet_ref *exc = &res->ref;
+	PyGILState_STATE st = duet_enter();
+	TAKE(s, o);
+	int rc = DUET_OK;
+	PyObject *u = repr ? PyObject_Repr(o) : PyObject_Str(o);
+	if (!u || text_out(u, res) < 0) rc = duet_fail(exc);
+	Py_XDECREF(u);
+	Py_DECREF(o);
+	duet_leave(st);
+	return rc;
+}
+
+static int impl_typename(duet_ref s, duet_res *res) {
+	PyGILState_STATE st = duet_enter();
+	TAKE(s, o);
+	const char *n = Py_TYPE(o)->tp_name;
+	int rc = DUET_OK;
+	if (text_copy(n, strlen(n), res) < 0) {
+		PyErr_Clear();
+		rc = DUET_ERR;
+	}
+	Py_DECREF(o);
+	duet_leave(st);
+	return rc;
+}
+
+static int impl_truth(duet_ref s, duet_res *res) {
+	duet_ref *exc = &res->ref;
+	PyGILState_STATE st = duet_enter();
+	TAKE(s, o);
+	int rc = DUET_OK;
+	int t = PyObject_IsTrue(o);
+	if (t < 0)
+		rc = duet_fail(exc);
+	else
+		res->n = t;
+	Py_DECREF(o);
+	duet_leave(st);
+	return rc;
+}
+
+static int impl_is(duet_ref a, duet_ref b, duet_res *res) {
+	PyGILState_STATE st = duet_enter();
+	int rc = DUET_OK;
+	if (!duet_deref(a) || !duet_deref(b))
+		rc = DUET_CLOSED;
+	else
+		res->n = duet_deref(a) == duet_deref(b);
+	duet_leave(st);
+	return rc;
+}
+
+static int impl_isinstance(duet_ref s, duet_ref cls, duet_res *res) {
+	duet_ref *exc = &res->ref;
+	PyGILState_STATE st = duet_enter();
+	if (!duet_deref(s) || !duet_deref(cls)) {
+		duet_leave(st);
+		return DUET_CLOSED;
+	}
+	PyObject *o = Py_NewRef(duet_deref(s)), *c = Py_NewRef(duet_deref(cls));
+	int rc = DUET_OK;
+	int t = PyObject_IsInstance(o, c);
+	if (t < 0)
+		rc = duet_fail(exc);
+	else
+		res->n = t;
+	Py_DECREF(o);
+	Py_DECREF(c);
+	duet_leave(st);
+	return rc;
+}
+
+static int impl_iter(duet_ref s, duet_res *res) {
+	duet_ref *out = &res->ref, *exc = &res->ref;
+	PyGILState_STATE st = duet_enter();
+	TAKE(s, o);
+	int rc = duet_finish(PyObject_GetIter(o), out, exc);
+	Py_DECREF(o);
+	duet_leave(st);
+	return rc;
+}
+
+static int impl_next(duet_ref it, duet_res *res) {
+	duet_ref *out = &res->ref, *exc = &res->ref;
+	PyGILState_STATE st = duet_enter();
+	TAKE(it, o);
+	int rc;
+	if (!PyIter_Check(o)) {
+		PyErr_Format(PyExc_TypeError, "'%.200s' object is not an iterator", Py_TYPE(o)->tp_name);
+		rc = duet_fail(exc);
+	} else {
+		PyObject *r = PyIter_Next(o);
+		if (!r && !PyErr_Occurred()) {
+			rc = DUET_END;
+		} else if (r == Py_None) {
+			// None is a real item here, not the end: hand it out as a ref.
+			*out = duet_new_ref(r);
+			rc = out->s ? DUET_OK : duet_fail(exc);
+		} else {
+			rc = duet_finish(r, out, exc);
+		}
+	}
+	Py_DECREF(o);
+	duet_leave(st);
+	return rc;
+}
+
+static int impl_run(const char *src, int64_t len, const char *filename, int mode, duet_ref globals, duet_res *res) {
+	duet_ref *out = &res->ref, *exc = &res->ref;
+	PyGILState_STATE st = duet_enter();
+	TAKE(globals, g);
+	int rc;
+	if (!PyDict_Check(g)) {
+		PyErr_SetString(PyExc_TypeError, "globals must be a dict");
+		rc = duet_fail(exc);
+	} else {
+		// Compile from a NUL-terminated copy: source text may contain NUL
+		// bytes, which the compiler rejects with a clear error instead of
+		// silently stopping there.
+		char *text = PyMem_Malloc(len + 1);
+		if (!text) {
+			PyErr_NoMemory();
+			rc = duet_fail(exc);
+		} else {
+			memcpy(text, src, len);
+			text[len] = 0;
+			PyObject *code = NULL;
+			if (memchr(src, 0, len)) {
+				PyErr_SetString(PyExc_ValueError, "source code contains a NUL byte");
+			} else {
+				code = Py_CompileString(text, filename, mode == 0 ? Py_file_input : Py_eval_input);
+			}
+			PyMem_Free(text);
+			PyObject *r = code ? PyEval_EvalCode(code, g, g) : NULL;
+			Py_XDECREF(code);
+			rc = duet_finish(r, out, exc);
+		}
+	}
+	Py_DECREF(g);
+	duet_leave(st);
+	return rc;
+}
+
+static int impl_new_globals(duet_res *res) {
+	duet_ref *out = &res->ref;
+	PyGILState_STATE st = duet_enter();
+	PyObject *d = PyDict_New();
+	int rc = DUET_OK;
+	if (!d || PyDict_SetItemString(d, "__builtins__", PyEval_GetBuiltins()) < 0) {
+		Py_XDECREF(d);
+		PyErr_Clear();
+		rc = DUET_ERR;
+	} else {
+		*out = duet_new_ref(d);
+		if (!out->s) {
+			PyErr_Clear();
+			rc = DUET_ERR;
+		}
+	}
+	duet_leave(st);
+	return rc;
+}
+
+static int impl_none(duet_res *res) {
+	duet_ref *out = &res->ref;
+	PyGILState_STATE st = duet_enter();
+	*out = duet_new_ref(Py_NewRef(Py_None));
+	int rc = out->s ? DUET_OK : DUET_ERR;
+	PyErr_Clear();
+	duet_leave(st);
+	return rc;
+}
+
+
+// ---- the exported entry points -------------------------------------------------
+
+DUET_ENTRY(import, (const char *name, int64_t len), (name, len, ))
+DUET_ENTRY(getattr, (duet_ref r, const char *name, int64_t len), (r, name, len, ))
+DUET_ENTRY(setattr, (duet_ref r, const char *name, int64_t len, const duet_val *v, int64_t nv, const char *arena),
+           (r, name, len, v, nv, arena, ))
+DUET_ENTRY(delattr, (duet_ref r, const char *name, int64_t len), (r, name, len, ))
+DUET_ENTRY(hasattr, (duet_ref r, const char *name, int64_t len), (r, name, len, ))
+DUET_ENTRY(call,
+           (duet_ref r, const char *method, int64_t mlen, const duet_val *v, int64_t nv, const char *arena,
+            int64_t nargs, int64_t nkw),
+           (r, method, mlen, v, nv, arena, nargs, nkw, ))
+DUET_ENTRY(getitem, (duet_ref r, const duet_val *v, int64_t nv, const char *arena), (r, v, nv, arena, ))
+DUET_ENTRY(setitem, (duet_ref r, const duet_val *v, int64_t nv, const char *arena), (r, v, nv, arena, ))
+DUET_ENTRY(delitem, (duet_ref r, const duet_val *v, int64_t nv, const char *arena), (r, v, nv, arena, ))
+DUET_ENTRY(len, (duet_ref r), (r, ))
+DUET_ENTRY(str, (duet_ref r, int repr), (r, repr, ))
+DUET_ENTRY(typename, (duet_ref r), (r, ))
+DUET_ENTRY(truth, (duet_ref r), (r, ))
+DUET_ENTRY(is, (duet_ref a, duet_ref b), (a, b, ))
+DUET_ENTRY(isinstance, (duet_ref r, duet_ref cls), (r, cls, ))
+DUET_ENTRY(iter, (duet_ref r), (r, ))
+DUET_ENTRY(next, (duet_ref it), (it, ))
+DUET_ENTRY(run, (const char *src, int64_t len, const char *filename, int mode, duet_ref globals),
+           (src, len, filename, mode, globals, ))
+DUET_ENTRY(new_globals, (void), ())
+DUET_ENTRY(none, (void), ())

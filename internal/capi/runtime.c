@@ -1,0 +1,100 @@
+// runtime.c: the interpreter's life (start, finalisation), attaching threads
+// to it, and which thread is which.
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "duet_impl.h"
+
+__thread int duet_depth;
+__thread int duet_pinned;
+int duet_initialized;
+
+int duet_init(const char *argv0, char **errmsg) {
+	if (Py_IsInitialized()) {
+		*errmsg = strdup("Python was already initialised by someone else in this process");
+		return -1;
+	}
+	PyConfig config;
+	// Py_InitializeEx(0), but through PyConfig so that a failure comes back
+	// as a status instead of Py_FatalError aborting the process. Signal
+	// handlers stay off: Go owns signals and needs SA_ONSTACK on each one.
+	PyConfig_InitPythonConfig(&config);
+	config.install_signal_handlers = 0;
+	config.parse_argv = 0;
+	char *argv[1] = {(char *)argv0};
+	PyStatus status = PyConfig_SetBytesArgv(&config, 1, argv);
+	if (!PyStatus_Exception(status)) status = Py_InitializeFromConfig(&config);
+	PyConfig_Clear(&config);
+	if (PyStatus_Exception(status)) {
+		const char *m = status.err_msg ? status.err_msg : "unknown error";
+		const char *f = status.func ? status.func : "Py_InitializeFromConfig";
+		size_t n = strlen(m) + strlen(f) + 4;
+		*errmsg = malloc(n);
+		if (*errmsg) snprintf(*errmsg, n, "%s: %s", f, m);
+		// Nothing holds the GIL after a failed initialisation.
+		return -1;
+	}
+	duet_pinned = 1;
+	(void)PyGILState_Ensure(); // pins the main thread state like any other thread's
+
+	// threading must learn its main thread on the thread that initialised.
+	PyObject *th = PyImport_ImportModule("threading");
+	if (!th) {
+		PyErr_Print();
+	}
+	Py_XDECREF(th);
+	duet_initialized = 1;
+	// Release the GIL at once: a thread that keeps it after init deadlocks
+	// every other thread.
+	(void)PyEval_SaveThread();
+	return 0;
+}
+
+void duet_finalize(void) {
+	(void)PyGILState_Ensure();
+	duet_depth++; // Go code run by atexit functions and __del__ is attached
+	Py_FinalizeEx();
+	duet_initialized = 0;
+	duet_depth = 0;
+	// The interpreter is gone; every thread state with it.
+}
+
+int duet_attached(void) { return duet_initialized && duet_depth > 0; }
+
+int duet_attach(void) { return (int)duet_enter(); }
+void duet_detach(int state) { duet_leave((PyGILState_STATE)state); }
+
+// Detaching hands the depth to the caller (restored by duet_restore_thread):
+// while detached this thread holds nothing.
+void *duet_save_thread(int *depth) {
+	*depth = duet_depth;
+	duet_depth = 0;
+	return PyEval_SaveThread();
+}
+
+void duet_restore_thread(void *ts, int depth) {
+	PyEval_RestoreThread((PyThreadState *)ts);
+	duet_depth = depth;
+}
+
+// ---- which thread is which ------------------------------------------------------
+
+// The UI thread (the one running the GLib loop) is marked by the event loop.
+// While the loop runs, references are released there only: dropping the
+// last reference to a GTK object's wrapper finalises the widget, and GTK
+// must only be touched from its own thread.
+static __thread int on_ui_thread;
+
+void duet_mark_ui_thread(int on) { on_ui_thread = on; }
+int duet_on_ui_thread(void) { return on_ui_thread; }
+
+// The main thread is the process's first thread (its thread id is the
+// process id on Linux). Cached per thread: a thread's id never changes.
+static __thread int is_main = -1;
+
+int duet_is_main_thread(void) {
+	if (is_main < 0) is_main = syscall(SYS_gettid) == getpid();
+	return is_main;
+}

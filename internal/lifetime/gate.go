@@ -1,0 +1,227 @@
+package lifetime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/duet-gtk/duet/internal/capi"
+)
+
+// Phase is where the interpreter is in its life (rule 1).
+type Phase int32
+
+// Phases, in order.
+const (
+	New        Phase = iota // not started
+	Ready                   // running and open
+	Closing                 // Finalize waits for the calls in flight
+	Finalizing              // Py_FinalizeEx runs; nothing comes back from here
+	Finalized               // gone
+	Failed                  // start-up failed
+)
+
+func (p Phase) String() string {
+	switch p {
+	case New:
+		return "new"
+	case Ready:
+		return "ready"
+	case Closing:
+		return "closing"
+	case Finalizing:
+		return "finalizing"
+	case Finalized:
+		return "finalized"
+	case Failed:
+		return "failed"
+	}
+	return fmt.Sprintf("Phase(%d)", int32(p))
+}
+
+// Errors of the gate; pygi exports them under the same names.
+var (
+	ErrFinalized   = errors.New("pygi: Python is finalized")
+	ErrLoopRunning = errors.New("pygi: Finalize while the event loop runs: quit the loop first; app.Run and looptest.Main finalise after their loop returns")
+	ErrInsideCall  = errors.New("pygi: Finalize called from inside a Python call or Do scope")
+)
+
+// gate is the interpreter's phase and the number of entries in flight, in
+// one word (rule 2): the phase in the top byte, the count below.
+var gate struct {
+	state   atomic.Int64
+	changed atomic.Pointer[chan struct{}] // closed when a Closing phase ends
+
+	mu      sync.Mutex // serialises Start and Finalize
+	starter func() error
+	initErr error
+}
+
+const phaseShift = 56
+
+func phaseOf(s int64) Phase { return Phase(s >> phaseShift) }
+func countOf(s int64) int64 { return s & (1<<phaseShift - 1) }
+
+// Current returns the phase now.
+func Current() Phase { return phaseOf(gate.state.Load()) }
+
+// InFlight returns the number of entries in flight.
+func InFlight() int64 { return countOf(gate.state.Load()) }
+
+// move changes the phase from one value to another, keeping the count;
+// false when the phase was not from.
+func move(from, to Phase) bool {
+	for {
+		s := gate.state.Load()
+		if phaseOf(s) != from {
+			return false
+		}
+		if gate.state.CompareAndSwap(s, s+int64(to-from)<<phaseShift) {
+			return true
+		}
+	}
+}
+
+// SetStarter registers the function that starts the interpreter (pygi's).
+// It runs under the gate's lock, at most once successfully.
+func SetStarter(start func() error) { gate.starter = start }
+
+// Start starts the interpreter unless it runs already; concurrent callers
+// wait for the one start.
+func Start() error {
+	switch Current() {
+	case Ready:
+		return nil
+	case Closing, Finalizing, Finalized:
+		return ErrFinalized
+	}
+	gate.mu.Lock()
+	defer gate.mu.Unlock()
+	switch Current() {
+	case Ready:
+		return nil
+	case Closing, Finalizing, Finalized:
+		return ErrFinalized
+	case Failed:
+		return gate.initErr
+	}
+	if err := gate.starter(); err != nil {
+		gate.initErr = err
+		move(New, Failed)
+		return err
+	}
+	move(New, Ready)
+	return nil
+}
+
+// Enter opens an entry into Python (rules 2 and 3): it starts Python on
+// first use, waits while Finalize is deciding, refuses entries once Python
+// is being finalised, and drains released references when no loop runs.
+// Every nil return must be paired with Exit.
+func Enter() error {
+	s := gate.state.Add(1)
+	if phaseOf(s) != Ready {
+		if err := enterSlow(s); err != nil {
+			return err
+		}
+	}
+	// While the loop runs, it drains the queue itself, on the UI thread.
+	if releases.dirty.Load() && !ui.confined.Load() {
+		drain()
+	}
+	return nil
+}
+
+// Exit closes an entry.
+func Exit() { gate.state.Add(-1) }
+
+// enterSlow handles an entry that found the phase other than Ready; the
+// caller's increment is already in s.
+func enterSlow(s int64) error {
+	for {
+		switch phaseOf(s) {
+		case Ready:
+			return nil
+		case Closing:
+			if capi.Attached() {
+				return nil // nested in something in flight (rule 3)
+			}
+			gate.state.Add(-1)
+			waitChange()
+		case Finalizing:
+			if capi.Attached() {
+				return nil
+			}
+			gate.state.Add(-1)
+			return ErrFinalized
+		case Finalized:
+			gate.state.Add(-1)
+			return ErrFinalized
+		case New, Failed:
+			gate.state.Add(-1)
+			if err := Start(); err != nil {
+				return err
+			}
+		}
+		s = gate.state.Add(1)
+	}
+}
+
+// waitChange waits until the current Closing phase ends (or returns at once
+// when it has ended already).
+func waitChange() {
+	ch := gate.changed.Load()
+	if ch != nil && Current() == Closing {
+		<-*ch
+	}
+}
+
+// Finalize runs the interpreter's end (rules 2, 3 and 7): Ready to Closing;
+// waits until nothing is in flight and moves to Finalizing in the same
+// atomic step; then run(finish) runs finish (release queue, Py_FinalizeEx)
+// on the thread the caller chose and the phase becomes Finalized. When ctx
+// ends first, the phase goes back to Ready and ctx's error is returned,
+// with the number of calls still in flight. Never started: Finalized at
+// once.
+func Finalize(ctx context.Context, run func(finish func()) error) error {
+	gate.mu.Lock()
+	defer gate.mu.Unlock()
+	switch Current() {
+	case New, Failed:
+		move(New, Finalized)
+		move(Failed, Finalized)
+		return nil
+	case Finalized:
+		return nil
+	}
+	ch := make(chan struct{})
+	gate.changed.Store(&ch)
+	if !move(Ready, Closing) {
+		return fmt.Errorf("pygi: Finalize in phase %v", Current())
+	}
+	endClosing := func() { close(ch) }
+	for backoff := time.Microsecond; !gate.state.CompareAndSwap(int64(Closing)<<phaseShift, int64(Finalizing)<<phaseShift); {
+		select {
+		case <-ctx.Done():
+			n := InFlight()
+			move(Closing, Ready)
+			endClosing()
+			return fmt.Errorf("pygi: Finalize gave up waiting for %d calls in flight: %w", n, ctx.Err())
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 10*time.Millisecond)
+	}
+	endClosing()
+	err := run(func() {
+		drain() // nothing unattached is in flight: Finalize waited for it
+		capi.Finalize()
+	})
+	if err != nil {
+		return err // run could not reach the thread; cannot happen once checked by the caller
+	}
+	move(Finalizing, Finalized)
+	return nil
+}

@@ -1,0 +1,90 @@
+package lifetime
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/duet-gtk/duet/internal/capi"
+)
+
+// ErrNotMain is returned by every function GTK allows only on the UI thread
+// when it is called from elsewhere (rule 6); eventloop exports it.
+var ErrNotMain = errors.New("duet: must be called on the UI (main) thread, not from a goroutine: use eventloop.Invoke or InvokeWait")
+
+// IsMain reports whether the caller runs on the process's main OS thread,
+// the UI thread. Only meaningful for a goroutine locked to its thread (main
+// is; so is everything the loop runs).
+func IsMain() bool { return capi.IsMainThread() }
+
+// RequireMain returns nil on the UI thread and an error wrapping ErrNotMain
+// naming what elsewhere.
+func RequireMain(what string) error {
+	if capi.IsMainThread() {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", what, ErrNotMain)
+}
+
+// ui is what the running loop registered.
+var ui struct {
+	confined atomic.Bool                        // the loop runs: releases and collections on the UI thread
+	exec     atomic.Pointer[func(func()) error] // runs a function on the UI thread and waits
+	onDirty  atomic.Pointer[func()]             // schedules a drain on the loop
+}
+
+// LoopStarted is called by the event loop, on the UI thread, when it starts
+// running: exec runs a function on the loop and waits for it (an error when
+// it cannot); onDirty schedules a drain of the release queue on the loop.
+func LoopStarted(exec func(func()) error, onDirty func()) {
+	capi.MarkUIThread(true)
+	ui.exec.Store(&exec)
+	ui.onDirty.Store(&onDirty)
+	ui.confined.Store(true)
+}
+
+// LoopStopped undoes LoopStarted, on the UI thread, once the loop has
+// returned.
+func LoopStopped() {
+	ui.confined.Store(false)
+	ui.onDirty.Store(nil)
+	ui.exec.Store(nil)
+}
+
+// LoopRunning reports whether the event loop runs.
+func LoopRunning() bool { return ui.confined.Load() }
+
+// OnUI runs fn on the UI thread and returns its error: here when this is
+// the UI thread or no loop runs (then there is no confinement to keep),
+// otherwise through the loop. fn must not wait for the caller.
+func OnUI(fn func() error) error {
+	if !ui.confined.Load() || capi.OnUIThread() {
+		return fn()
+	}
+	exec := ui.exec.Load()
+	if exec == nil {
+		return fn() // the loop stopped in between
+	}
+	var err error
+	if xerr := (*exec)(func() { err = fn() }); xerr != nil {
+		return xerr
+	}
+	return err
+}
+
+// ---- error causes ---------------------------------------------------------------
+
+var errorCause atomic.Pointer[func(capi.Ref) error]
+
+// SetErrorCause registers the function that finds the Go error a Python
+// exception carries (package callbacks raises such exceptions). It runs
+// inside an entry, with exc borrowed.
+func SetErrorCause(f func(exc capi.Ref) error) { errorCause.Store(&f) }
+
+// ErrorCause returns the Go error exc carries, or nil.
+func ErrorCause(exc capi.Ref) error {
+	if f := errorCause.Load(); f != nil {
+		return (*f)(exc)
+	}
+	return nil
+}
