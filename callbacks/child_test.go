@@ -69,6 +69,26 @@ func heldThenCalled(o callbacks.Ownership) error {
 var scenarios = map[string]func() error{
 	"capsule": func() error { return heldThenCalled(callbacks.PythonOwned) },
 	"broken":  func() error { return heldThenCalled(callbacks.GoOwnedBroken) },
+	// runtime.Goexit inside a callback that Python called from a goroutine:
+	// the process must end with a message, not hang with the GIL held.
+	"goexit": func() error {
+		cb, err := callbacks.New(func() { runtime.Goexit() }, callbacks.Name("leaves_early"))
+		if err != nil {
+			return err
+		}
+		done := make(chan error)
+		go func() {
+			r, err := cb.Call()
+			r.Close()
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			return fmt.Errorf("the call returned (%v) after runtime.Goexit", err)
+		case <-time.After(20 * time.Second):
+			return errors.New("hung after runtime.Goexit in a callback")
+		}
+	},
 }
 
 func childMain(name string) int {
@@ -107,6 +127,18 @@ func TestOwnershipInChildProcess(t *testing.T) {
 		assert.Contains(t, out, "FreedByGoGC:50", "Go's GC freed every callback Python still held")
 		t.Logf("broken mode: exit %d, %s", ee.ExitCode(), firstLine(errOut))
 	})
+}
+
+func TestGoexitInACallbackEndsTheProcess(t *testing.T) {
+	start := time.Now()
+	_, errOut, err := runChild(t, "goexit")
+	var ee *exec.ExitError
+	require.True(t, errors.As(err, &ee), "want a failing exit, got %v\nstderr:\n%s", err, errOut)
+	assert.Equal(t, 2, ee.ExitCode(), "stderr:\n%s", errOut)
+	assert.Contains(t, errOut, "runtime.Goexit")
+	assert.Contains(t, errOut, "inside Go callback leaves_early", "the message names the callback")
+	assert.NotContains(t, errOut, "hung")
+	assert.Less(t, time.Since(start), 15*time.Second)
 }
 
 func firstLine(s string) string {

@@ -46,6 +46,14 @@ func childMain(name string) int {
 		}
 		return 0
 	}
+	if fn, ok := lifetimeChildren[name]; ok {
+		if err := fn(); err != nil {
+			fmt.Fprintln(os.Stderr, "FAIL:", err)
+			return 1
+		}
+		fmt.Println("ok")
+		return 0
+	}
 	return 2
 }
 

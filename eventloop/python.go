@@ -137,6 +137,7 @@ func installExceptionHooks() error {
 // is reported, with the thread's name, through OnPythonException as a
 // duet_gc.OffThreadCollection warning, once per thread and kind per run.
 const gcSource = `
+__name__ = "duet_gc"
 import gc, sys, threading
 
 class OffThreadCollection(RuntimeWarning):

@@ -87,6 +87,9 @@ func ToGo(o *pygi.Object) (*coreglib.Object, error) {
 // Python values to Go values; Cast gives gotk4's view of a GObject.)
 func Cast[T any](o *pygi.Object) (T, error) {
 	var zero T
+	if err := eventloop.RequireMain("widgets.Cast"); err != nil {
+		return zero, err
+	}
 	obj, err := ToGo(o)
 	if err != nil {
 		return zero, err
@@ -126,6 +129,9 @@ func ToPython(obj coreglib.Objector) (*pygi.Object, error) {
 // without giving them a gotk4 wrapper: Call(box, "append", chart.Object).
 // UI thread only.
 func Call(obj coreglib.Objector, method string, args ...any) (*pygi.Object, error) {
+	if err := eventloop.RequireMain("widgets.Call"); err != nil {
+		return nil, err
+	}
 	py, err := ToPython(obj)
 	if err != nil {
 		return nil, err

@@ -22,6 +22,9 @@ type Module struct {
 // LoadFile loads a Python source file as a module. Like every loader, UI
 // thread only: widget code may make widgets as it is imported.
 func LoadFile(file string) (*Module, error) {
+	if err := eventloop.RequireMain("widgets.LoadFile"); err != nil {
+		return nil, err
+	}
 	src, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
@@ -32,6 +35,9 @@ func LoadFile(file string) (*Module, error) {
 // LoadFS loads a Python source file from a file system, for example one
 // embedded in the Go binary with go:embed.
 func LoadFS(fsys fs.FS, file string) (*Module, error) {
+	if err := eventloop.RequireMain("widgets.LoadFS"); err != nil {
+		return nil, err
+	}
 	src, err := fs.ReadFile(fsys, file)
 	if err != nil {
 		return nil, err
@@ -41,6 +47,9 @@ func LoadFS(fsys fs.FS, file string) (*Module, error) {
 
 // LoadSource loads Python source text as a module called name.
 func LoadSource(name, src string) (*Module, error) {
+	if err := eventloop.RequireMain("widgets.LoadSource"); err != nil {
+		return nil, err
+	}
 	return load(name, src, "<"+name+">")
 }
 
@@ -56,11 +65,9 @@ func moduleName(file string) string {
 
 // load runs src as module name; the module goes into sys.modules so that
 // other Python code can import it. A Python exception (a syntax error too)
-// is returned as a *pygi.Error carrying the traceback.
+// is returned as a *pygi.Error carrying the traceback. UI thread (its
+// callers check).
 func load(name, src, filename string) (*Module, error) {
-	if err := eventloop.RequireMain("widgets: loading " + filename); err != nil {
-		return nil, err
-	}
 	if name == "" {
 		return nil, errors.New("widgets: empty module name")
 	}
@@ -106,6 +113,9 @@ func requireGtk() error { return pygi.RequireVersion("Gtk", "4.0") }
 // properties, for GObject classes). A Python exception in the constructor
 // is returned with its traceback.
 func (m *Module) New(class string, kw pygi.Kw) (*Widget, error) {
+	if err := eventloop.RequireMain("widgets.Module.New"); err != nil {
+		return nil, err
+	}
 	cls, err := m.Attr(class)
 	if err != nil {
 		return nil, fmt.Errorf("widgets: module %s has no class %s: %w", m.Name, class, err)

@@ -78,8 +78,11 @@ type point struct {
 }
 
 // NewLineChart makes a chart keeping the last capacity values per series.
-// UI thread only (Library checks).
+// UI thread only.
 func NewLineChart(title, unit string, capacity int) (*LineChart, error) {
+	if err := eventloop.RequireMain("widgets.NewLineChart"); err != nil {
+		return nil, err
+	}
 	lib, err := Library()
 	if err != nil {
 		return nil, err
@@ -124,9 +127,11 @@ type LogView struct {
 	lines batcher[[2]string]
 }
 
-// NewLogView makes a log keeping at most maxLines lines. UI thread only
-// (Library checks).
+// NewLogView makes a log keeping at most maxLines lines. UI thread only.
 func NewLogView(maxLines int) (*LogView, error) {
+	if err := eventloop.RequireMain("widgets.NewLogView"); err != nil {
+		return nil, err
+	}
 	lib, err := Library()
 	if err != nil {
 		return nil, err

@@ -16,7 +16,12 @@ import (
 	"github.com/duet-gtk/duet/widgets"
 )
 
-func TestMain(m *testing.M) { looptest.Main(m) }
+func TestMain(m *testing.M) {
+	if name := os.Getenv("WIDGETS_CHILD"); name != "" {
+		os.Exit(childMain(name))
+	}
+	looptest.Main(m)
+}
 
 //go:embed testdata/*.py
 var testdata embed.FS

@@ -128,8 +128,14 @@ func Attached() bool { return C.duet_attached() != 0 }
 func IsMainThread() bool { return C.duet_is_main_thread() != 0 }
 
 // PendingException reports whether a Python exception is set on the calling
-// thread (attaching for the check).
-func PendingException() bool { return C.duet_pending_exception() != 0 }
+// thread (attaching for the check), and clears it when clear is true.
+func PendingException(clear bool) bool {
+	c := C.int(0)
+	if clear {
+		c = 1
+	}
+	return C.duet_pending_exception(c) != 0
+}
 
 // Attach and Detach bracket a batch scope; the caller must keep its
 // goroutine on one OS thread in between.

@@ -105,8 +105,9 @@ int duet_on_ui_thread(void);
 int64_t duet_drain(const duet_ref *refs, int64_t n);
 duet_res duet_clone(duet_ref r);
 int64_t duet_refcount(duet_ref r); // -1 when stale
-// Whether an exception is pending on this thread (for tests of the rule above).
-int duet_pending_exception(void);
+// Whether an exception is pending on this thread, clearing it when clear is
+// set (for tests of the rule above).
+int duet_pending_exception(int clear);
 
 // Values (values.c).
 duet_res duet_from_vals(const duet_val *v, int64_t nv, const char *arena);

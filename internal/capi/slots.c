@@ -163,9 +163,10 @@ int64_t duet_refcount(duet_ref r) {
 	return n;
 }
 
-int duet_pending_exception(void) {
+int duet_pending_exception(int clear) {
 	PyGILState_STATE st = duet_enter();
 	int set = PyErr_Occurred() != NULL;
+	if (clear) PyErr_Clear();
 	duet_leave(st);
 	return set;
 }

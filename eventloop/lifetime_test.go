@@ -1,0 +1,206 @@
+package eventloop_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/duet-gtk/duet/callbacks"
+	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/eventloop/looptest"
+	"github.com/duet-gtk/duet/pygi"
+)
+
+// Children about who owns the interpreter's life and the UI thread; each
+// returns nil for "ok".
+var lifetimeChildren = map[string]func() error{
+	// Finalize while the loop runs is refused, from a goroutine and from
+	// the loop itself; the interpreter keeps working (a signal with a
+	// Python handler is emitted afterwards); after the loop it finalises.
+	"finalize-while-running": func() error {
+		g, err := pygi.NewGlobals()
+		if err != nil {
+			return err
+		}
+		if err := pygi.Exec("from gi.repository import Gio\nhits = []\n"+
+			"action = Gio.SimpleAction.new('a', None)\n"+
+			"action.connect('activate', lambda a, p: hits.append(1))\n", g); err != nil {
+			return err
+		}
+		errc := make(chan error, 1)
+		eventloop.Invoke(func() {
+			if err := pygi.Finalize(); !errors.Is(err, pygi.ErrLoopRunning) {
+				errc <- fmt.Errorf("Finalize on the loop: got %v, want ErrLoopRunning", err)
+				eventloop.Quit()
+				return
+			}
+			go func() {
+				defer eventloop.Quit()
+				if err := pygi.Finalize(); !errors.Is(err, pygi.ErrLoopRunning) {
+					errc <- fmt.Errorf("Finalize from a goroutine: got %v, want ErrLoopRunning", err)
+					return
+				}
+				errc <- eventloop.InvokeWait(context.Background(), func() error {
+					if err := pygi.Exec("action.activate(None)\nassert hits == [1], hits\n", g); err != nil {
+						return fmt.Errorf("after a refused Finalize: %w", err)
+					}
+					return nil
+				})
+			}()
+		})
+		if err := eventloop.Run(context.Background()); err != nil {
+			return err
+		}
+		if err := <-errc; err != nil {
+			return err
+		}
+		g.Close()
+		return pygi.Finalize()
+	},
+	// A Go handler that calls runtime.Goexit (t.FailNow, require.*) while
+	// GTK emits a signal on the loop: the process must end, saying why,
+	// instead of hanging with the GIL held.
+	"goexit-in-handler": func() error {
+		g, err := pygi.NewGlobals()
+		if err != nil {
+			return err
+		}
+		cb, err := callbacks.New(func(*pygi.Object, *pygi.Object) { runtime.Goexit() }, callbacks.Name("on_activate"))
+		if err != nil {
+			return err
+		}
+		if err := g.SetItem("handler", cb); err != nil {
+			return err
+		}
+		if err := pygi.Exec("from gi.repository import Gio\n"+
+			"action = Gio.SimpleAction.new('a', None)\naction.connect('activate', handler)\n", g); err != nil {
+			return err
+		}
+		eventloop.Invoke(func() {
+			if r, err := g.Item("action"); err == nil {
+				r.CallMethod("activate", nil)
+			}
+		})
+		eventloop.After(20*time.Second, eventloop.Quit)
+		eventloop.Run(context.Background())
+		return errors.New("still running after the handler called runtime.Goexit")
+	},
+}
+
+func runLifetimeChild(t *testing.T, name string) (string, string, int) {
+	t.Helper()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), "EVENTLOOP_CHILD="+name)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	require.NoError(t, ctx.Err(), "child %s hung; stderr:\n%s", name, errb.String())
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func TestFinalizeRefusedWhileTheLoopRuns(t *testing.T) {
+	out, errOut, code := runLifetimeChild(t, "finalize-while-running")
+	assert.Equal(t, 0, code, "stderr:\n%s", errOut)
+	assert.Contains(t, out, "ok")
+}
+
+func TestGoexitInAHandlerEndsTheProcess(t *testing.T) {
+	start := time.Now()
+	_, errOut, code := runLifetimeChild(t, "goexit-in-handler")
+	assert.Equal(t, 2, code, "stderr:\n%s", errOut)
+	assert.Contains(t, errOut, "runtime.Goexit")
+	assert.Contains(t, errOut, "on_activate", "the message names the callback")
+	assert.NotContains(t, errOut, "still running")
+	assert.Less(t, time.Since(start), 15*time.Second, "promptly, not after the watchdog")
+}
+
+// While the loop runs, every collection duet starts runs on the UI thread:
+// GTK objects freed by Python's collector are finalised there, whichever
+// goroutine asked for the collection.
+func TestCollectFinalizesOnTheUIThread(t *testing.T) {
+	looptest.FailOnPythonExceptions(t)
+	g, err := pygi.NewGlobals()
+	require.NoError(t, err)
+	defer g.Close()
+	const n = 300
+	looptest.Do(t, func(t testing.TB) {
+		require.NoError(t, pygi.Exec(`
+import gi, threading
+gi.require_version("Gtk", "4.0")
+from gi.repository import Gtk
+threads = []
+ui = threading.get_ident()
+def make(n):
+    for _ in range(n):
+        label = Gtk.Label(label="in a cycle")
+        label.cycle = [label]   # held only by a Python reference cycle
+        label.weak_ref(lambda: threads.append(threading.get_ident()))
+`, g))
+		r, err := pygi.Eval(fmt.Sprintf("make(%d)", n), g)
+		require.NoError(t, err)
+		r.Close()
+	})
+	// From this goroutine, as a test or a worker would.
+	for range 3 {
+		require.NoError(t, eventloop.Collect())
+	}
+	looptest.Do(t, func(t testing.TB) {
+		r, err := pygi.Eval("(len(threads), sum(1 for i in threads if i != ui))", g)
+		require.NoError(t, err)
+		got, err := pygi.As[[]int](r)
+		require.NoError(t, err)
+		assert.Equal(t, n, got[0], "finalised")
+		assert.Equal(t, 0, got[1], "finalised off the UI thread")
+	})
+}
+
+// Python code keeps its view of the collector while the loop runs, and a
+// collection on another thread is reported with the thread's name.
+func TestCollectorSwitchesAndOffThreadCollections(t *testing.T) {
+	errs := looptest.CatchPythonExceptions(t)
+	g, err := pygi.NewGlobals()
+	require.NoError(t, err)
+	defer g.Close()
+	looptest.Do(t, func(t testing.TB) {
+		require.NoError(t, pygi.Exec(`
+import gc
+seen = [gc.isenabled()]
+gc.disable(); seen.append(gc.isenabled())
+gc.enable(); seen.append(gc.isenabled())
+`, g))
+		r, err := g.Item("seen")
+		require.NoError(t, err)
+		seen, err := pygi.As[[]bool](r)
+		require.NoError(t, err)
+		assert.Equal(t, []bool{true, false, true}, seen, "gc.isenabled() answers what Python asked for")
+	})
+	require.NoError(t, pygi.Exec(`
+import gc, threading
+t = threading.Thread(target=gc.collect, name="cleaner")
+t.start(); t.join()
+`, g))
+	require.Eventually(t, func() bool { return len(errs.All()) > 0 }, 10*time.Second, 5*time.Millisecond)
+	e := errs.All()[0]
+	assert.Equal(t, "duet_gc.OffThreadCollection", e.Type)
+	assert.Contains(t, e.Message, "'cleaner'")
+}
