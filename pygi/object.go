@@ -359,16 +359,14 @@ func (o *Object) text(repr bool) (string, error) {
 	return text, err
 }
 
-// Str returns str(o).
-func (o *Object) Str() (string, error) { return o.text(false) }
-
 // Repr returns repr(o).
 func (o *Object) Repr() (string, error) { return o.text(true) }
 
-// String implements fmt.Stringer with str(o), or a description of the
-// error that prevented it.
+// String is str(o), for fmt (so it cannot fail: an error that prevented
+// str() is described instead). To convert a Python str to a Go string,
+// strictly, use Text; for the exact text Python would print, Repr.
 func (o *Object) String() string {
-	s, err := o.Str()
+	s, err := o.text(false)
 	if err != nil {
 		return "<pygi.Object: " + err.Error() + ">"
 	}
