@@ -12,14 +12,29 @@
 //
 // Run blocks on the main thread in g_application_run, which is the event
 // loop (eventloop.Drive): Invoke, timers and the release of Python references
-// work through it, and SIGINT or SIGTERM quits gracefully. When it returns,
+// work through it, and SIGINT or SIGTERM quits gracefully (the exit status
+// is then 130 or 143, as a shell reports). When it returns,
 // shutdown follows the order that keeps two garbage collectors from
 // crashing each other at exit: timers cancelled; remaining windows destroyed
 // and their disposal run while Python is alive; Go's references to Python
 // released and drained; Py_FinalizeEx on the main thread, after waiting
 // (bounded) for Python calls still in flight on other goroutines. After
 // that, Python calls from any goroutine return pygi.ErrFinalized, and the
-// process exits normally.
+// process exits normally. If Python cannot be finalised in time, Run says
+// why on stderr and returns 1, and Python stays (goroutines see it open).
+//
+// # API
+//
+//	Making it        New, Options (ID, Adwaita, NonUnique, SkipFinalize,
+//	                 FinalizeTimeout)
+//	Both views       Python (the PyGObject object), Gtk (gotk4's)
+//	Handlers         OnActivate, OnStartup, OnShutdown, OnCommandLine
+//	Running          Run, RunContext, Quit, Hold, Release, Windows
+//
+// Threads: New, Run and RunContext run on the main thread; Hold and Release
+// on the UI thread (elsewhere they return an error wrapping
+// eventloop.ErrNotMain). Quit, Python, Gtk, Windows and the On* handlers are
+// safe from any goroutine (Windows and On* hop to the loop when it runs).
 //
 //	a, err := app.New(app.Options{ID: "org.example.Hello"})
 //	...

@@ -37,4 +37,20 @@
 //
 // Importing this package also makes every Go func passed to pygi (call
 // arguments, attributes, items, containers) a callback automatically.
+//
+// A callback must return. runtime.Goexit inside one (t.FailNow, require.*
+// on a test's T) cannot unwind through Python's C frames: the process ends
+// with a message naming the callback, instead of hanging with the GIL held.
+//
+// # API
+//
+//	Making callbacks   New, NewMethod; options Name, Doc, Params, Module,
+//	                   WithOwnership
+//	Ownership          PythonOwned (the product), GoOwnedBroken (the
+//	                   classic crash, on purpose, for the stress harness)
+//	Counting           ReadStats, Stats (created, freed, live)
+//
+// Everything here is safe from any goroutine. To wait in tests until Python
+// has let go of callbacks, use looptest.WaitLive; eventloop.Collect runs
+// both garbage collectors once.
 package callbacks

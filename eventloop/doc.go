@@ -4,7 +4,9 @@
 // GLib's default main context is the only loop: it runs on the main OS
 // thread (the UI thread), with the GIL released while it waits, so Python
 // signal handlers, GLib.timeout_add from Python and Go work interleave in
-// one order. Nothing polls.
+// one order. The UI thread owns the default context for the whole life of
+// the process, also while no loop runs, so GLib work queued from other
+// threads (g_main_context_invoke) always waits for the UI thread.
 //
 // From any goroutine, Invoke queues a function for the loop (one persistent
 // GSource made in C, woken with g_main_context_wakeup: no allocation per
@@ -12,6 +14,14 @@
 // After and Every are timers backed by GLib timeout sources; Cancel is safe
 // from any goroutine, also while the timer's function runs, and once it
 // returns the function does not run again.
+//
+// # The UI thread
+//
+// GTK allows its objects only on the UI thread. Every duet function with
+// that rule checks it and returns an error wrapping ErrNotMain when called
+// from elsewhere (never a crash, never a silent hop to another thread);
+// RequireMain is the check, for your own functions too. Here, Run, Drive
+// and Flush are UI-thread only; everything else is safe from any goroutine.
 //
 // While the loop runs it also takes care of two things that keep Go, Python
 // and GTK from hurting each other:
@@ -21,16 +31,32 @@
 //     freed even when no Go code calls Python; and releases happen only on
 //     the UI thread, because releasing the last reference to a widget's
 //     Python wrapper finalises the widget, which GTK allows only there.
-//   - Python's cycle collector runs on the UI thread too (automatic
+//   - Python's cycle collector runs on the UI thread too: automatic
 //     collection is switched off while the loop runs and the loop runs
-//     CPython's own generational schedule every 20 ms), for the same
-//     reason: a collection on a goroutine's thread could finalise widgets.
+//     CPython's own generational schedule, checking every 20 ms. Collect
+//     (both collectors, from any goroutine) runs its Python part there as
+//     well. Python code keeps its own view: gc.disable() stops the schedule
+//     and gc.isenabled() answers what the code asked for. A collection that
+//     still happens on another thread (gc.collect() on a Python thread, say)
+//     is reported through OnPythonException as duet_gc.OffThreadCollection,
+//     naming the thread.
 //
 // Exceptions that PyGObject would print and drop (raised in signal
 // handlers, sources, Python threads, __del__) reach OnPythonException.
 // Run quits on Quit, on the end of its context, or on SIGINT/SIGTERM
 // (gracefully, returning a *SignalError). Drive lets another blocking loop
 // runner, such as g_application_run, be the loop (package app uses it).
+// Neither finalises Python: that is for their caller, after they return.
+//
+// # API
+//
+//	Running the loop     Run, Drive, Quit, Running, Flush (UI thread, no loop)
+//	Work on the loop     Invoke, InvokeWait, After, Every, Timer.Cancel,
+//	                     CancelTimers
+//	The UI thread        IsMain, RequireMain, ErrNotMain
+//	Garbage              Collect (both collectors; Python's on the UI thread)
+//	Reporting            OnPythonException, SetPanicHandler (panics in loop
+//	                     work arrive as *pygi.PanicError), SignalError
 //
 // Package looptest runs tests (yours too) with the loop on the main thread.
 package eventloop

@@ -7,11 +7,16 @@
 // off because Go owns signals, and the GIL is released as soon as it has
 // started. From then on any goroutine may call into Python: every operation
 // attaches the calling OS thread to Python (taking the GIL) and detaches it
-// again inside a single cgo call, so goroutines never need to think about the
-// GIL. Each OS thread keeps the Python thread state it first got, which makes
-// attaching cheap (about 100 ns for a whole trivial call). Do runs a batch of
-// operations under one attachment; WithoutGIL detaches around a blocking wait
-// inside such a batch or inside a callback from Python.
+// again inside a single cgo call. Each OS thread keeps the Python thread
+// state it first got, which makes attaching cheap (about 100 ns for a whole
+// trivial call). Do runs a batch of operations under one attachment;
+// WithoutGIL detaches around a blocking wait inside such a batch or inside
+// a callback from Python.
+//
+// What stays true for goroutines: they never manage the GIL by hand, and a
+// goroutine never deadlocks on it, but they do share it. A goroutine
+// running Python holds the GIL for CPython's switch interval (5 ms) at a
+// time, so UI work queued on the loop can wait that long behind it.
 //
 // # Who owns what
 //
@@ -21,28 +26,62 @@
 // ErrClosed). An Object that is simply dropped is released after Go's
 // garbage collector finds it unreachable: the GC cleanup only queues the
 // reference (it never calls Python), and the queue is drained by the next
-// operation or, when the event loop runs, by an idle callback on the loop.
-// ReadStats exposes the counts.
+// operation or, when the event loop runs, by the loop, on the UI thread
+// (releasing a widget's last wrapper finalises the widget, which GTK allows
+// only there). ReadStats counts. Objects that duet caches for the whole
+// process and hands to every caller (GI) are shared: Close on them does
+// nothing.
+//
+// # The interpreter's life
+//
+// Phase: new, ready, closing, finalizing, finalized (or failed). Finalize
+// has one owner, the code that runs the event loop: it is refused with
+// ErrLoopRunning while the loop runs (app.Run and looptest.Main finalise
+// after their loop), with ErrWrongThread off the thread that started
+// Python, and with ErrInsideCall inside a Python call or Do scope. It waits
+// for the calls in flight; goroutines entering meanwhile wait for its
+// outcome, so they see ErrFinalized only if Python really went away. When
+// FinalizeContext gives up (its context ended), the phase is ready again.
+//
+// # API
+//
+//	Start and end          Init, Finalize, FinalizeContext, CurrentPhase
+//	Attaching              Do (a batch under one attachment), WithoutGIL
+//	Running code           Import, Eval, Exec, ExecFile, NewGlobals
+//	PyGObject              GI, RequireVersion, Repository, Version
+//	Objects                Attr, SetAttr, HasAttr, DelAttr, Call, CallMethod,
+//	                       Item, SetItem, DelItem, Len, Iter, Is, IsInstance,
+//	                       IsNone, Truthy, TypeName, RefCount, Clone, Close
+//	Go to Python           New (any Go value), Kw, KwArg/Arg, Tuple, None,
+//	                       RegisterConverter (your own types)
+//	Python to Go, strict   As[T], Decode, Go, and Int, Uint, Float, Bool,
+//	                       Bytes, Text (a Python str as a Go string)
+//	Text for people        String (str(o), for fmt; never fails), Repr
+//	Releases               Drain (release what Go dropped, now), ReadStats
+//	Errors                 *Error (a Python exception), *ConversionError,
+//	                       *PanicError (a Go panic at a boundary),
+//	                       ExceptionError; sentinels ErrClosed, ErrNilObject,
+//	                       ErrFinalized, ErrLoopRunning, ErrInsideCall,
+//	                       ErrWrongThread, ErrNoGI, ErrConversion
+//	Helpers                Must
+//
+// Every function here is safe from any goroutine, with the thread rules of
+// Finalize above. Python objects that are GTK widgets are another matter:
+// GTK allows them only on the UI thread (see package eventloop).
 //
 // # Values
 //
 // New converts Go values to Python (nil, bools, every integer kind exactly,
 // floats, UTF-8 strings, []byte, slices, arrays, maps, pointers, *Object);
-// Decode, As and the typed accessors (Int, Uint, Float, Text, Bool, Bytes)
-// convert back, refusing anything that would not fit rather than
-// truncating it. Containers cross in one cgo call whatever their size.
-// Go funcs become Python callables when package callbacks is linked in.
+// Decode, As and the typed accessors convert back, refusing anything that
+// would not fit rather than truncating it. Containers cross in one cgo call
+// whatever their size. Go funcs become Python callables when package
+// callbacks is linked in.
 //
 // # Errors
 //
 // A Python exception becomes an *Error with its type, message and formatted
-// traceback; ErrClosed, ErrFinalized and ErrConversion report misuse. Nothing
-// in this package panics on bad input.
-//
-// # Shutdown
-//
-// Finalize refuses new operations, waits for those in flight, drains the
-// release queue and runs Py_FinalizeEx on the thread that started Python.
-// Afterwards every operation returns ErrFinalized and every release is a
-// no-op.
+// traceback; an exception raised by a Go callback unwraps to the Go error
+// (or *PanicError) it carried. Nothing in this package panics on bad input,
+// except Must, whose job that is.
 package pygi

@@ -3,7 +3,7 @@
 // # One object, two views
 //
 // A GObject can be seen from gotk4 (typed Go) and from PyGObject at once,
-// through the same pointer: ToGo and As give gotk4's view of a PyGObject
+// through the same pointer: ToGo and Cast give gotk4's view of a PyGObject
 // object (read from the wrapper), ToPython gives PyGObject's wrapper of a
 // gotk4 object (PyGObject's C API, which keeps identity: one wrapper per
 // object while it lives). Call invokes a Python method on a gotk4 object,
@@ -32,11 +32,31 @@
 //   - An object whose Python wrapper holds a toggle reference (a Python
 //     subclass instance with attributes) must not get a gotk4 wrapper too:
 //     GLib notifies no toggle reference while two exist, so neither side
-//     could let go. ToGo and As refuse it with ErrToggleTrap; use its Python
-//     side and Call.
+//     could let go. ToGo and Cast refuse it with ErrToggleTrap; use its
+//     Python side and Call.
 //   - Go handlers connected with Widget.Connect are disconnected when their
 //     window is destroyed, which breaks the loop "window holds widget holds
 //     handler holds window" that no collector can see (teardown.go).
 //
 // WatchFinalize and WatchFinalizePy observe finalisation; ReadStats counts.
+//
+// # API
+//
+//	The bridge        ToGo, Cast[T], ToPython, Call, Pointer, ErrToggleTrap,
+//	                  ErrNotGObject
+//	Python code       LoadFile, LoadFS, LoadSource, Module.New, Library
+//	                  (shared: Close on it does nothing)
+//	Widgets           Widget (Wrap): Prop, SetProp, Connect, Disconnect, Emit
+//	Classes from Go   DefineClass, ClassSpec, Signal, Property
+//	Ready-made        NewLineChart (Push, Points), NewLogView (Log, Printf,
+//	                  Text)
+//	Lifetime          Track, Reap, WatchFinalize, WatchFinalizePy, Watch,
+//	                  ReadStats
+//
+// Threads: everything that touches GTK is UI-thread only and returns an
+// error wrapping eventloop.ErrNotMain elsewhere: ToGo, Cast, ToPython,
+// Call, the loaders, Module.New, Library, the Widget methods, DefineClass,
+// NewLineChart, NewLogView, Points, Text, Track, Reap and InitGTK. Safe from
+// any goroutine: Pointer, WatchFinalize, WatchFinalizePy, ReadStats, and
+// LineChart.Push, LogView.Log and Printf (batched onto the loop).
 package widgets

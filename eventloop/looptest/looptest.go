@@ -13,6 +13,11 @@
 //
 // With no display, Main re-runs the test binary under xvfb-run (when it is
 // installed), so GTK tests work headless with plain `go test`.
+//
+// The helpers: Main (from TestMain), Do and DoErr (work on the loop, with
+// a testing.TB whose FailNow is safe there), WaitLive (until Python has let
+// go of callbacks), CatchPythonExceptions and FailOnPythonExceptions.
+// Main finalises Python after its loop has returned, never during it.
 package looptest
 
 import (

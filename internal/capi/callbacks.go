@@ -43,6 +43,8 @@ func SetCallbackHandlers(invoke CallbackHandler, release, handle func(uintptr)) 
 //export duetCallbackInvoke
 func duetCallbackInvoke(handle C.uintptr_t, args *C.duet_ref, nargs, nkw C.int64_t, kwnames C.duet_ref, result *C.duet_ref) C.int {
 	n := int(nargs + nkw)
+	// Sound: the trampoline's array of duet_ref (mirrored by Ref), valid until
+	// this function returns, which is as long as the handler may use it.
 	refs := unsafe.Slice((*Ref)(unsafe.Pointer(args)), n)
 	r, st := (*callbackHandler.Load())(uintptr(handle), refs, int(nargs), int(nkw), goRef(kwnames))
 	*result = r.c()

@@ -34,6 +34,8 @@ type Ref struct {
 // Valid reports whether r was ever issued (it may still be stale).
 func (r Ref) Valid() bool { return r.S != nil }
 
+// c and goRef reinterpret between the mirrors: sound because the layouts
+// are the same (checked at compile time below) and neither holds Go memory.
 func (r Ref) c() C.duet_ref { return *(*C.duet_ref)(unsafe.Pointer(&r)) }
 
 func goRef(r C.duet_ref) Ref { return *(*Ref)(unsafe.Pointer(&r)) }
@@ -90,6 +92,10 @@ const (
 	Closed Status = -2 // a Ref involved was stale
 )
 
+// cstr, cvals and carena pass Go memory to C for the duration of one call:
+// sound because the C side reads it only during the call and keeps no
+// pointer to it (cgo's rules for Go memory passed to C), and Val holds no
+// Go pointers (see its P field).
 func cstr(s string) (*C.char, C.int64_t) {
 	return (*C.char)(unsafe.Pointer(unsafe.StringData(s))), C.int64_t(len(s))
 }
@@ -182,6 +188,7 @@ func Drain(refs []Ref) int64 {
 	if len(refs) == 0 {
 		return 0
 	}
+	// Sound: Ref mirrors duet_ref, and C reads the slice only during the call.
 	return int64(C.duet_drain((*C.duet_ref)(unsafe.Pointer(unsafe.SliceData(refs))), C.int64_t(len(refs))))
 }
 
@@ -221,6 +228,8 @@ func ToVals(r Ref, use func(vals []Val, arena []byte)) (Status, Ref) {
 	cr := C.duet_to_vals(r.c())
 	_, st, exc := res(cr)
 	if st == OK {
+		// Sound: C memory of this thread's scratch buffer, unchanged until the
+		// next ToVals on this (locked) thread, which use must not make.
 		use(unsafe.Slice((*Val)(cr.p), int(cr.n)), unsafe.Slice((*byte)(cr.p2), int(cr.n2)))
 	}
 	return st, exc

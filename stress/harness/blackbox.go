@@ -36,6 +36,8 @@ func openBlackBox(path string) (*blackBox, error) {
 	return &blackBox{mem: mem}, nil
 }
 
+// Sound: mem is a page-aligned mapping (so both words are 8-byte aligned
+// for the atomics) that lives until the process exits.
 func (b *blackBox) iter() *int64  { return (*int64)(unsafe.Pointer(&b.mem[0])) }
 func (b *blackBox) count() *int64 { return (*int64)(unsafe.Pointer(&b.mem[8])) }
 
