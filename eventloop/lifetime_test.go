@@ -199,8 +199,23 @@ import gc, threading
 t = threading.Thread(target=gc.collect, name="cleaner")
 t.start(); t.join()
 `, g))
-	require.Eventually(t, func() bool { return len(errs.All()) > 0 }, 10*time.Second, 5*time.Millisecond)
-	e := errs.All()[0]
-	assert.Equal(t, "duet_gc.OffThreadCollection", e.Type)
-	assert.Contains(t, e.Message, "'cleaner'")
+	require.NoError(t, pygi.Exec(`
+t = threading.Thread(target=gc.enable, name="enabler")
+t.start(); t.join()
+`, g))
+	require.Eventually(t, func() bool { return len(errs.All()) >= 2 }, 10*time.Second, 5*time.Millisecond)
+	var msgs []string
+	for _, e := range errs.All() {
+		assert.Equal(t, "duet_gc.OffThreadCollection", e.Type)
+		msgs = append(msgs, e.Message)
+	}
+	all := strings.Join(msgs, "\n")
+	assert.Contains(t, all, "garbage collection (generation 2) on thread 'cleaner'")
+	assert.Contains(t, all, "gc.enable() on thread 'enabler'")
+	looptest.Do(t, func(t testing.TB) {
+		r, err := pygi.Eval("__import__('gc').isenabled()", nil)
+		require.NoError(t, err)
+		on, _ := r.Bool()
+		assert.True(t, on, "what Python asked for")
+	})
 }
