@@ -125,3 +125,18 @@ func TestUnknownToggleLayoutWarns(t *testing.T) {
 	assert.Greater(t, after.Unreleased, before.Unreleased, "counted instead")
 	assert.False(t, w.Finalized())
 }
+
+// The ready-made library is shared by every caller: closing it does nothing.
+func TestLibraryIsShared(t *testing.T) {
+	looptest.Do(t, func(t testing.TB) {
+		lib, err := widgets.Library()
+		require.NoError(t, err)
+		require.NoError(t, lib.Close())
+		again, err := widgets.Library()
+		require.NoError(t, err)
+		assert.Same(t, lib, again)
+		c, err := widgets.NewLineChart("still", "works", 5)
+		require.NoError(t, err)
+		c.Close()
+	})
+}
