@@ -110,10 +110,12 @@ func Drive(ctx context.Context, run func(), quit func()) error {
 	}
 	// GTK objects must be finalised on this thread: Python references are
 	// released here, and Python's cycle collector runs here too.
-	lifetime.LoopStarted(func(fn func()) error {
-		return InvokeWait(context.Background(), func() error { fn(); return nil })
-	}, func() { Invoke(drainReleases) })
-	defer lifetime.LoopStopped()
+	stopped := make(chan struct{})
+	lifetime.LoopStarted(func(fn func()) error { return onLoop(stopped, fn) }, func() { Invoke(drainReleases) })
+	defer func() {
+		lifetime.LoopStopped()
+		close(stopped)
+	}()
 	stopGC, err := collectOnUIThread()
 	if err != nil {
 		return err
@@ -217,6 +219,30 @@ func InvokeWait(ctx context.Context, fn func() error) error {
 		default:
 		}
 		return ctx.Err()
+	}
+}
+
+// onLoop runs fn on the loop and waits for it, for internal/lifetime's
+// OnUI. If the loop stops first, fn runs here instead (no loop, nothing to
+// confine to), exactly once either way: a caller must not wait for a loop
+// that is gone.
+func onLoop(stopped <-chan struct{}, fn func()) error {
+	var claimed atomic.Bool
+	done := make(chan error, 1)
+	run := func() { done <- runGuarded("eventloop (on the UI thread)", func() error { fn(); return nil }) }
+	Invoke(func() {
+		if claimed.CompareAndSwap(false, true) {
+			run()
+		}
+	})
+	select {
+	case err := <-done:
+		return err
+	case <-stopped:
+		if claimed.CompareAndSwap(false, true) {
+			run()
+		}
+		return <-done
 	}
 }
 
