@@ -4,7 +4,10 @@
 // GLib's default main context is the only loop: it runs on the main OS
 // thread (the UI thread), with the GIL released while it waits, so Python
 // signal handlers, GLib.timeout_add from Python and Go work interleave in
-// one order. The UI thread owns the default context for the whole life of
+// one order. Nothing polls: an idle app's threads sleep until something
+// happens (input, a timer, an Invoke, Python work that makes a collection
+// due); ReadStats counts what duet's own sources did. The UI thread owns
+// the default context for the whole life of
 // the process, also while no loop runs, so GLib work queued from other
 // threads (g_main_context_invoke) always waits for the UI thread.
 //
@@ -32,10 +35,11 @@
 //     the UI thread, because releasing the last reference to a widget's
 //     Python wrapper finalises the widget, which GTK allows only there.
 //   - Python's cycle collector runs on the UI thread too: automatic
-//     collection is switched off while the loop runs and the loop runs
-//     CPython's own generational schedule, checking every 20 ms. Collect
-//     (both collectors, from any goroutine) runs its Python part there as
-//     well. Python code keeps its own view: gc.disable() stops the schedule
+//     collection is switched off while the loop runs, and the loop collects
+//     when CPython's own thresholds say a collection is due (a GLib source
+//     reads the collector's counters; Python work on other threads wakes
+//     the loop when it makes one due). Collect (both collectors, from any
+//     goroutine) runs its Python part there as well. Python code keeps its own view: gc.disable() stops the schedule
 //     and gc.isenabled() answers what the code asked for. A collection that
 //     still happens on another thread (gc.collect() on a Python thread, say)
 //     is reported through OnPythonException as duet_gc.OffThreadCollection,
@@ -55,6 +59,7 @@
 //	                     CancelTimers
 //	The UI thread        IsMain, RequireMain, ErrNotMain
 //	Garbage              Collect (both collectors; Python's on the UI thread)
+//	Counting             ReadStats (Invoke turns, timer runs, collections)
 //	Reporting            OnPythonException, SetPanicHandler (panics in loop
 //	                     work arrive as *pygi.PanicError), SignalError
 //

@@ -5,9 +5,10 @@ import (
 	"os"
 	"runtime"
 	"sync"
-	"time"
+	"sync/atomic"
 
 	"github.com/duet-gtk/duet/callbacks"
+	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/pygi"
 )
@@ -126,12 +127,16 @@ func installExceptionHooks() error {
 // collections on whatever thread happens to allocate, and with goroutines
 // calling Python that is any thread: a collection that frees a GTK
 // object's wrapper would finalise the widget there, behind GTK's back.
-// While the loop runs, automatic collection is off and the loop runs the
-// same generational schedule (CPython's own thresholds) every 20 ms.
+// While the loop runs, automatic collection is off and the loop collects
+// instead, on the UI thread, by CPython's own rules (its thresholds and
+// generations), when they say a collection is due: a GLib source reads the
+// collector's counters (internal/capi/gcstate.c), and Python work done on
+// other threads wakes the loop when it makes a collection due. Nothing
+// polls: an idle app does not wake up for the collector.
 //
 // Python code keeps its view of the collector: gc.enable, gc.disable and
-// gc.isenabled are wrapped, so gc.disable() stops the loop's schedule and
-// gc.isenabled() says what the code asked for. A collection that still
+// gc.isenabled are wrapped, so gc.disable() stops the loop's collections
+// and gc.isenabled() says what the code asked for. A collection that still
 // happens on another thread while the loop runs (gc.collect() on a Python
 // thread or a goroutine, or an automatic one after gc.enable was bypassed)
 // is reported, with the thread's name, through OnPythonException as a
@@ -146,7 +151,7 @@ class OffThreadCollection(RuntimeWarning):
     thread."""
 
 _real_enable, _real_disable, _real_isenabled = gc.enable, gc.disable, gc.isenabled
-_state = {"active": False, "wanted": True, "ui": None, "seen": set(), "report": None}
+_state = {"active": False, "wanted": True, "ui": None, "seen": set(), "report": None, "tell": None}
 
 def _off_ui(what):
     t = threading.current_thread()
@@ -166,13 +171,17 @@ def enable():
     _state["wanted"] = True
     if not _state["active"]:
         _real_enable()
-    elif threading.get_ident() != _state["ui"]:
+        return
+    _state["tell"](True)
+    if threading.get_ident() != _state["ui"]:
         _off_ui("gc.enable()")
 
 def disable():
     _state["wanted"] = False
     if not _state["active"]:
         _real_disable()
+        return
+    _state["tell"](False)
 
 def isenabled():
     return _state["wanted"] if _state["active"] else _real_isenabled()
@@ -186,34 +195,24 @@ def _watch(phase, info):
 gc.enable, gc.disable, gc.isenabled = enable, disable, isenabled
 gc.callbacks.append(_watch)
 
-def enter(report):
+def enter(report, tell):
     _state["wanted"] = _real_isenabled()
     _state["ui"] = threading.get_ident()
     _state["seen"] = set()
     _state["report"] = report
+    _state["tell"] = tell
+    tell(_state["wanted"])
     _real_disable()
     _state["active"] = True
+    return _state["wanted"]
 
 def leave():
     _state["active"] = False
     if _state["wanted"]:
         _real_enable()
 
-def step():
-    if not _state["wanted"]:
-        return -1
-    c0, c1, c2 = gc.get_count()
-    t0, t1, t2 = gc.get_threshold()
-    if c0 <= t0:
-        return -1
-    if c1 > t1 and c2 > t2:
-        gen = 2
-    elif c1 > t1:
-        gen = 1
-    else:
-        gen = 0
+def step(gen):
     gc.collect(gen)
-    return gen
 
 def collect():
     return gc.collect()
@@ -262,7 +261,12 @@ func callGC(name string, args ...any) error {
 }
 
 func collectOnUIThread() (stop func(), err error) {
-	if err := callGC("enter", pyexc.report); err != nil {
+	tell, err := callbacks.New(func(on bool) { capi.GCSetWanted(on) }, callbacks.Name("duet_gc_wanted"))
+	if err != nil {
+		return nil, err
+	}
+	defer tell.Close()
+	if err := callGC("enter", pyexc.report, tell); err != nil {
 		return nil, err
 	}
 	g, _ := gcModule()
@@ -270,17 +274,27 @@ func collectOnUIThread() (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	t := Every(20*time.Millisecond, func() {
-		if r, err := step.Call(); err == nil {
+	capi.SetGCHandler(func() {
+		gen := capi.GCDue()
+		if gen < 0 {
+			return
+		}
+		if r, err := step.Call(gen); err == nil {
 			r.Close()
 		}
+		gcSteps.Add(1)
 	})
+	capi.GCLoop(true)
 	return func() {
-		t.Cancel()
+		capi.GCLoop(false)
+		capi.SetGCHandler(nil)
 		step.Close()
 		callGC("leave")
 	}, nil
 }
+
+// gcSteps counts the collections the loop ran by CPython's schedule.
+var gcSteps atomic.Int64
 
 // Collect runs one full round of both garbage collectors: Go's (twice, so
 // that the cleanups the first run queued are run), the release of the

@@ -92,6 +92,7 @@ func fireTimer(h uintptr) bool {
 		return false
 	}
 	t.running.Store(true)
+	loopStats.timerRuns.Add(1)
 	err := runGuarded("eventloop timer", func() error { t.fn(); return nil })
 	t.running.Store(false)
 	t.fired.Add(1)

@@ -177,4 +177,10 @@ uintptr_t duet_capsule_handle(duet_ref r);
 int duet_raise_owned(duet_ref exc);
 void duet_raise_msg(int kind, const char *msg, int64_t len);
 
+// ---- the cycle collector on the UI thread (gcstate.c) ------------------------
+int duet_gc_due(void);          // the generation due for collection, or -1
+void duet_gc_poke(void);        // wake the loop if a collection is due
+void duet_gc_loop(int on);      // the loop starts (1) or stops (0) collecting; UI thread
+void duet_gc_set_wanted(int on); // gc.enable()/gc.disable() as Python code asked
+
 #endif

@@ -47,6 +47,7 @@ static inline PyGILState_STATE duet_enter(void) {
 
 static inline void duet_leave(PyGILState_STATE st) {
 	duet_depth--;
+	duet_gc_poke();
 	PyGILState_Release(st);
 }
 

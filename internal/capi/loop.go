@@ -3,6 +3,7 @@ package capi
 /*
 #cgo pkg-config: glib-2.0
 #include "loop.h"
+#include "duet.h"
 */
 import "C"
 
@@ -78,3 +79,33 @@ func NewTimer(handle uintptr, intervalMs uint) unsafe.Pointer {
 // ReleaseTimer removes the source (if still attached) and drops the
 // caller's reference.
 func ReleaseTimer(src unsafe.Pointer) { C.duet_timer_release(src) }
+
+var gcDispatch atomic.Pointer[func()]
+
+// SetGCHandler sets what runs, on the UI thread, when Python's collector is
+// due while the loop runs (see gcstate.c).
+func SetGCHandler(f func()) {
+	if f == nil {
+		gcDispatch.Store(nil)
+		return
+	}
+	gcDispatch.Store(&f)
+}
+
+//export duetGCDispatch
+func duetGCDispatch() {
+	if f := gcDispatch.Load(); f != nil {
+		(*f)()
+	}
+}
+
+// GCLoop tells gcstate.c that the loop starts (true) or stops (false)
+// collecting; UI thread, Python initialised.
+func GCLoop(on bool) { C.duet_gc_loop(cbool(on)) }
+
+// GCSetWanted records whether Python code wants the collector on
+// (gc.enable/gc.disable while the loop runs).
+func GCSetWanted(on bool) { C.duet_gc_set_wanted(cbool(on)) }
+
+// GCDue returns the generation due for collection, or -1.
+func GCDue() int { return int(C.duet_gc_due()) }

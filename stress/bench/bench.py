@@ -45,7 +45,7 @@ def create(n):
     return (time.perf_counter_ns() - t) / n
 
 
-def startup():
+def startup(idle=False):
     Gtk = gtk()
     from gi.repository import Gio
 
@@ -56,7 +56,12 @@ def startup():
         win.set_child(Gtk.Button(label="button"))
 
         def mapped(w):
-            w.get_frame_clock().connect("after-paint", lambda clock: (print("frame", flush=True), os._exit(0)))
+            def painted(clock):
+                print("frame", flush=True)
+                if not idle:
+                    os._exit(0)
+
+            w.get_frame_clock().connect("after-paint", painted)
 
         win.connect("map", mapped)
         win.present()
@@ -67,7 +72,7 @@ def startup():
 
 if __name__ == "__main__":
     mode = sys.argv[1]
-    if mode == "startup":
-        startup()
+    if mode in ("startup", "idle"):
+        startup(idle=mode == "idle")
     else:
         print("%.2f" % {"emit": emit, "call": call, "create": create}[mode](int(sys.argv[2])))

@@ -11,6 +11,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +33,7 @@ var (
 	outFile = flag.String("out", "", "also write the markdown table to this file")
 	python  = flag.String("python", "/usr/bin/python3", "the system Python with PyGObject, for the reference side")
 	scale   = flag.Float64("scale", 1, "multiply every operation count (for quick runs)")
+	idleFor = flag.Duration("idle", 10*time.Second, "how long each idle program is watched for wakeups")
 )
 
 func main() {
@@ -113,6 +115,8 @@ func run() error {
 		aim: "duet ≤ 1.2× PyGObject", sides: []string{"duet app", "PyGObject script", "gotk4 program"}}
 	rss := &comparison{title: "peak RSS of the start-up programs", unit: "MB",
 		sides: []string{"duet app", "PyGObject script", "gotk4 program"}}
+	idle := &comparison{title: "wakeups of an idle app (window shown, nothing happening): voluntary context switches of all threads", unit: "per second",
+		aim: "duet ≤ 1/s", sides: []string{"duet app", "PyGObject script", "gotk4 program"}}
 
 	py := func(args ...string) (float64, error) {
 		out, err := exec.Command(*python, append([]string{script}, args...)...).Output()
@@ -144,6 +148,9 @@ func run() error {
 			func() error { return startup(progs["duet"], nil, start, rss, 0) },
 			func() error { return startup(*python, []string{script, "startup"}, start, rss, 1) },
 			func() error { return startup(progs["gotk4"], nil, start, rss, 2) },
+			func() error { return idleWakeups(progs["duet"], []string{"idle"}, idle, 0) },
+			func() error { return idleWakeups(*python, []string{script, "idle"}, idle, 1) },
+			func() error { return idleWakeups(progs["gotk4"], []string{"idle"}, idle, 2) },
 		}
 		for _, s := range steps {
 			if err := s(); err != nil {
@@ -152,7 +159,7 @@ func run() error {
 			runtime.GC()
 		}
 	}
-	table := render([]*comparison{emit, call, back, create, start, rss})
+	table := render([]*comparison{emit, call, back, create, start, rss, idle})
 	fmt.Print(table)
 	if *outFile != "" {
 		if err := os.MkdirAll(filepath.Dir(*outFile), 0o755); err != nil {
@@ -281,6 +288,66 @@ func startup(bin string, args []string, start, rss *comparison, side int) error 
 		rss.add(rss.sides[side], float64(ru.Maxrss)/1024)
 	}
 	return nil
+}
+
+// idleWakeups starts a program in its idle mode, lets it settle for two
+// seconds after its first frame, then counts the voluntary context switches
+// of all its threads (each one a thread that slept and was woken) over
+// -idle, and kills it.
+func idleWakeups(bin string, args []string, c *comparison, side int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute+*idleFor)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), "GTK_A11Y=none")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	if line, _ := bufio.NewReader(out).ReadString('\n'); strings.TrimSpace(line) != "frame" {
+		return fmt.Errorf("%s: no first frame (%q)", bin, line)
+	}
+	go io.Copy(io.Discard, out)
+	time.Sleep(2 * time.Second)
+	before, err := switches(cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
+	time.Sleep(*idleFor)
+	after, err := switches(cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
+	c.add(c.sides[side], float64(after-before)/idleFor.Seconds())
+	return nil
+}
+
+// switches sums voluntary_ctxt_switches over the threads of a process.
+// Threads that ended in between take their counts with them, which can
+// only lower the figure; the idle programs start no threads while idle.
+func switches(pid int) (int64, error) {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+	if err != nil || len(tasks) == 0 {
+		return 0, fmt.Errorf("no threads for process %d: %v", pid, err)
+	}
+	var sum int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "voluntary_ctxt_switches:"); ok {
+				n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				sum += n
+			}
+		}
+	}
+	return sum, nil
 }
 
 func render(cs []*comparison) string {

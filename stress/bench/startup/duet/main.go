@@ -1,6 +1,7 @@
 // Command duet is the duet start-up program for the benchmarks: the same
 // window with one button, the window made in Go and the button in Python,
-// run by package app; it exits at the first frame.
+// run by package app; it exits at the first frame, or with the argument
+// "idle" prints "frame" and then stays, idle, until killed.
 package main
 
 import (
@@ -16,6 +17,7 @@ import (
 )
 
 func main() {
+	idle := len(os.Args) > 1 && os.Args[1] == "idle"
 	a, err := app.New(app.Options{ID: "org.duet.bench.DuetStart", NonUnique: true, SkipFinalize: true})
 	if err != nil {
 		panic(err)
@@ -29,7 +31,9 @@ func main() {
 		win.ConnectMap(func() {
 			gdk.BaseFrameClock(win.FrameClock()).ConnectAfterPaint(func() {
 				fmt.Println("frame")
-				os.Exit(0)
+				if !idle {
+					os.Exit(0)
+				}
 			})
 		})
 		win.Present()

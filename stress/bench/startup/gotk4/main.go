@@ -1,5 +1,6 @@
 // Command gotk4 is the pure-gotk4 start-up reference for the benchmarks: an
-// application window with one button; it exits at the first frame.
+// application window with one button; it exits at the first frame, or
+// with the argument "idle" prints "frame" and stays, idle, until killed.
 package main
 
 import (
@@ -12,6 +13,7 @@ import (
 )
 
 func main() {
+	idle := len(os.Args) > 1 && os.Args[1] == "idle"
 	app := gtk.NewApplication("org.duet.bench.Gotk4Start", gio.ApplicationNonUnique)
 	app.ConnectActivate(func() {
 		win := gtk.NewApplicationWindow(app)
@@ -20,7 +22,9 @@ func main() {
 		win.ConnectMap(func() {
 			gdk.BaseFrameClock(win.FrameClock()).ConnectAfterPaint(func() {
 				fmt.Println("frame")
-				os.Exit(0)
+				if !idle {
+					os.Exit(0)
+				}
 			})
 		})
 		win.Present()
