@@ -33,6 +33,11 @@ type Options struct {
 	// FinalizeTimeout bounds how long Run waits for Python calls still in
 	// flight on other goroutines before it gives up finalising (default 5 s).
 	FinalizeTimeout time.Duration
+	// Venv is a Python virtual environment (python3 -m venv) whose packages
+	// the app's Python code uses, as that environment's python3 would see
+	// them; empty means $VIRTUAL_ENV when set. It needs New to be the first
+	// use of Python (see pygi.Configure).
+	Venv string
 }
 
 // App is a GTK application that Go and Python share: one GApplication,
@@ -65,6 +70,11 @@ func New(opts Options) (*App, error) {
 		opts.FinalizeTimeout = 5 * time.Second
 	}
 	a := &App{opts: opts}
+	if opts.Venv != "" {
+		if err := pygi.Configure(pygi.Options{Venv: opts.Venv}); err != nil {
+			return nil, err
+		}
+	}
 	err := onMain("app.New", func() error {
 		if err := pygi.RequireVersion("Gtk", "4.0"); err != nil {
 			return err

@@ -186,8 +186,8 @@ func childMain(name string) int {
 	return 0
 }
 
-func runChild(t *testing.T, name string) (stdout, stderr string, err error) {
-	return testutil.RunChild(t, "PYGI_CHILD="+name)
+func runChild(t *testing.T, name string, env ...string) (stdout, stderr string, err error) {
+	return testutil.RunChild(t, append([]string{"PYGI_CHILD=" + name}, env...)...)
 }
 
 func TestChildProcesses(t *testing.T) {

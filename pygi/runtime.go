@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
+	"sync"
 	"syscall"
 
 	"github.com/duet-gtk/duet/internal/capi"
@@ -34,6 +36,82 @@ func init() { lifetime.SetStarter(start) }
 
 //go:embed helper.py
 var helperSource string
+
+// Options configure the interpreter; they take effect when it starts.
+type Options struct {
+	// Args become sys.argv and sys.orig_argv (default os.Args): the app's
+	// command line, not parsed as Python's options.
+	Args []string
+	// Venv is a virtual environment (a directory made by python3 -m venv)
+	// the interpreter behaves as, as that environment's python3 would: its
+	// site-packages (and the system's, with --system-site-packages),
+	// sys.prefix and sys.executable. Empty means $VIRTUAL_ENV when it names
+	// one, else none; then sys.executable is the system python3 that goes
+	// with the embedded libpython, never the app.
+	Venv string
+}
+
+var options struct {
+	mu  sync.Mutex
+	set Options
+}
+
+// ErrStarted: Configure was called after Python started.
+var ErrStarted = errors.New("pygi: Configure must come before Python starts (before the first call into Python)")
+
+// Configure sets the interpreter's options. It must run before Python
+// starts; afterwards it returns ErrStarted. A Venv that is not a virtual
+// environment is an error here, not a surprise later.
+func Configure(o Options) error {
+	if o.Venv != "" {
+		if _, err := venvPython(o.Venv); err != nil {
+			return err
+		}
+	}
+	options.mu.Lock()
+	defer options.mu.Unlock()
+	if lifetime.Current() != lifetime.New {
+		return ErrStarted
+	}
+	options.set = o
+	return nil
+}
+
+// venvPython returns the python program of the virtual environment dir.
+func venvPython(dir string) (string, error) {
+	if _, err := os.Stat(filepath.Join(dir, "pyvenv.cfg")); err != nil {
+		return "", fmt.Errorf("pygi: %s is not a virtual environment (no pyvenv.cfg): %w", dir, err)
+	}
+	for _, name := range []string{"python3", "python"} {
+		p := filepath.Join(dir, "bin", name)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("pygi: virtual environment %s has no bin/python3", dir)
+}
+
+// startOptions resolves the options at start-up.
+func startOptions() (args []string, venv string, err error) {
+	options.mu.Lock()
+	o := options.set
+	options.mu.Unlock()
+	args = o.Args
+	if args == nil {
+		args = os.Args
+	}
+	if len(args) == 0 {
+		args = []string{"duet"}
+	}
+	switch {
+	case o.Venv != "":
+		venv, err = venvPython(o.Venv)
+	case os.Getenv("VIRTUAL_ENV") != "":
+		// As activated shells mean it; one that is not a venv is ignored.
+		venv, _ = venvPython(os.Getenv("VIRTUAL_ENV"))
+	}
+	return args, venv, err
+}
 
 // Init starts the embedded interpreter if it is not running yet. Every
 // operation calls it implicitly; call it explicitly from main to pick the
@@ -85,11 +163,11 @@ func startHome() error {
 }
 
 func startHere() error {
-	argv0 := "duet"
-	if len(os.Args) > 0 {
-		argv0 = os.Args[0]
+	args, venv, err := startOptions()
+	if err != nil {
+		return err
 	}
-	if err := capi.Init(argv0); err != nil {
+	if err := capi.Init(args, venv); err != nil {
 		return fmt.Errorf("pygi: cannot start the embedded Python: %v", err)
 	}
 	interp.initTID = syscall.Gettid()

@@ -107,12 +107,23 @@ func cvals(v []Val) (*C.duet_val, C.int64_t) {
 func carena(b []byte) *C.char { return (*C.char)(unsafe.Pointer(unsafe.SliceData(b))) }
 
 // Init starts the interpreter on the calling OS thread and releases the GIL
-// before returning, whether or not it succeeded.
-func Init(argv0 string) error {
-	a := C.CString(argv0)
-	defer C.free(unsafe.Pointer(a))
+// before returning, whether or not it succeeded. args become sys.argv; venv,
+// when not empty, is the python program of a virtual environment to behave
+// as (see runtime.c).
+func Init(args []string, venv string) error {
+	argv := make([]*C.char, len(args)+1)
+	for i, a := range args {
+		argv[i] = C.CString(a)
+		defer C.free(unsafe.Pointer(argv[i]))
+	}
+	var cvenv *C.char
+	if venv != "" {
+		cvenv = C.CString(venv)
+		defer C.free(unsafe.Pointer(cvenv))
+	}
+	// argv's array is Go memory holding C pointers only, read during the call.
 	var msg *C.char
-	if C.duet_init(a, &msg) != 0 {
+	if C.duet_init(C.int(len(args)), unsafe.SliceData(argv), cvenv, &msg) != 0 {
 		defer C.free(unsafe.Pointer(msg))
 		return errors.New(C.GoString(msg))
 	}

@@ -65,7 +65,7 @@ enum {
 
 // Lifecycle (runtime.c). duet_init and duet_finalize must run on the same
 // OS thread.
-int duet_init(const char *argv0, char **errmsg);
+int duet_init(int argc, char **argv, const char *venv, char **errmsg);
 void duet_finalize(void);
 
 // Batch scopes: duet_attach returns the state to hand back to duet_detach.

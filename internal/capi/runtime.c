@@ -11,7 +11,32 @@ __thread int duet_depth;
 __thread int duet_pinned;
 int duet_initialized;
 
-int duet_init(const char *argv0, char **errmsg) {
+static int set_error(char **errmsg, PyStatus status) {
+	const char *m = status.err_msg ? status.err_msg : "unknown error";
+	const char *f = status.func ? status.func : "Py_InitializeFromConfig";
+	size_t n = strlen(m) + strlen(f) + 4;
+	*errmsg = malloc(n);
+	if (*errmsg) snprintf(*errmsg, n, "%s: %s", f, m);
+	return -1;
+}
+
+// As python3 names itself: the python program that goes with the libpython
+// we run, under the prefix CPython's path calculation settled on (in 3.11
+// that calculation happens during initialisation, so this runs just after).
+static const char name_python[] =
+    "import os, sys\n"
+    "exe = os.path.join(sys.base_prefix, 'bin', 'python%d.%d' % sys.version_info[:2])\n"
+    "if os.access(exe, os.X_OK):\n"
+    "    sys.executable = sys._base_executable = exe\n";
+
+// duet_init starts the interpreter on the calling thread. argv becomes
+// sys.argv and sys.orig_argv (the app's command line, not parsed as
+// Python's options). venv, when not NULL, is a virtual environment whose
+// python the interpreter then behaves as (its pyvenv.cfg, site-packages and
+// sys.prefix); otherwise sys.executable names the system python3 of the
+// libpython we run, so that code which starts sys.executable
+// (multiprocessing's spawn, subprocess, venv) starts Python, not the app.
+int duet_init(int argc, char **argv, const char *venv, char **errmsg) {
 	if (Py_IsInitialized()) {
 		*errmsg = strdup("Python was already initialised by someone else in this process");
 		return -1;
@@ -23,19 +48,14 @@ int duet_init(const char *argv0, char **errmsg) {
 	PyConfig_InitPythonConfig(&config);
 	config.install_signal_handlers = 0;
 	config.parse_argv = 0;
-	char *argv[1] = {(char *)argv0};
-	PyStatus status = PyConfig_SetBytesArgv(&config, 1, argv);
+	config.safe_path = 1; // never import from the working directory or the app's
+	PyStatus status = PyConfig_SetBytesArgv(&config, argc, argv);
+	if (!PyStatus_Exception(status)) {
+		if (venv) status = PyConfig_SetBytesString(&config, &config.executable, venv);
+	}
 	if (!PyStatus_Exception(status)) status = Py_InitializeFromConfig(&config);
 	PyConfig_Clear(&config);
-	if (PyStatus_Exception(status)) {
-		const char *m = status.err_msg ? status.err_msg : "unknown error";
-		const char *f = status.func ? status.func : "Py_InitializeFromConfig";
-		size_t n = strlen(m) + strlen(f) + 4;
-		*errmsg = malloc(n);
-		if (*errmsg) snprintf(*errmsg, n, "%s: %s", f, m);
-		// Nothing holds the GIL after a failed initialisation.
-		return -1;
-	}
+	if (PyStatus_Exception(status)) return set_error(errmsg, status); // nothing holds the GIL after a failure
 	duet_pinned = 1;
 	(void)PyGILState_Ensure(); // pins the main thread state like any other thread's
 
@@ -45,6 +65,13 @@ int duet_init(const char *argv0, char **errmsg) {
 		PyErr_Print();
 	}
 	Py_XDECREF(th);
+	if (!venv) {
+		PyObject *g = PyDict_New();
+		PyObject *r = g ? PyRun_String(name_python, Py_file_input, g, g) : NULL;
+		if (!r) PyErr_Print();
+		Py_XDECREF(r);
+		Py_XDECREF(g);
+	}
 	duet_initialized = 1;
 	// Release the GIL at once: a thread that keeps it after init deadlocks
 	// every other thread.
