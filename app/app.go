@@ -313,13 +313,21 @@ func (a *App) RunContext(ctx context.Context, args []string) int {
 			status = 128 + int(sig)
 		}
 	case err != nil && !errors.Is(err, context.Canceled):
+		if code, ok := pythonExit(err); ok {
+			status = code
+			break
+		}
 		fmt.Fprintln(os.Stderr, "app:", err)
 		status = 1
 	}
 	if runErr != nil {
-		fmt.Fprintln(os.Stderr, "app:", runErr)
-		if status == 0 {
-			status = 1
+		if code, ok := pythonExit(runErr); ok {
+			status = code // PyGObject's own SIGINT handling in run() ends with KeyboardInterrupt
+		} else {
+			fmt.Fprintln(os.Stderr, "app:", runErr)
+			if status == 0 {
+				status = 1
+			}
 		}
 	}
 	if err := a.shutdown(); err != nil {
@@ -329,6 +337,30 @@ func (a *App) RunContext(ctx context.Context, args []string) int {
 		}
 	}
 	return status
+}
+
+// pythonExit maps the exceptions Python ends a program with to the status
+// python3 would exit with: KeyboardInterrupt 130, SystemExit its code.
+func pythonExit(err error) (int, bool) {
+	var pe *pygi.Error
+	if !errors.As(err, &pe) {
+		return 0, false
+	}
+	switch {
+	case pe.Matches("KeyboardInterrupt"):
+		return 128 + int(syscall.SIGINT), true
+	case pe.Matches("SystemExit"):
+		code, cerr := pe.Value.Attr("code")
+		if cerr != nil || code.IsNone() {
+			return 0, true
+		}
+		if n, err := code.Int(); err == nil {
+			return int(n), true
+		}
+		fmt.Fprintln(os.Stderr, code.String()) // sys.exit("message") prints it, status 1
+		return 1, true
+	}
+	return 0, false
 }
 
 // shutdown runs after the loop, on the main thread. See Run for the order.

@@ -47,8 +47,24 @@
 //
 // Exceptions that PyGObject would print and drop (raised in signal
 // handlers, sources, Python threads, __del__) reach OnPythonException.
-// Run quits on Quit, on the end of its context, or on SIGINT/SIGTERM
-// (gracefully, returning a *SignalError). Drive lets another blocking loop
+// Run quits on Quit, on the end of its context, or on a signal (returning a
+// *SignalError).
+//
+// # Signals
+//
+// Go keeps the process's signal handlers and Python sees what python3
+// shows: default_int_handler for SIGINT, its own signal.signal handlers
+// (which run), KeyboardInterrupt raised in Python code running on the UI
+// thread (also in a blocking sleep there). While the loop runs: SIGINT or
+// SIGTERM with Python's default disposition starts the ordered shutdown
+// (SIGINT through default_int_handler, so Python code that replaced it
+// decides); a KeyboardInterrupt nobody catches quits the app, as in a
+// python3 GTK app; Python's own GLib.MainLoop and Gtk.Application.run keep
+// PyGObject's Ctrl+C handling. The UI thread then has a grace
+// (SetSignalGrace, 3 s) to come back; if it does not, or a second signal
+// comes first, the process ends at once with 128+n (130, 143). Without a
+// loop, a signal Python handles goes to Python, and one it does not ends
+// the process with 128+n. No signal is dropped: each is delivered in turn. Drive lets another blocking loop
 // runner, such as g_application_run, be the loop (package app uses it).
 // Neither finalises Python: that is for their caller, after they return.
 //
@@ -62,6 +78,7 @@
 //	Counting             ReadStats (Invoke turns, timer runs, collections)
 //	Reporting            OnPythonException, SetPanicHandler (panics in loop
 //	                     work arrive as *pygi.PanicError), SignalError
+//	Signals              SetSignalGrace
 //
 // Package looptest runs tests (yours too) with the loop on the main thread.
 package eventloop

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
-	"syscall"
 
 	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/lifetime"
@@ -37,16 +35,12 @@ var (
 	ErrRunning = errors.New("eventloop: the loop is already running")
 )
 
-// SignalError reports that SIGINT or SIGTERM ended the loop.
-type SignalError struct{ Signal os.Signal }
-
-func (e *SignalError) Error() string { return "eventloop: quit on " + e.Signal.String() }
-
 // loop state: one loop at a time, on the main thread.
 var state struct {
 	mu      sync.Mutex
 	running atomic.Bool
-	quit    func() // quits whatever drives the loop now
+	quit    func()          // quits whatever drives the loop now
+	signals *signalHandling // the running loop's
 }
 
 // Running reports whether the loop is running.
@@ -61,8 +55,9 @@ func IsMain() bool { return lifetime.IsMain() }
 func RequireMain(what string) error { return lifetime.RequireMain(what) }
 
 // Run runs GLib's default main context on the main thread until Quit is
-// called, ctx ends, or SIGINT/SIGTERM arrives (a graceful quit: the error
-// is then a *SignalError). It returns nil after Quit.
+// called, ctx ends, or SIGINT/SIGTERM asks for the ordered shutdown (the
+// error is then a *SignalError; see "Signals" in the package doc). It
+// returns nil after Quit.
 func Run(ctx context.Context) error {
 	l := capi.NewMainLoop()
 	defer l.Unref()
@@ -122,15 +117,22 @@ func Drive(ctx context.Context, run func(), quit func()) error {
 	}
 	defer stopGC()
 
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+	sh := &signalHandling{stop: stop}
+	lifetime.SetSignalPolicy(sh.onSignal)
+	state.mu.Lock()
+	state.signals = sh
+	state.mu.Unlock()
+	defer func() {
+		lifetime.SetSignalPolicy(nil)
+		sh.loopReturned()
+		state.mu.Lock()
+		state.signals = nil
+		state.mu.Unlock()
+	}()
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
 		select {
-		case s := <-sigs:
-			stop(&SignalError{Signal: s})
 		case <-ctx.Done():
 			stop(ctx.Err())
 		case <-done:

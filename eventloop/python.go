@@ -68,6 +68,22 @@ def install(report):
 
 // reportPython is the Go side of the hooks; false lets Python print.
 func reportPython(exc *pygi.Object) bool {
+	e, err := pygi.ExceptionError(exc)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "eventloop: cannot describe a Python exception:", err)
+		return false
+	}
+	if e.Matches("KeyboardInterrupt") {
+		// SIGINT interrupted Python code on the loop and nothing caught it:
+		// as in a python3 GTK app, the app quits (in order).
+		keyboardInterrupt()
+	}
+	return deliverPython(e)
+}
+
+// deliverPython hands e to the OnPythonException subscribers; false when
+// there are none.
+func deliverPython(e *pygi.Error) bool {
 	pyexc.mu.Lock()
 	subs := make([]func(*pygi.Error), 0, len(pyexc.subs))
 	for _, f := range pyexc.subs {
@@ -75,11 +91,6 @@ func reportPython(exc *pygi.Object) bool {
 	}
 	pyexc.mu.Unlock()
 	if len(subs) == 0 {
-		return false
-	}
-	e, err := pygi.ExceptionError(exc)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "eventloop: cannot describe a Python exception:", err)
 		return false
 	}
 	for _, f := range subs {

@@ -159,6 +159,7 @@ func startHome() error {
 		return err
 	}
 	interp.home = home
+	lifetime.SetPythonMain(func(fn func()) { go func() { defer func() { recover() }(); home <- fn }() })
 	return nil
 }
 
@@ -271,6 +272,7 @@ func FinalizeContext(ctx context.Context) error {
 			done := make(chan struct{})
 			home <- func() { f(); close(done) }
 			<-done
+			lifetime.SetPythonMain(nil)
 			close(home)
 			interp.home = nil
 			return nil

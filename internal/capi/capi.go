@@ -20,6 +20,7 @@ import "C"
 import (
 	"errors"
 	"runtime"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -388,4 +389,36 @@ func NewGlobals() (Ref, Status) {
 func NoneRef() Ref {
 	out, _, _ := res(C.duet_none())
 	return out
+}
+
+var signalKind atomic.Pointer[func(sig, kind int)]
+
+// SetSignalKindHandler sets what learns, when Python code calls
+// signal.signal, what Python now wants for that signal (see signals.c).
+func SetSignalKindHandler(f func(sig, kind int)) { signalKind.Store(&f) }
+
+//export duetSignalKind
+func duetSignalKind(sig, kind C.int) {
+	if f := signalKind.Load(); f != nil {
+		(*f)(int(sig), int(kind))
+	}
+}
+
+// SignalInterrupt hands a signal to Python, as if it had arrived (any
+// thread, no GIL needed).
+func SignalInterrupt(sig int) { C.duet_signal_interrupt(C.int(sig)) }
+
+// MainInPython reports whether Python's main thread is inside Python code
+// now (a hint).
+func MainInPython() bool { return C.duet_main_in_python() != 0 }
+
+// PythonMainIsUI reports whether Python's main thread, where its signal
+// handlers run, is the process's main thread (Python started there).
+func PythonMainIsUI() bool { return C.duet_python_main_is_process_main() != 0 }
+
+// CheckSignals runs the Python handlers of signals that have arrived, on
+// Python's main thread; Err carries what a handler raised.
+func CheckSignals() (Status, Ref) {
+	_, st, exc := res(C.duet_check_signals())
+	return st, exc
 }

@@ -177,6 +177,14 @@ uintptr_t duet_capsule_handle(duet_ref r);
 int duet_raise_owned(duet_ref exc);
 void duet_raise_msg(int kind, const char *msg, int64_t len);
 
+// ---- signals (signals.c) -----------------------------------------------------
+void duet_signals_save(void);        // before Python starts: Go's handlers
+int duet_signals_install(void);      // at start-up, main thread, GIL held
+void duet_signal_interrupt(int sig); // a signal for Python (any thread)
+int duet_main_in_python(void);       // Python's main thread is inside Python code now
+int duet_python_main_is_process_main(void); // Python's main thread is the UI thread
+duet_res duet_check_signals(void);   // run arrived signals' Python handlers (runtime.c)
+
 // ---- the cycle collector on the UI thread (gcstate.c) ------------------------
 int duet_gc_due(void);          // the generation due for collection, or -1
 void duet_gc_poke(void);        // wake the loop if a collection is due

@@ -41,6 +41,7 @@ int duet_init(int argc, char **argv, const char *venv, char **errmsg) {
 		*errmsg = strdup("Python was already initialised by someone else in this process");
 		return -1;
 	}
+	duet_signals_save();
 	PyConfig config;
 	// Py_InitializeEx(0), but through PyConfig so that a failure comes back
 	// as a status instead of Py_FatalError aborting the process. Signal
@@ -65,6 +66,7 @@ int duet_init(int argc, char **argv, const char *venv, char **errmsg) {
 		PyErr_Print();
 	}
 	Py_XDECREF(th);
+	duet_signals_install();
 	if (!venv) {
 		PyObject *g = PyDict_New();
 		PyObject *r = g ? PyRun_String(name_python, Py_file_input, g, g) : NULL;
@@ -125,3 +127,13 @@ int duet_is_main_thread(void) {
 	if (is_main < 0) is_main = syscall(SYS_gettid) == getpid();
 	return is_main;
 }
+
+// impl_check_signals runs the Python handlers of signals that have arrived
+// (on Python's main thread; elsewhere CPython does nothing).
+static int impl_check_signals(duet_res *res) {
+	PyGILState_STATE st = duet_enter();
+	int rc = PyErr_CheckSignals() < 0 ? duet_fail(&res->ref) : DUET_OK;
+	duet_leave(st);
+	return rc;
+}
+DUET_ENTRY(check_signals, (void), ())

@@ -37,4 +37,8 @@
 //  7. Finalisation never runs while the loop runs, nor from a thread other
 //     than the one that started Python: the interpreter's life has one
 //     owner, the code that runs the loop (app.Run, looptest.Main, or main).
+//  8. Go owns the process's signal handlers; Python owns its view of them.
+//     Every signal Python code handles (and SIGINT and SIGTERM always)
+//     reaches Python through pygi: while the loop runs, through the loop's
+//     policy (SetSignalPolicy), otherwise as python3 would deliver it.
 package lifetime

@@ -1,0 +1,340 @@
+package eventloop_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/pygi"
+)
+
+func init() {
+	for name, fn := range signalChildren {
+		lifetimeChildren[name] = fn
+	}
+}
+
+// ready tells the parent the child is where the test wants the signal.
+func ready() { fmt.Println("ready") }
+
+var signalChildren = map[string]func() error{
+	// Python's table of signal dispositions, as python3 has it.
+	"signal-table": func() error {
+		r, err := pygi.Eval(signalTable, nil)
+		if err != nil {
+			return err
+		}
+		fmt.Println("table", r.String())
+		return pygi.Finalize()
+	},
+	// No loop; Python code busy on the main thread: SIGINT raises
+	// KeyboardInterrupt in it, also in a blocking sleep.
+	"sigint-busy-python": func() error {
+		for _, code := range []string{"while True: pass", "import time; time.sleep(60)"} {
+			err := pygi.Exec("print('ready', flush=True)\n"+code+"\n", nil)
+			var pe *pygi.Error
+			if !errors.As(err, &pe) || !pe.Matches("KeyboardInterrupt") {
+				return fmt.Errorf("%s: want KeyboardInterrupt, got %v", code, err)
+			}
+			fmt.Println("interrupted:", code)
+		}
+		return pygi.Finalize()
+	},
+	// No loop: a handler Python code registers runs when its signal comes.
+	"python-handler": func() error {
+		g, err := pygi.NewGlobals()
+		if err != nil {
+			return err
+		}
+		return pygi.Exec(`
+import signal, time
+got = []
+signal.signal(signal.SIGUSR1, lambda n, f: got.append(n))
+print("ready", flush=True)
+deadline = time.monotonic() + 30
+while not got and time.monotonic() < deadline:
+    time.sleep(0.01)
+assert got == [signal.SIGUSR1], got
+print("handled", flush=True)
+`, g)
+	},
+	// The loop idles; Python code registered a SIGUSR1 handler: it runs on
+	// the UI thread, and the loop goes on until SIGINT shuts it down.
+	"loop-python-handler": func() error {
+		g, err := pygi.NewGlobals()
+		if err != nil {
+			return err
+		}
+		if err := pygi.Exec("import signal, threading\ngot = []\n"+
+			"signal.signal(signal.SIGUSR1, lambda n, f: got.append(threading.current_thread() is threading.main_thread()))\n", g); err != nil {
+			return err
+		}
+		eventloop.Invoke(ready)
+		err = eventloop.Run(context.Background())
+		var se *eventloop.SignalError
+		if !errors.As(err, &se) || se.Signal != syscall.SIGINT {
+			return fmt.Errorf("want a SIGINT SignalError, got %v", err)
+		}
+		r, err := pygi.Eval("got", g)
+		if err != nil {
+			return err
+		}
+		fmt.Println("handler ran on the main thread:", r.String())
+		return pygi.Finalize()
+	},
+	// The UI thread is stuck in Python code (a GLib idle handler written in
+	// Python that never returns). SIGINT raises KeyboardInterrupt there,
+	// which nothing catches: the app quits in order.
+	"loop-busy-python-sigint": func() error {
+		if err := pygi.Exec(`
+from gi.repository import GLib
+def busy():
+    print("ready", flush=True)
+    while True:
+        pass
+GLib.idle_add(busy)
+`, nil); err != nil {
+			return err
+		}
+		err := eventloop.Run(context.Background())
+		var se *eventloop.SignalError
+		if !errors.As(err, &se) || se.Signal != syscall.SIGINT {
+			return fmt.Errorf("want a SIGINT SignalError, got %v", err)
+		}
+		return pygi.Finalize()
+	},
+	// The UI thread is stuck in Python code that ignores KeyboardInterrupt
+	// and SIGTERM has the default disposition: the ordered shutdown cannot
+	// happen, so after the grace the process ends with 143.
+	"loop-stuck-sigterm": func() error {
+		eventloop.SetSignalGrace(time.Second)
+		if err := pygi.Exec(`
+from gi.repository import GLib
+def stuck():
+    print("ready", flush=True)
+    while True:
+        try:
+            while True:
+                pass
+        except KeyboardInterrupt:
+            pass
+GLib.idle_add(stuck)
+`, nil); err != nil {
+			return err
+		}
+		eventloop.Run(context.Background())
+		return errors.New("the loop returned")
+	},
+	// The UI thread is stuck in Go; a second SIGINT ends the process at once.
+	"loop-stuck-second-signal": func() error {
+		eventloop.SetSignalGrace(time.Minute)
+		eventloop.Invoke(func() {
+			ready()
+			select {} // never comes back
+		})
+		eventloop.Run(context.Background())
+		return errors.New("the loop returned")
+	},
+	// No loop, the main thread busy in Go: SIGINT ends the process as it
+	// ends a Go program (status 130), Python or not.
+	"go-busy": func() error {
+		if _, err := pygi.Eval("1", nil); err != nil {
+			return err
+		}
+		ready()
+		time.Sleep(30 * time.Second)
+		return errors.New("not interrupted")
+	},
+	// Python code ignores SIGINT: so does the process.
+	"sigint-ignored": func() error {
+		if err := pygi.Exec("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n", nil); err != nil {
+			return err
+		}
+		ready()
+		time.Sleep(time.Second)
+		fmt.Println("still here")
+		return pygi.Finalize()
+	},
+	// Python code runs its own GLib.MainLoop on the UI thread (inside a
+	// handler): PyGObject's own SIGINT handling quits it and raises
+	// KeyboardInterrupt, as under python3.
+	"nested-python-mainloop": func() error {
+		var got error
+		eventloop.Invoke(func() {
+			got = pygi.Exec("from gi.repository import GLib\nloop = GLib.MainLoop()\n"+
+				"GLib.idle_add(lambda: print('ready', flush=True))\nloop.run()\n", nil)
+			eventloop.Quit()
+		})
+		if err := eventloop.Run(context.Background()); err != nil {
+			return err
+		}
+		var pe *pygi.Error
+		if !errors.As(got, &pe) || !pe.Matches("KeyboardInterrupt") {
+			return fmt.Errorf("GLib.MainLoop.run: want KeyboardInterrupt, got %v", got)
+		}
+		fmt.Println("nested loop interrupted")
+		return pygi.Finalize()
+	},
+}
+
+// signalTable is every signal's disposition as Python sees it.
+const signalTable = `(lambda signal: sorted((int(s), str(signal.getsignal(s))) for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP)))(__import__("signal"))`
+
+type signalRun struct {
+	out, err string
+	code     int
+	took     time.Duration // from the first signal to the exit
+}
+
+// signalChild starts a child, waits for its "ready" line, sends sigs (with
+// a pause between them; the command may run under wrap, e.g. timeout).
+func signalChild(t *testing.T, name string, sigs ...syscall.Signal) signalRun {
+	t.Helper()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), "EVENTLOOP_CHILD="+name)
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	pipe, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	rd := bufio.NewReader(pipe)
+	var out strings.Builder
+	for {
+		line, err := rd.ReadString('\n')
+		out.WriteString(line)
+		require.NoError(t, err, "no ready line; stdout %q; stderr:\n%s", out.String(), errb.String())
+		if line == "ready\n" {
+			break
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // into the busy part
+	start := time.Now()
+	for i, s := range sigs {
+		if i > 0 {
+			time.Sleep(200 * time.Millisecond)
+		}
+		require.NoError(t, cmd.Process.Signal(s))
+	}
+	rest := make(chan string)
+	go func() {
+		var b strings.Builder
+		bufio.NewReader(rd).WriteTo(&b)
+		rest <- b.String()
+	}()
+	err = cmd.Wait()
+	took := time.Since(start)
+	out.WriteString(<-rest)
+	require.NoError(t, ctx.Err(), "child hung; stderr:\n%s", errb.String())
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	}
+	return signalRun{out.String(), errb.String(), code, took}
+}
+
+func TestPythonSeesPython3sSignalTable(t *testing.T) {
+	out, errOut, code := runLifetimeChild(t, "signal-table")
+	require.Equal(t, 0, code, "stderr:\n%s", errOut)
+	want, err := exec.Command("/usr/bin/python3", "-c", "print("+signalTable+")").Output()
+	require.NoError(t, err)
+	assert.Contains(t, out, "table "+strings.TrimSpace(string(want)))
+	assert.Contains(t, out, "<built-in function default_int_handler>")
+}
+
+func TestSignals(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		sigs    []syscall.Signal
+		code    int
+		out     string
+		maxTook time.Duration
+	}{
+		{"python-handler", []syscall.Signal{syscall.SIGUSR1}, 0, "handled", 10 * time.Second},
+		{"loop-python-handler", []syscall.Signal{syscall.SIGUSR1, syscall.SIGINT}, 0, "handler ran on the main thread: [True]", 10 * time.Second},
+		{"loop-busy-python-sigint", []syscall.Signal{syscall.SIGINT}, 0, "", 10 * time.Second},
+		{"loop-stuck-sigterm", []syscall.Signal{syscall.SIGTERM}, 143, "", 10 * time.Second},
+		{"loop-stuck-second-signal", []syscall.Signal{syscall.SIGINT, syscall.SIGINT}, 130, "", 10 * time.Second},
+		{"nested-python-mainloop", []syscall.Signal{syscall.SIGINT}, 0, "nested loop interrupted", 10 * time.Second},
+		{"go-busy", []syscall.Signal{syscall.SIGINT}, 130, "", 10 * time.Second},
+		{"sigint-ignored", []syscall.Signal{syscall.SIGINT}, 0, "still here", 10 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := signalChild(t, tc.name, tc.sigs...)
+			if tc.code >= 0 {
+				assert.Equal(t, tc.code, r.code, "stdout:\n%s\nstderr:\n%s", r.out, r.err)
+			} else {
+				assert.Equal(t, 0, r.code, "stdout:\n%s\nstderr:\n%s", r.out, r.err)
+			}
+			assert.Contains(t, r.out, tc.out)
+			assert.Less(t, r.took, tc.maxTook)
+		})
+	}
+}
+
+// No loop, Python busy on the main thread, twice: in a loop of its own and
+// in a blocking sleep. Each SIGINT raises KeyboardInterrupt there, promptly.
+func TestSIGINTInterruptsPythonOnTheMainThread(t *testing.T) {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), "EVENTLOOP_CHILD=sigint-busy-python")
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	pipe, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	rd := bufio.NewReader(pipe)
+	var lines []string
+	start := time.Now()
+	for range 4 {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			break
+		}
+		lines = append(lines, line)
+		if line == "ready\n" {
+			time.Sleep(100 * time.Millisecond)
+			cmd.Process.Signal(syscall.SIGINT)
+		}
+	}
+	require.NoError(t, cmd.Wait(), "stderr:\n%s", errb.String())
+	assert.Equal(t, []string{"ready\n", "interrupted: while True: pass\n", "ready\n", "interrupted: import time; time.sleep(60)\n"}, lines)
+	assert.Less(t, time.Since(start), 30*time.Second, "the sleep was interrupted, not waited out")
+}
+
+// timeout -s TERM on an app whose UI thread is stuck in Python: the process
+// ends, promptly, with 143.
+func TestTimeoutTermOnAStuckUIThread(t *testing.T) {
+	timeoutCmd, err := exec.LookPath("timeout")
+	if err != nil {
+		t.Skip("no timeout(1)")
+	}
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	start := time.Now()
+	cmd := exec.Command(timeoutCmd, "--preserve-status", "-s", "TERM", "3", exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), "EVENTLOOP_CHILD=loop-stuck-sigterm")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	require.True(t, errors.As(err, &ee), "want a failing status, got %v\n%s", err, out)
+	assert.Equal(t, 143, ee.ExitCode(), "%s", out)
+	assert.Contains(t, string(out), "did not come back")
+	assert.Less(t, time.Since(start), 20*time.Second)
+}
