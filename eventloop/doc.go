@@ -79,6 +79,8 @@
 //	Reporting            OnPythonException, SetPanicHandler (panics in loop
 //	                     work arrive as *pygi.PanicError), SignalError
 //	Signals              SetSignalGrace
+//	Python's output      RouteLogs (warnings, logging's last resort,
+//	                     unraisable exceptions, GLib/GTK messages -> slog)
 //
 // Package looptest runs tests (yours too) with the loop on the main thread.
 package eventloop

@@ -26,6 +26,7 @@ var pyexc struct {
 	once   sync.Once
 	err    error
 	report *pygi.Object // report_to_go, also used by the collector's watch
+	hooks  *pygi.Object // the hook module's globals (route for RouteLogs)
 }
 
 // OnPythonException registers fn to receive Python exceptions nobody caught
@@ -48,8 +49,12 @@ func OnPythonException(fn func(*pygi.Error)) (remove func()) {
 }
 
 const hookSource = `
-import sys, threading
+import sys, threading, traceback
 _orig = (sys.excepthook, threading.excepthook, sys.unraisablehook)
+_logs = {"emit": None}
+
+def _thread():
+    return threading.current_thread().name
 
 def install(report):
     def excepthook(t, v, tb):
@@ -59,11 +64,59 @@ def install(report):
         if args.exc_value is None or not report(args.exc_value):
             _orig[1](args)
     def unraisable_hook(u):
+        emit = _logs["emit"]
+        if emit is not None:
+            text = "".join(traceback.format_exception(u.exc_type, u.exc_value, u.exc_traceback)) if u.exc_type else ""
+            what = u.err_msg or "Exception ignored in"
+            if u.object is not None:
+                what += ": " + repr(u.object)
+            tb = u.exc_traceback
+            while tb is not None and tb.tb_next is not None:
+                tb = tb.tb_next
+            f, n = (tb.tb_frame.f_code.co_filename, tb.tb_lineno) if tb is not None else ("", 0)
+            emit(40, "py.unraisable", what + "\n" + text.rstrip(), f, n, _thread())
+            if u.exc_value is not None:
+                report(u.exc_value)
+            return
         if u.exc_value is None or not report(u.exc_value):
             _orig[2](u)
     sys.excepthook = excepthook
     threading.excepthook = thread_hook
     sys.unraisablehook = unraisable_hook
+
+# Python's output channels, routed to Go while emit is set (RouteLogs).
+import warnings, logging
+_orig_showwarning = warnings.showwarning
+_orig_last_resort = logging.lastResort
+
+def _showwarning(message, category, filename, lineno, file=None, line=None):
+    emit = _logs["emit"]
+    if emit is None or file is not None:
+        return _orig_showwarning(message, category, filename, lineno, file, line)
+    emit(30, "py.warnings", "%s: %s" % (category.__name__, message), filename, lineno, _thread())
+
+class GoHandler(logging.Handler):
+    """Hands records to Go's log/slog (duet's eventloop.RouteLogs)."""
+    def emit(self, record):
+        emit = _logs["emit"]
+        if emit is None:
+            return _orig_last_resort.handle(record) if _orig_last_resort else None
+        try:
+            msg = record.getMessage()
+            if record.exc_info:
+                msg += "\n" + logging.Formatter().formatException(record.exc_info)
+            emit(record.levelno, record.name, msg, record.pathname, record.lineno, record.threadName or _thread())
+        except Exception:
+            self.handleError(record)
+
+warnings.showwarning = _showwarning
+
+def route(emit):
+    _logs["emit"] = emit
+    # Records that reach no handler of the app's own configuration go to
+    # logging's last resort (python3 prints them on stderr): that is where
+    # they go to Go instead. An app that configures logging keeps it.
+    logging.lastResort = GoHandler(logging.WARNING) if emit is not None else _orig_last_resort
 `
 
 // reportPython is the Go side of the hooks; false lets Python print.
@@ -130,6 +183,7 @@ func installExceptionHooks() error {
 			return
 		}
 		pyexc.report = pygi.Must(report.Clone())
+		pyexc.hooks = pygi.Must(g.Clone())
 	})
 	return pyexc.err
 }

@@ -2,6 +2,7 @@
 // here in C, never through Python's GLib.idle_add (PyGObject 3.42 leaks a
 // libffi closure for each of those).
 #include <glib.h>
+#include <string.h>
 
 #include "_cgo_export.h"
 #include "loop.h"
@@ -83,3 +84,42 @@ void duet_timer_release(void *source) {
 	g_source_destroy(source); // no-op when GLib already removed it
 	g_source_unref(source);
 }
+
+// ---- GLib's log messages --------------------------------------------------------
+//
+// GLib takes one structured-log writer per process, set once. gotk4's glib
+// package sets its own at start-up (to Go's slog.Default()) when it is
+// linked in; otherwise duet sets this one, which writes as GLib's default
+// writer does (stderr) until Go routes the messages elsewhere.
+extern GLogWriterOutput _gotk4_glib2_LogWriterFunc(GLogLevelFlags, const GLogField *, gsize, gpointer)
+    __attribute__((weak));
+
+static gint log_routed;
+
+static const char *field(const GLogField *fields, gsize n, const char *key) {
+	for (gsize i = 0; i < n; i++)
+		if (strcmp(fields[i].key, key) == 0 && fields[i].length < 0) return fields[i].value;
+	return "";
+}
+
+static GLogWriterOutput log_writer(GLogLevelFlags level, const GLogField *fields, gsize n, gpointer data) {
+	if (!g_atomic_int_get(&log_routed)) return g_log_writer_default(level, fields, n, data);
+	const char *domain = field(fields, n, "GLIB_DOMAIN");
+	if (g_log_writer_default_would_drop(level, domain)) return G_LOG_WRITER_HANDLED; // G_MESSAGES_DEBUG
+	duetGLibLog(level, (char *)domain, (char *)field(fields, n, "MESSAGE"), (char *)field(fields, n, "CODE_FILE"),
+	            (char *)field(fields, n, "CODE_LINE"), (char *)field(fields, n, "CODE_FUNC"));
+	return G_LOG_WRITER_HANDLED;
+}
+
+int duet_log_gotk4(void) { return _gotk4_glib2_LogWriterFunc != NULL; }
+
+void duet_log_install(void) {
+	static gsize once;
+	if (duet_log_gotk4()) return;
+	if (g_once_init_enter(&once)) {
+		g_log_set_writer_func(log_writer, NULL, NULL);
+		g_once_init_leave(&once, 1);
+	}
+}
+
+void duet_log_route(int on) { g_atomic_int_set(&log_routed, on); }

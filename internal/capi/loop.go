@@ -109,3 +109,25 @@ func GCSetWanted(on bool) { C.duet_gc_set_wanted(cbool(on)) }
 
 // GCDue returns the generation due for collection, or -1.
 func GCDue() int { return int(C.duet_gc_due()) }
+
+var glibLog atomic.Pointer[func(level int, domain, message, file, line, fn string)]
+
+// SetGLibLogHandler sets where GLib's log messages go while routed.
+func SetGLibLogHandler(f func(level int, domain, message, file, line, fn string)) { glibLog.Store(&f) }
+
+//export duetGLibLog
+func duetGLibLog(level C.int, domain, message, file, line, fn *C.char) {
+	if f := glibLog.Load(); f != nil {
+		(*f)(int(level), C.GoString(domain), C.GoString(message), C.GoString(file), C.GoString(line), C.GoString(fn))
+	}
+}
+
+// LogWriterIsGotk4 reports whether gotk4's glib package set GLib's log
+// writer (it sends messages to slog.Default()).
+func LogWriterIsGotk4() bool { return C.duet_log_gotk4() != 0 }
+
+// LogInstall sets duet's GLib log writer, once, unless gotk4's is linked in.
+func LogInstall() { C.duet_log_install() }
+
+// LogRoute sends GLib's messages to the handler (true) or to stderr.
+func LogRoute(on bool) { C.duet_log_route(cbool(on)) }

@@ -20,4 +20,8 @@ int duet_loop_own_default(void);
 // duetTimerFire(handle) at each expiry until it returns FALSE.
 void *duet_timer_new(uintptr_t handle, unsigned interval_ms);
 void duet_timer_release(void *source);
+// GLib's log messages (loop.c): duet's writer, unless gotk4's is linked in.
+int duet_log_gotk4(void);
+void duet_log_install(void);
+void duet_log_route(int on);
 #endif
