@@ -24,8 +24,8 @@ type capture struct {
 }
 
 func (c *capture) Enabled(context.Context, slog.Level) bool { return true }
-func (c *capture) WithAttrs([]slog.Attr) slog.Handler        { return c }
-func (c *capture) WithGroup(string) slog.Handler             { return c }
+func (c *capture) WithAttrs([]slog.Attr) slog.Handler       { return c }
+func (c *capture) WithGroup(string) slog.Handler            { return c }
 func (c *capture) Handle(_ context.Context, r slog.Record) error {
 	c.mu.Lock()
 	c.recs = append(c.recs, r.Clone())
