@@ -3,9 +3,9 @@
 // # The model
 //
 // There is one interpreter per process. It starts on first use (or when
-// Init is called) on the main OS thread, with Python's own signal handlers
-// off because Go owns signals, and the GIL is released as soon as it has
-// started. From then on any goroutine may call into Python: every operation
+// Init is called) on the main OS thread, and the GIL is released as soon as
+// it has started. Go keeps the process's signal handlers; Python keeps its
+// view of them (see below). From then on any goroutine may call into Python: every operation
 // attaches the calling OS thread to Python (taking the GIL) and detaches it
 // again inside a single cgo call. Each OS thread keeps the Python thread
 // state it first got, which makes attaching cheap (about 100 ns for a whole
@@ -45,7 +45,8 @@
 //
 // # API
 //
-//	Start and end          Init, Finalize, FinalizeContext, CurrentPhase
+//	Start and end          Configure, Options, Init, Finalize,
+//	                       FinalizeContext, CurrentPhase
 //	Attaching              Do (a batch under one attachment), WithoutGIL
 //	Running code           Import, Eval, Exec, ExecFile, NewGlobals
 //	PyGObject              GI, RequireVersion, Repository, Version
@@ -62,7 +63,7 @@
 //	                       *PanicError (a Go panic at a boundary),
 //	                       ExceptionError; sentinels ErrClosed, ErrNilObject,
 //	                       ErrFinalized, ErrLoopRunning, ErrInsideCall,
-//	                       ErrWrongThread, ErrNoGI, ErrConversion
+//	                       ErrWrongThread, ErrStarted, ErrNoGI, ErrConversion
 //	Helpers                Must
 //
 // Every function here is safe from any goroutine, with the thread rules of
@@ -77,6 +78,38 @@
 // would not fit rather than truncating it. Containers cross in one cgo call
 // whatever their size. Go funcs become Python callables when package
 // callbacks is linked in.
+//
+// # What Python code observes
+//
+// Python code inside duet sees what it sees under python3 (each row is
+// tested against /usr/bin/python3 under the same conditions):
+//
+//	sys.executable,        the python3 of the embedded libpython (so code
+//	_base_executable,      that starts sys.executable, such as
+//	prefix                 multiprocessing's spawn, starts Python); a virtual
+//	                       environment's when one is configured (Configure,
+//	                       $VIRTUAL_ENV), with its site-packages
+//	sys.argv, orig_argv    the app's command line (Options.Args)
+//	sys.path, site         python3's; nothing from the working directory
+//	sys.flags, stdio,      python3's defaults, PYTHON* variables honoured
+//	encodings, locale,     (PYTHONFAULTHANDLER enables faulthandler, ...),
+//	faulthandler           the same stdio encodings and buffering
+//	signals                python3's table (default_int_handler for SIGINT,
+//	                       SIGPIPE ignored); handlers run; KeyboardInterrupt
+//	                       on the main thread (Go keeps the OS handlers; see
+//	                       package eventloop for the loop's part)
+//	excepthooks            python3's; while the event loop runs duet's, which
+//	                       print exactly as python3's unless Go subscribes
+//	gc                     python3's thresholds and switches; while the loop
+//	                       runs, collections happen on the UI thread
+//	atexit                 functions run when Python is finalised
+//	recursion limit,       python3's
+//	switch interval,
+//	__main__
+//	GLib's main context    depth and pending state as inside a python3
+//	                       GLib.MainLoop's dispatch
+//	warnings, logging      on stderr as under python3, or to Go's log/slog
+//	                       (eventloop.RouteLogs)
 //
 // # Errors
 //

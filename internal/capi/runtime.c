@@ -49,7 +49,8 @@ int duet_init(int argc, char **argv, const char *venv, char **errmsg) {
 	PyConfig_InitPythonConfig(&config);
 	config.install_signal_handlers = 0;
 	config.parse_argv = 0;
-	config.safe_path = 1; // never import from the working directory or the app's
+	// safe_path stays python3's default: with no script, module or -c to
+	// run, CPython puts no directory of ours first on sys.path anyway.
 	PyStatus status = PyConfig_SetBytesArgv(&config, argc, argv);
 	if (!PyStatus_Exception(status)) {
 		if (venv) status = PyConfig_SetBytesString(&config, &config.executable, venv);
