@@ -83,7 +83,10 @@ func TestAnIdleLoopSleeps(t *testing.T) {
 	require.NoError(t, cmd.Start())
 	rd := bufio.NewReader(out)
 	ready, err := rd.ReadString('\n')
-	require.NoError(t, err, "stderr:\n%s", errb.String())
+	if err != nil {
+		cmd.Wait() // stderr is complete only now
+		t.Fatalf("%v; stderr:\n%s", err, errb.String())
+	}
 	require.True(t, strings.HasPrefix(ready, "ready "), ready)
 	time.Sleep(300 * time.Millisecond) // the print itself, and what the runtime does after it
 	before := voluntarySwitches(cmd.Process.Pid)

@@ -217,7 +217,11 @@ func signalChild(t *testing.T, name string, sigs ...syscall.Signal) signalRun {
 	for {
 		line, err := rd.ReadString('\n')
 		out.WriteString(line)
-		require.NoError(t, err, "no ready line; stdout %q; stderr:\n%s", out.String(), errb.String())
+		if err != nil {
+			cmd.Process.Kill()
+			cmd.Wait() // stderr is complete only now
+			t.Fatalf("no ready line: %v; stdout %q; stderr:\n%s", err, out.String(), errb.String())
+		}
 		if line == "ready\n" {
 			break
 		}
