@@ -134,7 +134,8 @@ func New(opts Options) (*App, error) {
 		if err != nil {
 			return fmt.Errorf("app: the application is not a Gtk.Application: %w", err)
 		}
-		return nil
+		// One rule for Go handlers on every connect path (see widgets).
+		return widgets.InitGTK()
 	})
 	if err != nil {
 		return nil, err

@@ -74,6 +74,11 @@ func load(name, src, filename string) (*Module, error) {
 	if err := requireGtk(); err != nil {
 		return nil, err
 	}
+	if name != teardownModule {
+		if err := hookConnect(); err != nil {
+			return nil, err
+		}
+	}
 	g, err := pygi.NewGlobals()
 	if err != nil {
 		return nil, err
@@ -158,13 +163,19 @@ func (w *Widget) SetProp(name string, value any) error {
 }
 
 // Connect connects fn (any Go func; see package callbacks for how it is
-// adapted) to a signal and returns the handler id. The signal connection
-// owns the callback: it lives exactly as long as the connection, and when
-// the window the widget is in is destroyed, duet disconnects it (see
-// teardown.go), so a handler may capture the window's widgets without
-// keeping the window alive. Call it on the UI thread.
-func (w *Widget) Connect(signal string, fn any) (uint64, error) {
+// adapted) to a signal and returns the handler id. fn receives the emitter
+// and the signal's arguments, then data, as PyGObject's connect(signal,
+// handler, *data) passes them: the handler need not capture the widget or
+// anything else, and data is held on the Python side, where Python's
+// collector sees cycles through it. The signal connection owns the
+// callback: it lives exactly as long as the connection, and when the
+// window the widget is in is destroyed, duet disconnects it (as it does
+// for Go handlers connected any other way).
+func (w *Widget) Connect(signal string, fn any, data ...any) (uint64, error) {
 	if err := eventloop.RequireMain("widgets.Widget.Connect"); err != nil {
+		return 0, err
+	}
+	if err := hookConnect(); err != nil {
 		return 0, err
 	}
 	cb, err := callbacks.New(fn, callbacks.Name(strings.ReplaceAll(signal, "-", "_")+"_handler"))
@@ -172,15 +183,11 @@ func (w *Widget) Connect(signal string, fn any) (uint64, error) {
 		return 0, err
 	}
 	defer cb.Close()
-	r, err := w.CallMethod("connect", signal, cb)
+	r, err := w.CallMethod("connect", append([]any{signal, cb}, data...)...)
 	if err != nil {
 		return 0, err
 	}
-	id, err := r.Uint()
-	if err != nil {
-		return 0, err
-	}
-	return id, record(w.Object, id)
+	return r.Uint()
 }
 
 // Disconnect removes a signal handler; its callback is freed if nothing
@@ -216,5 +223,6 @@ func InitGTK() error {
 	if err != nil {
 		return err
 	}
-	return g.Close()
+	g.Close()
+	return hookConnect()
 }

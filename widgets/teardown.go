@@ -2,11 +2,15 @@ package widgets
 
 import (
 	_ "embed"
+	"runtime"
 	"sync"
 	"unsafe"
 
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/internal/bridge"
+	"github.com/duet-gtk/duet/internal/capi"
+	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -17,14 +21,19 @@ import (
 // the widget's signal holds the handler (a Python callable), and the
 // handler's Go closure holds the window. GTK 4 no longer disposes a
 // window's widgets when the window is destroyed (GTK 3 did), and plain
-// PyGObject apps leak such windows too. duet breaks the loop: handlers
-// connected with Widget.Connect are recorded per GObject, and when a window
-// is destroyed (it leaves Gtk.Window.get_toplevels()), the recorded
-// handlers of every widget in it are disconnected, which frees them and
-// everything they captured.
+// PyGObject apps leak such windows too. duet breaks the loop: Go handlers
+// are recorded per GObject whichever way they were connected
+// (Widget.Connect, or PyGObject's connect, connect_after, connect_object
+// and connect_object_after, which duet wraps), and when a window is
+// destroyed (it leaves Gtk.Window.get_toplevels()), the recorded handlers
+// of every widget in it are disconnected, which frees them and everything
+// they captured. A widget removed from a window that lives on is another
+// matter: see "Handlers that do not leak" in the package doc.
 
 //go:embed teardown.py
 var teardownSource string
+
+const teardownModule = "duet_teardown"
 
 var teardown struct {
 	mu       sync.Mutex
@@ -36,16 +45,22 @@ var teardown struct {
 	err      error
 }
 
-// record notes a Go handler connected on o and makes sure destroyed
-// windows are watched. UI thread.
-func record(o *pygi.Object, id uint64) error {
+// hookConnect makes every connect path record Go handlers (once, on the UI
+// thread, after GTK is initialised).
+func hookConnect() error {
 	teardown.once.Do(func() { teardown.err = startMonitor() })
-	if teardown.err != nil {
-		return teardown.err
+	return teardown.err
+}
+
+// recordHandler is called by the connect wrappers (teardown.py) for each
+// handler whose __self__ is a capsule; only duet's callbacks are recorded.
+func recordHandler(o *pygi.Object, id uint64, handler *pygi.Object) {
+	if !isCallback(handler) {
+		return
 	}
 	p, _, err := pointer(o)
 	if err != nil {
-		return err
+		return
 	}
 	teardown.mu.Lock()
 	_, known := teardown.handlers[p]
@@ -60,13 +75,26 @@ func record(o *pygi.Object, id uint64) error {
 		}, quiet: true})
 		track.mu.Unlock()
 	}
-	return nil
+}
+
+func isCallback(o *pygi.Object) bool {
+	if err := lifetime.Enter(); err != nil {
+		return false
+	}
+	defer lifetime.Exit()
+	r, err := bridge.RefOf(o)
+	if err != nil {
+		return false
+	}
+	yes := capi.IsCallback(r)
+	runtime.KeepAlive(o)
+	return yes
 }
 
 func startMonitor() error {
 	teardown.handlers = map[unsafe.Pointer][]uint64{}
 	teardown.windows = map[unsafe.Pointer]*pygi.Object{}
-	m, err := LoadSource("duet_teardown", teardownSource)
+	m, err := load(teardownModule, teardownSource, "<"+teardownModule+">")
 	if err != nil {
 		return err
 	}
@@ -77,6 +105,16 @@ func startMonitor() error {
 	}
 	defer cb.Close()
 	teardown.monitor, err = m.CallMethod("install", cb)
+	if err != nil {
+		return err
+	}
+	rec, err := callbacks.New(recordHandler, callbacks.Name("duet_record_handler"))
+	if err != nil {
+		return err
+	}
+	defer rec.Close()
+	r, err := m.CallMethod("hook_connect", rec)
+	r.Close()
 	if err != nil {
 		return err
 	}

@@ -26,3 +26,29 @@ def descendants(widget):
 def disconnect(obj, handler_id):
     if GObject.signal_handler_is_connected(obj, handler_id):
         obj.disconnect(handler_id)
+
+
+def hook_connect(record):
+    """Every way of connecting a handler to a GObject signal (connect,
+    connect_after, connect_object, connect_object_after) tells duet when the
+    handler is a Go callback, so that one rule applies to all of them."""
+    for name in ("connect", "connect_after", "connect_object", "connect_object_after"):
+        orig = getattr(GObject.Object, name, None)
+        if orig is None or getattr(orig, "__duet__", False):
+            continue
+
+        def make(orig):
+            def connect(self, detailed_signal, handler, *args, **kwargs):
+                hid = orig(self, detailed_signal, handler, *args, **kwargs)
+                if type(getattr(handler, "__self__", None)).__name__ == "PyCapsule":
+                    record(self, hid, handler)
+                return hid
+
+            connect.__duet__ = True
+            connect.__wrapped__ = orig
+            connect.__name__ = orig.__name__
+            connect.__qualname__ = getattr(orig, "__qualname__", orig.__name__)
+            connect.__doc__ = orig.__doc__
+            return connect
+
+        setattr(GObject.Object, name, make(orig))

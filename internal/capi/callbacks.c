@@ -221,3 +221,17 @@ DUET_ENTRY(callback_new,
             int64_t mlen, int flags),
            (handle, name, nlen, doc, dlen, module, mlen, flags, ))
 DUET_ENTRY(handle_capsule, (uintptr_t handle), (handle, ))
+
+// duet_is_callback: whether r is a Go callback made by duet (its __self__ is
+// one of our capsules).
+int duet_is_callback(duet_ref r) {
+	PyGILState_STATE st = duet_enter();
+	PyObject *o = duet_deref(r);
+	int yes = 0;
+	if (o && PyCFunction_Check(o)) {
+		PyObject *self = PyCFunction_GET_SELF(o);
+		yes = self && PyCapsule_IsValid(self, CB_CAPSULE);
+	}
+	duet_leave(st);
+	return yes;
+}

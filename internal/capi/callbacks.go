@@ -117,3 +117,6 @@ func RaiseMessage(kind int, msg string) {
 	p, n := cstr(msg)
 	C.duet_raise_msg(C.int(kind), p, n)
 }
+
+// IsCallback reports whether r is a Go callback (a function NewCallback made).
+func IsCallback(r Ref) bool { return C.duet_is_callback(r.c()) != 0 }

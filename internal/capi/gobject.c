@@ -185,3 +185,46 @@ static gboolean idle_after(gpointer data) {
 }
 
 void duet_idle_after(void) { g_idle_add_full(G_PRIORITY_DEFAULT, idle_after, NULL, NULL); }
+
+// ---- weak references to GObjects ----------------------------------------------------
+//
+// A GWeakRef (C memory, owned by the Go WeakRef that made it) does not keep
+// the object alive, is thread-safe, and is cleared by GLib when the object
+// is finalised. Get hands out PyGObject's wrapper (a new reference) while
+// the object lives.
+
+void *duet_weak_new(uintptr_t gobj) {
+	GWeakRef *w = g_new0(GWeakRef, 1);
+	g_weak_ref_init(w, (GObject *)gobj);
+	return w;
+}
+
+duet_res duet_weak_get(void *weak) {
+	duet_res res = {0};
+	GObject *o = g_weak_ref_get((GWeakRef *)weak); // a strong reference, or NULL
+	if (!o) {
+		res.status = DUET_NONE;
+		return res;
+	}
+	PyGILState_STATE st = duet_enter();
+	if (ensure_pygobject() < 0) {
+		res.status = duet_fail(&res.ref);
+	} else {
+		PyObject *w = pygobject_new(o);
+		if (!w) {
+			res.status = duet_fail(&res.ref);
+		} else {
+			res.ref = duet_new_ref(w);
+			res.status = res.ref.s ? DUET_OK : duet_fail(&res.ref);
+		}
+	}
+	duet_leave(st);
+	g_object_unref(o); // the wrapper holds its own
+	return res;
+}
+
+// duet_weak_free: any thread; never touches Python (a GC cleanup calls it).
+void duet_weak_free(void *weak) {
+	g_weak_ref_clear((GWeakRef *)weak);
+	g_free(weak);
+}

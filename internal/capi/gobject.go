@@ -80,3 +80,13 @@ func Gotk4ReleaseAll(gobj uintptr) int { return int(C.duet_gotk4_release_all(C.u
 // ToggleLayoutKnown reports whether GLib keeps toggle references in the
 // record gobject.c reads (checked on an object of its own).
 func ToggleLayoutKnown() bool { return C.duet_toggle_layout_known() != 0 }
+
+// WeakNew makes a weak reference to gobj (C memory the caller frees with
+// WeakFree, which never touches Python).
+func WeakNew(gobj uintptr) unsafe.Pointer { return C.duet_weak_new(C.uintptr_t(gobj)) }
+
+// WeakGet returns the wrapper of the object (OK) or None when it is gone.
+func WeakGet(weak unsafe.Pointer) (Ref, Status, Ref) { return res(C.duet_weak_get(weak)) }
+
+// WeakFree frees a weak reference; any thread.
+func WeakFree(weak unsafe.Pointer) { C.duet_weak_free(weak) }

@@ -28,4 +28,9 @@ int duet_toggle_layout_known(void);
 // Schedules duetIdleAfter() in a fresh default-priority idle, which GLib
 // dispatches after every default-priority idle attached before it.
 void duet_idle_after(void);
+// Weak references to GObjects (GWeakRef, C memory owned by the caller):
+// get returns the object's wrapper (DUET_OK) or DUET_NONE once it is gone.
+void *duet_weak_new(uintptr_t gobj);
+duet_res duet_weak_get(void *weak);
+void duet_weak_free(void *weak);
 #endif
