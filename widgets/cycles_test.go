@@ -26,7 +26,7 @@ type idiom struct {
 	// connect connects a handler to g that calls a method on g when g
 	// emits "greeted". win is g's own window, for idioms that destroy it
 	// (nil otherwise: g lives in a container that stays).
-	connect func(t testing.TB, g *widgets.Widget)
+	connect   func(t testing.TB, g *widgets.Widget)
 	ownWindow bool
 }
 
