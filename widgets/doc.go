@@ -40,13 +40,40 @@
 //
 // WatchFinalize and WatchFinalizePy observe finalisation; ReadStats counts.
 //
+// # Handlers that do not leak
+//
+// A Go handler that captures the widget it is connected to makes a loop
+// neither collector can see: Python holds the handler (the signal
+// connection), and the handler's Go closure holds the widget. Python's
+// collector frees the same loop made of Python objects; it cannot look
+// into a Go closure, and Go's cannot look into Python. So a handler never
+// needs to capture a widget:
+//
+//   - It receives the emitter and the signal's arguments, as a Python
+//     handler does: func(button *pygi.Object) { button.CallMethod(...) }.
+//   - Anything else it needs is given at connect time, as PyGObject's
+//     connect(signal, handler, *data) takes it: Widget.Connect(signal, fn,
+//     data...) (or CallMethod("connect", signal, fn, data...)). PyGObject
+//     holds the data, on the Python side, where cycles through it are
+//     collected exactly as in PyGObject.
+//   - When it must reach another object, it captures a WeakRef (Weak),
+//     which does not keep the object alive and reports it gone.
+//
+// Handlers connected any way (Widget.Connect, or PyGObject's connect,
+// connect_after, connect_object and connect_object_after) are also
+// disconnected when their window is destroyed, which frees what they
+// captured; a widget removed from a window that lives on is freed only if
+// its handlers follow the idioms above. go run ./cmd/duetvet ./... reports
+// handlers that capture the object they are connected to.
+//
 // # API
 //
 //	The bridge        ToGo, Cast[T], ToPython, Call, Pointer, ErrToggleTrap,
 //	                  ErrNotGObject
 //	Python code       LoadFile, LoadFS, LoadSource, Module.New, Library
 //	                  (shared: Close on it does nothing)
-//	Widgets           Widget (Wrap): Prop, SetProp, Connect, Disconnect, Emit
+//	Widgets           Widget (Wrap): Prop, SetProp, Connect, Disconnect, Emit;
+//	                  Weak (WeakRef.Get) for weak captures
 //	Classes from Go   DefineClass, ClassSpec, Signal, Property
 //	Ready-made        NewLineChart (Push, Points), NewLogView (Log, Printf,
 //	                  Text)
@@ -57,6 +84,6 @@
 // error wrapping eventloop.ErrNotMain elsewhere: ToGo, Cast, ToPython,
 // Call, the loaders, Module.New, Library, the Widget methods, DefineClass,
 // NewLineChart, NewLogView, Points, Text, Track, Reap and InitGTK. Safe from
-// any goroutine: Pointer, WatchFinalize, WatchFinalizePy, ReadStats, and
+// any goroutine: Pointer, WatchFinalize, WatchFinalizePy, ReadStats, Weak and
 // LineChart.Push, LogView.Log and Printf (batched onto the loop).
 package widgets

@@ -105,6 +105,10 @@ func newMainWindow(a *app.App, gcTimer *eventloop.Timer) (*pygi.Object, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The handler gets the button it is connected to as its first
+	// argument, so it captures no widget: nothing for Go to hold that
+	// would keep the button alive (see "Handlers that do not leak" in
+	// package widgets).
 	onClick, err := callbacks.New(func(b *pygi.Object) {
 		state = !state
 		label := "OFF"
