@@ -23,6 +23,7 @@ deps:
 
 vet: deps
 	$(GO) vet ./...
+	$(GO) run ./cmd/duetvet ./...
 
 # Headless runs have no session bus: keep GTK's accessibility bridge quiet.
 export GTK_A11Y := $(if $(HEADLESS),none,$(GTK_A11Y))

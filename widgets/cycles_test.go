@@ -187,6 +187,7 @@ func TestStrongCaptureInALivingContainerLeaks(t *testing.T) {
 		for i := range 20 {
 			g, err := m.New("Greeter", pygi.Kw{"name": fmt.Sprint("leak", i)})
 			require.NoError(t, err)
+			//duet:cycle-ok the leak this test measures
 			_, err = g.Connect("greeted", func(*pygi.Object, string) { g.CallMethod("set_name", "x") })
 			require.NoError(t, err)
 			_, err = box.CallMethod("append", g.Object)

@@ -15,10 +15,12 @@ import (
 func main() {
 	idle := len(os.Args) > 1 && os.Args[1] == "idle"
 	app := gtk.NewApplication("org.duet.bench.Gotk4Start", gio.ApplicationNonUnique)
+	//duet:cycle-ok the application and its window live until the program exits
 	app.ConnectActivate(func() {
 		win := gtk.NewApplicationWindow(app)
 		win.SetTitle("startup")
 		win.SetChild(gtk.NewButtonWithLabel("button"))
+		//duet:cycle-ok
 		win.ConnectMap(func() {
 			gdk.BaseFrameClock(win.FrameClock()).ConnectAfterPaint(func() {
 				fmt.Println("frame")
