@@ -115,6 +115,7 @@ type entry struct {
 	sig    *signature
 	name   string
 	handle uintptr
+	site   [6]uintptr // the stack that made it (PCs), resolved only when shown
 }
 
 // registry holds the live callbacks and the counters.
@@ -156,6 +157,7 @@ func newCallback(fn any, method bool, opts []Option) (*pygi.Object, error) {
 	}
 	defer lifetime.Exit()
 	e := &entry{sig: sig, name: cfg.name}
+	runtime.Callers(3, e.site[:])
 	h := register(e)
 	flags := 0
 	if method {

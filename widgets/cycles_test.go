@@ -3,6 +3,7 @@ package widgets_test
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -174,6 +175,7 @@ func rssKB() int {
 // this code, and callbacks.Cycles names such handlers at run time.
 func TestStrongCaptureInALivingContainerLeaks(t *testing.T) {
 	looptest.FailOnPythonExceptions(t)
+	warmUpTeardown(t)
 	base := liveCallbacks(t)
 	var watches []*widgets.Watch
 	var m *widgets.Module
@@ -192,6 +194,8 @@ func TestStrongCaptureInALivingContainerLeaks(t *testing.T) {
 			require.NoError(t, err)
 			_, err = box.CallMethod("append", g.Object)
 			require.NoError(t, err)
+			_, err = g.CallMethod("greet") // the handler runs
+			require.NoError(t, err)
 			w, err := widgets.WatchFinalizePy(g.Object)
 			require.NoError(t, err)
 			watches = append(watches, w)
@@ -201,5 +205,31 @@ func TestStrongCaptureInALivingContainerLeaks(t *testing.T) {
 	})
 	assert.False(t, finalized(t, watches[0]), "if this fails, Go closures no longer hide cycles: update the docs")
 	assert.Equal(t, base+20, liveCallbacks(t))
-	_ = callbacks.ReadStats
+
+	// The runtime report names each such handler and where it was made.
+	cycles, err := callbacks.Cycles()
+	require.NoError(t, err)
+	var mine []callbacks.Cycle
+	for _, c := range cycles {
+		if strings.HasPrefix(c.Created, "widgets/cycles_test.go:") {
+			mine = append(mine, c)
+		}
+	}
+	require.Len(t, mine, 20, "all cycles: %v", cycles)
+	assert.Equal(t, "greeted_handler", mine[0].Callback)
+	assert.Contains(t, mine[0].Object, "Greeter") // PyGObject names the GType module+class
+	assert.Equal(t, leakLine, mine[0].Created)
+	t.Log(mine[0])
 }
+
+// leakLine is where TestStrongCaptureInALivingContainerLeaks connects.
+var leakLine = func() string {
+	_, file, _, _ := runtime.Caller(0)
+	src, _ := os.ReadFile(file)
+	for i, l := range strings.Split(string(src), "\n") {
+		if strings.Contains(l, `g.Connect("greeted", func(*pygi.Object, string) { g.CallMethod("set_name", "x") })`) {
+			return fmt.Sprintf("widgets/cycles_test.go:%d", i+1)
+		}
+	}
+	return "?"
+}()

@@ -62,6 +62,7 @@ func recordHandler(o *pygi.Object, id uint64, handler *pygi.Object) {
 	if err != nil {
 		return
 	}
+	lifetime.NoteConnection(uintptr(p), callbackHandle(handler))
 	teardown.mu.Lock()
 	_, known := teardown.handlers[p]
 	teardown.handlers[p] = append(teardown.handlers[p], id)
@@ -72,9 +73,24 @@ func recordHandler(o *pygi.Object, id uint64, handler *pygi.Object) {
 			teardown.mu.Lock()
 			delete(teardown.handlers, p)
 			teardown.mu.Unlock()
+			lifetime.ForgetObject(uintptr(p))
 		}, quiet: true})
 		track.mu.Unlock()
 	}
+}
+
+func callbackHandle(o *pygi.Object) uintptr {
+	if err := lifetime.Enter(); err != nil {
+		return 0
+	}
+	defer lifetime.Exit()
+	r, err := bridge.RefOf(o)
+	if err != nil {
+		return 0
+	}
+	h := capi.CallbackHandle(r)
+	runtime.KeepAlive(o)
+	return h
 }
 
 func isCallback(o *pygi.Object) bool {

@@ -71,9 +71,13 @@ static PyObject *cb_trampoline(PyObject *self, PyObject *const *args, Py_ssize_t
 		kw = (duet_ref){s, s->gen};
 	}
 	duet_ref result = duet_no_ref;
-	// Go runs attached: its pygi operations nest inside this call.
+	// Go runs attached: its pygi operations nest inside this call, and the
+	// references they use are marked as this callback's.
 	duet_depth++;
+	uintptr_t outer = duet_current_cb;
+	duet_current_cb = cb->handle;
 	int rc = duetCallbackInvoke(cb->handle, refs, nargs, nkw, kw, &result);
+	duet_current_cb = outer;
 	duet_depth--;
 	if (rc == 0) {
 		res = duet_deref(result);
@@ -234,4 +238,17 @@ int duet_is_callback(duet_ref r) {
 	}
 	duet_leave(st);
 	return yes;
+}
+
+// duet_callback_handle: the Go handle of a duet callback, or 0.
+uintptr_t duet_callback_handle(duet_ref r) {
+	PyGILState_STATE st = duet_enter();
+	PyObject *o = duet_deref(r);
+	uintptr_t h = 0;
+	if (o && PyCFunction_Check(o)) {
+		PyObject *self = PyCFunction_GET_SELF(o);
+		if (self && PyCapsule_IsValid(self, CB_CAPSULE)) h = ((duet_cb *)PyCapsule_GetPointer(self, CB_CAPSULE))->handle;
+	}
+	duet_leave(st);
+	return h;
 }

@@ -120,3 +120,6 @@ func RaiseMessage(kind int, msg string) {
 
 // IsCallback reports whether r is a Go callback (a function NewCallback made).
 func IsCallback(r Ref) bool { return C.duet_is_callback(r.c()) != 0 }
+
+// CallbackHandle returns the Go handle of a duet callback, or 0.
+func CallbackHandle(r Ref) uintptr { return uintptr(C.duet_callback_handle(r.c())) }

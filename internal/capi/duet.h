@@ -165,8 +165,9 @@ duet_res duet_callback_new(uintptr_t handle, const char *name, int64_t nlen, con
 // exists to reproduce. Never called for correctly owned callbacks.
 void duet_callback_free_native(void *native);
 
-// Whether r is a Go callback made by duet_callback_new.
+// Whether r is a Go callback made by duet_callback_new, and its handle (0 if not).
 int duet_is_callback(duet_ref r);
+uintptr_t duet_callback_handle(duet_ref r);
 
 // A capsule that owns a Go handle (released through duetHandleRelease).
 duet_res duet_handle_capsule(uintptr_t handle);

@@ -11,10 +11,21 @@
 #include "duet.h"
 
 struct duet_slot {
-	PyObject *ob;    // owned or borrowed (see duet.h); NULL while free
-	uint64_t gen;    // bumped on every release
-	duet_slot *next; // free list link
+	PyObject *ob;      // owned or borrowed (see duet.h); NULL while free
+	uint64_t gen;      // bumped on every release
+	duet_slot *next;   // free list link
+	uintptr_t used_by; // the Go callback that last used this reference while it ran (0: none)
 };
+
+// duet_current_cb is the handle of the Go callback running on this thread
+// (innermost), or 0. Operations mark the references they use with it, which
+// is how duet learns which Go-held references a callback's closure uses
+// (callbacks.Cycles).
+extern __thread uintptr_t duet_current_cb;
+
+static inline void duet_mark_use(duet_ref r) {
+	if (duet_current_cb && r.s && r.s->gen == r.gen) r.s->used_by = duet_current_cb;
+}
 
 static const duet_ref duet_no_ref = {NULL, 0};
 
@@ -55,6 +66,7 @@ static inline void duet_leave(PyGILState_STATE st) {
 
 duet_slot *duet_slot_get(void);
 void duet_slot_put(duet_slot *s);
+void duet_slot_walk(void (*fn)(PyObject *ob, uintptr_t used_by, void *data), void *data);
 
 // duet_deref returns the object a ref designates (borrowed), or NULL when stale.
 static inline PyObject *duet_deref(duet_ref r) { return r.s && r.s->gen == r.gen ? r.s->ob : NULL; }

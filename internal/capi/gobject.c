@@ -228,3 +228,30 @@ void duet_weak_free(void *weak) {
 	g_weak_ref_clear((GWeakRef *)weak);
 	g_free(weak);
 }
+
+// ---- which GObjects Go callbacks hold ------------------------------------------------
+
+typedef struct {
+	uintptr_t *out; // pairs: callback handle, GObject*
+	int n, max;
+} used_acc;
+
+static void collect_used(PyObject *ob, uintptr_t used_by, void *data) {
+	used_acc *a = data;
+	if (a->n >= a->max || !PyObject_TypeCheck(ob, &PyGObject_Type) || !pygobject_get(ob)) return;
+	a->out[2 * a->n] = used_by;
+	a->out[2 * a->n + 1] = (uintptr_t)pygobject_get(ob);
+	a->n++;
+}
+
+// duet_used_gobjects fills out with up to max (callback handle, GObject*)
+// pairs: GObjects that Go holds references to and that a Go callback used
+// while it ran. Returns how many.
+int duet_used_gobjects(uintptr_t *out, int max) {
+	PyGILState_STATE st = duet_enter();
+	used_acc a = {out, 0, max};
+	if (ensure_pygobject() == 0) duet_slot_walk(collect_used, &a);
+	else PyErr_Clear();
+	duet_leave(st);
+	return a.n;
+}

@@ -90,3 +90,15 @@ func WeakGet(weak unsafe.Pointer) (Ref, Status, Ref) { return res(C.duet_weak_ge
 
 // WeakFree frees a weak reference; any thread.
 func WeakFree(weak unsafe.Pointer) { C.duet_weak_free(weak) }
+
+// UsedGObjects returns (callback handle, GObject address) pairs: GObjects
+// Go holds references to that a Go callback used while it ran.
+func UsedGObjects() [][2]uintptr {
+	buf := make([]C.uintptr_t, 2*4096)
+	n := int(C.duet_used_gobjects(unsafe.SliceData(buf), C.int(len(buf)/2)))
+	out := make([][2]uintptr, n)
+	for i := range out {
+		out[i] = [2]uintptr{uintptr(buf[2*i]), uintptr(buf[2*i+1])}
+	}
+	return out
+}

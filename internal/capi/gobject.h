@@ -33,4 +33,7 @@ void duet_idle_after(void);
 void *duet_weak_new(uintptr_t gobj);
 duet_res duet_weak_get(void *weak);
 void duet_weak_free(void *weak);
+// Up to max (callback handle, GObject*) pairs: GObjects Go holds that a Go
+// callback used while it ran (see duet_current_cb in duet_impl.h).
+int duet_used_gobjects(uintptr_t *out, int max);
 #endif

@@ -8,12 +8,13 @@
 
 // TAKE holds a reference to r's object for the whole operation: Python code
 // run by the operation may release the GIL, and another thread may close r.
-#define TAKE(r, o)                     \
-	PyObject *o = duet_deref(r);            \
-	if (!o) {                          \
-		duet_leave(st);                     \
-		return DUET_CLOSED;            \
-	}                                  \
+#define TAKE(r, o)             \
+	PyObject *o = duet_deref(r);   \
+	if (!o) {                      \
+		duet_leave(st);            \
+		return DUET_CLOSED;        \
+	}                              \
+	duet_mark_use(r);              \
 	Py_INCREF(o)
 
 static int impl_import(const char *name, int64_t len, duet_res *res) {

@@ -9,11 +9,23 @@
 // the peak number of live references. GIL-protected.
 #define SLOT_CHUNK 512
 static duet_slot *free_slots;
+// Every chunk, for walks over the live references (duet_used_gobjects).
+static duet_slot **chunks;
+static size_t nchunks, capchunks;
+__thread uintptr_t duet_current_cb;
 
 duet_slot *duet_slot_get(void) {
 	if (!free_slots) {
+		if (nchunks == capchunks) {
+			size_t nc = capchunks ? 2 * capchunks : 16;
+			duet_slot **grown = realloc(chunks, nc * sizeof *grown);
+			if (!grown) return NULL;
+			chunks = grown;
+			capchunks = nc;
+		}
 		duet_slot *chunk = calloc(SLOT_CHUNK, sizeof(duet_slot));
 		if (!chunk) return NULL;
+		chunks[nchunks++] = chunk;
 		for (int i = 0; i < SLOT_CHUNK; i++) {
 			chunk[i].gen = 1;
 			chunk[i].next = free_slots;
@@ -28,6 +40,7 @@ duet_slot *duet_slot_get(void) {
 
 void duet_slot_put(duet_slot *s) {
 	s->ob = NULL;
+	s->used_by = 0;
 	s->gen++;
 	s->next = free_slots;
 	free_slots = s;
@@ -169,4 +182,14 @@ int duet_pending_exception(int clear) {
 	if (clear) PyErr_Clear();
 	duet_leave(st);
 	return set;
+}
+
+// duet_slot_walk calls fn for every owned, live reference a Go callback has
+// used while it ran. GIL held.
+void duet_slot_walk(void (*fn)(PyObject *ob, uintptr_t used_by, void *data), void *data) {
+	for (size_t c = 0; c < nchunks; c++)
+		for (int i = 0; i < SLOT_CHUNK; i++) {
+			duet_slot *s = &chunks[c][i];
+			if (s->ob && s->used_by) fn(s->ob, s->used_by, data);
+		}
 }

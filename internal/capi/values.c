@@ -83,6 +83,7 @@ static int64_t push_bytes(const char *data, int64_t len) {
 __thread int duet_closed_hit;
 
 static PyObject *take(duet_ref r) {
+	duet_mark_use(r);
 	PyObject *o = duet_deref(r);
 	if (!o) {
 		duet_closed_hit = 1;

@@ -1,0 +1,98 @@
+package callbacks
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+
+	"github.com/duet-gtk/duet/internal/capi"
+	"github.com/duet-gtk/duet/internal/lifetime"
+)
+
+// A Cycle is a Go callback that a GObject's signal holds and that holds,
+// in Go, a reference to that same GObject: a loop through Python and Go
+// that neither garbage collector can see, so both stay for good (see
+// "Handlers that do not leak" in package widgets).
+type Cycle struct {
+	Callback string  // the callback's name
+	Created  string  // where it was made: file:line of the first caller outside duet
+	Object   string  // the GObject's type name
+	Address  uintptr // the GObject's address
+}
+
+func (c Cycle) String() string {
+	return fmt.Sprintf("callback %s (%s) holds the %s %#x it is connected to", c.Callback, c.Created, c.Object, c.Address)
+}
+
+// Cycles reports the cycles through Go closures it can see now: for each
+// callback connected to a GObject's signal (any connect path, once package
+// widgets is in use), whether a Go reference to that GObject was used by
+// the callback while it ran and is still held. A callback that has never
+// run is not seen. Safe from any goroutine.
+func Cycles() ([]Cycle, error) {
+	if err := lifetime.Enter(); err != nil {
+		return nil, err
+	}
+	defer lifetime.Exit()
+	seen := map[[2]uintptr]bool{}
+	var out []Cycle
+	for _, pair := range capi.UsedGObjects() {
+		h, p := pair[0], pair[1]
+		if seen[pair] || !lifetime.Connected(p, h) {
+			continue
+		}
+		seen[pair] = true
+		e := registry.handles.get(h)
+		if e == nil {
+			continue
+		}
+		out = append(out, Cycle{Callback: e.name, Created: e.created(), Object: capi.GObjectTypeName(p), Address: p})
+	}
+	return out, nil
+}
+
+// created resolves where the callback was made: the first frame outside
+// duet's own packages (the user's code, tests included).
+func (e *entry) created() string {
+	n := 0
+	for n < len(e.site) && e.site[n] != 0 {
+		n++
+	}
+	frames := runtime.CallersFrames(e.site[:n])
+	first := ""
+	for {
+		f, more := frames.Next()
+		if first == "" {
+			first = fmt.Sprintf("%s:%d", shortFile(f.File), f.Line)
+		}
+		if !internalFunc(f.Function) {
+			return fmt.Sprintf("%s:%d", shortFile(f.File), f.Line)
+		}
+		if !more {
+			return first
+		}
+	}
+}
+
+// internalFunc: a function of duet's own library packages (not tests,
+// examples or other code in the module).
+func internalFunc(name string) bool {
+	for _, p := range []string{"callbacks", "pygi", "widgets", "app", "eventloop", "internal/"} {
+		if strings.HasPrefix(name, "github.com/duet-gtk/duet/"+p) {
+			rest := strings.TrimPrefix(name, "github.com/duet-gtk/duet/"+p)
+			if strings.HasPrefix(rest, ".") || strings.HasPrefix(rest, "/") || p == "internal/" {
+				return true
+			}
+		}
+	}
+	return strings.HasPrefix(name, "runtime.") || strings.HasPrefix(name, "reflect.")
+}
+
+func shortFile(f string) string {
+	if i := strings.LastIndex(f, "/"); i >= 0 {
+		if j := strings.LastIndex(f[:i], "/"); j >= 0 {
+			return f[j+1:]
+		}
+	}
+	return f
+}
