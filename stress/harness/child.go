@@ -112,10 +112,13 @@ type Sample struct {
 	RSS         int64    `json:"rss"`
 	LastOps     []string `json:"last_ops,omitempty"`
 	// Set on the final record.
-	Final       bool   `json:"final,omitempty"`
-	Baseline    int64  `json:"baseline_live,omitempty"`
-	PyGCObjects int64  `json:"py_gc_objects,omitempty"`
-	Err         string `json:"error,omitempty"`
+	Final       bool  `json:"final,omitempty"`
+	Baseline    int64 `json:"baseline_live,omitempty"`
+	PyGCObjects int64 `json:"py_gc_objects,omitempty"`
+	// Cycles names, at the end, Go callbacks that hold the GObject they are
+	// connected to (callbacks.Cycles): leaks neither collector can see.
+	Cycles []string `json:"cycles,omitempty"`
+	Err    string   `json:"error,omitempty"`
 }
 
 // ChildMain runs a scenario in this (child) process: it reports samples on
@@ -221,6 +224,11 @@ func ChildMain(sc Scenario, ownership callbacks.Ownership, gcInterval time.Durat
 	final.Final = true
 	final.Baseline = env.baseline.Load()
 	final.PyGCObjects = pyGCObjects()
+	if cs, err := callbacks.Cycles(); err == nil {
+		for _, c := range cs {
+			final.Cycles = append(final.Cycles, c.String())
+		}
+	}
 	switch {
 	case runErr != nil:
 		final.Err = runErr.Error()

@@ -50,6 +50,7 @@ func TestJudge(t *testing.T) {
 	}{
 		{"clean", Report{Iterations: 5}, "capsule", ok, true, "ok"},
 		{"leak", Report{Iterations: 5, CbLiveEnd: 3, CbBaseline: 1}, "capsule", ok, false, "3 callbacks live"},
+		{"cycle", Report{Iterations: 5, Cycles: []string{"callback on_click (main.go:12) holds the GtkButton 0x1 it is connected to"}}, "capsule", ok, false, "on_click (main.go:12)"},
 		{"crash", Report{Iterations: 5, Crash: &Crash{Signal: "SIGSEGV"}}, "capsule", ok, false, "crashed: SIGSEGV"},
 		{"no progress", Report{}, "capsule", ok, false, "no progress"},
 		{"rss", Report{Iterations: 5, RSS: RSS{SlopeMBPerMin: 50}, Samples: []Sample{{T: 0}, {T: 30}, {T: 60}}}, "capsule", ok, false, "RSS grows"},

@@ -67,6 +67,7 @@ type Report struct {
 	CbLiveEnd   int64    `json:"callbacks_live_end"`
 	CbBaseline  int64    `json:"callbacks_live_baseline"`
 	PyGCObjects int64    `json:"python_gc_tracked_objects"`
+	Cycles      []string `json:"cycles_through_go,omitempty"` // callbacks.Cycles at the end
 	RSS         RSS      `json:"rss"`
 	Crash       *Crash   `json:"crash,omitempty"`
 	Verdict     string   `json:"verdict"`
@@ -216,6 +217,7 @@ func summarize(rep *Report, final *Sample) {
 	rep.RSS.SlopeMBPerMin = slope(rep.Samples)
 	if final != nil {
 		rep.CbBaseline, rep.PyGCObjects = final.Baseline, final.PyGCObjects
+		rep.Cycles = final.Cycles
 	}
 }
 
@@ -266,6 +268,8 @@ func judge(rep *Report, sc Scenario, o Options, final *Sample) {
 		rep.Verdict = "fail: the child ended without a final report"
 	case final.Err != "":
 		rep.Verdict = "fail: " + final.Err
+	case len(rep.Cycles) > 0:
+		rep.Verdict = fmt.Sprintf("fail: %d Go callbacks hold the object they are connected to, e.g. %s", len(rep.Cycles), rep.Cycles[0])
 	case rep.CbLiveEnd > rep.CbBaseline:
 		rep.Verdict = fmt.Sprintf("fail: %d callbacks live at the end, baseline %d", rep.CbLiveEnd, rep.CbBaseline)
 	case rep.Iterations == 0:
