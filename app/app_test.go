@@ -19,6 +19,7 @@ import (
 	"github.com/duet-gtk/duet/app"
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/eventloop/looptest"
+	"github.com/duet-gtk/duet/internal/testutil"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/widgets"
 )
@@ -207,7 +208,7 @@ func runChild(t *testing.T, name string, during func(cmd *exec.Cmd, stdout io.Re
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, "-test.run=^$")
+	cmd := testutil.Command(ctx, exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), "APP_CHILD="+name, "GTK_A11Y=none")
 	var errb strings.Builder
 	cmd.Stderr = &errb

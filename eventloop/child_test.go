@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/internal/testutil"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -64,7 +64,7 @@ func TestSIGINTQuitsGracefully(t *testing.T) {
 			require.NoError(t, err)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, exe, "-test.run=^$")
+			cmd := testutil.Command(ctx, exe, "-test.run=^$")
 			cmd.Env = append(os.Environ(), "EVENTLOOP_CHILD=sigint")
 			var out, errb strings.Builder
 			pr, pw, err := os.Pipe()

@@ -17,6 +17,7 @@ import (
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/eventloop/looptest"
+	"github.com/duet-gtk/duet/internal/testutil"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -102,7 +103,7 @@ func runLifetimeChild(t *testing.T, name string) (string, string, int) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, "-test.run=^$")
+	cmd := testutil.Command(ctx, exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), "EVENTLOOP_CHILD="+name)
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb

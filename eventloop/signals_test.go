@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/internal/testutil"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -205,7 +206,7 @@ func signalChild(t *testing.T, name string, sigs ...syscall.Signal) signalRun {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, "-test.run=^$")
+	cmd := testutil.Command(ctx, exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), "EVENTLOOP_CHILD="+name)
 	var errb strings.Builder
 	cmd.Stderr = &errb
@@ -297,7 +298,7 @@ func TestSignals(t *testing.T) {
 func TestSIGINTInterruptsPythonOnTheMainThread(t *testing.T) {
 	exe, err := os.Executable()
 	require.NoError(t, err)
-	cmd := exec.Command(exe, "-test.run=^$")
+	cmd := testutil.Command(context.Background(), exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), "EVENTLOOP_CHILD=sigint-busy-python")
 	var errb strings.Builder
 	cmd.Stderr = &errb

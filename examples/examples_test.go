@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duet-gtk/duet/examples/internal/shot"
+	"github.com/duet-gtk/duet/internal/testutil"
 )
 
 var (
@@ -60,7 +61,7 @@ func run(t *testing.T, name string, args ...string) (string, string) {
 	if os.Getenv("DISPLAY") == "" {
 		cmdArgs = append([]string{"xvfb-run", "-a", "-s", "-screen 0 1280x800x24"}, cmdArgs...)
 	}
-	cmd := exec.CommandContext(ctx, cmdArgs[0], cmdArgs[1:]...)
+	cmd := testutil.Command(ctx, cmdArgs[0], cmdArgs[1:]...)
 	cmd.Env = append(os.Environ(), "GTK_A11Y=none")
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/duet-gtk/duet/internal/testutil"
 	"github.com/duet-gtk/duet/stress/harness"
 )
 
@@ -40,7 +41,7 @@ func stress(t *testing.T, args ...string) (int, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd := testutil.Command(ctx, bin, args...)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, ctx.Err(), "stress hung:\n%s", out)
 	var ee *exec.ExitError

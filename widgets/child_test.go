@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/internal/testutil"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/widgets"
 )
@@ -112,7 +113,7 @@ func TestGotk4FinalizersWithoutALoop(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, "-test.run=^$")
+	cmd := testutil.Command(ctx, exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), "WIDGETS_CHILD=gotk4-finalizers-without-loop")
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -38,7 +39,7 @@ func RunChild(t testing.TB, env ...string) (stdout, stderr string, err error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, "-test.run=^$")
+	cmd := Command(ctx, exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), env...)
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -47,4 +48,14 @@ func RunChild(t testing.TB, env ...string) (stdout, stderr string, err error) {
 		t.Fatalf("child %v hung (killed after a minute)\nstderr: %s", env, errb.String())
 	}
 	return out.String(), errb.String(), err
+}
+
+// Command is exec.CommandContext for a child that must not outlive the
+// test binary: the kernel kills it when the parent dies, also when a test
+// timeout ends the binary without running cleanups (a child left spinning
+// would skew everything that runs after it).
+func Command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return cmd
 }
