@@ -15,7 +15,7 @@ import (
 // "Handlers that do not leak" in package widgets).
 type Cycle struct {
 	Callback string  // the callback's name
-	Created  string  // where it was made: file:line of the first caller outside duet
+	Created  string  // where its Go function was written (file:line; a func literal's func keyword)
 	Object   string  // the GObject's type name
 	Address  uintptr // the GObject's address
 }
@@ -51,41 +51,15 @@ func Cycles() ([]Cycle, error) {
 	return out, nil
 }
 
-// created resolves where the callback was made: the first frame outside
-// duet's own packages (the user's code, tests included).
+// created says where the callback's Go function was written: for a func
+// literal, the line of its func keyword, normally the connect call itself.
 func (e *entry) created() string {
-	n := 0
-	for n < len(e.site) && e.site[n] != 0 {
-		n++
+	f := runtime.FuncForPC(e.code)
+	if f == nil {
+		return "?"
 	}
-	frames := runtime.CallersFrames(e.site[:n])
-	first := ""
-	for {
-		f, more := frames.Next()
-		if first == "" {
-			first = fmt.Sprintf("%s:%d", shortFile(f.File), f.Line)
-		}
-		if !internalFunc(f.Function) {
-			return fmt.Sprintf("%s:%d", shortFile(f.File), f.Line)
-		}
-		if !more {
-			return first
-		}
-	}
-}
-
-// internalFunc: a function of duet's own library packages (not tests,
-// examples or other code in the module).
-func internalFunc(name string) bool {
-	for _, p := range []string{"callbacks", "pygi", "widgets", "app", "eventloop", "internal/"} {
-		if strings.HasPrefix(name, "github.com/duet-gtk/duet/"+p) {
-			rest := strings.TrimPrefix(name, "github.com/duet-gtk/duet/"+p)
-			if strings.HasPrefix(rest, ".") || strings.HasPrefix(rest, "/") || p == "internal/" {
-				return true
-			}
-		}
-	}
-	return strings.HasPrefix(name, "runtime.") || strings.HasPrefix(name, "reflect.")
+	file, line := f.FileLine(e.code)
+	return fmt.Sprintf("%s:%d", shortFile(file), line)
 }
 
 func shortFile(f string) string {

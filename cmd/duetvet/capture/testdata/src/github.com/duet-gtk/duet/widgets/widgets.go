@@ -6,7 +6,7 @@ import "github.com/duet-gtk/duet/pygi"
 type Widget struct{ *pygi.Object }
 
 func (w *Widget) Connect(signal string, fn any, data ...any) (uint64, error) { return 0, nil }
-func (w *Widget) Prop(name string) (*pygi.Object, error)                      { return nil, nil }
+func (w *Widget) Prop(name string) (*pygi.Object, error)                     { return nil, nil }
 
 type WeakRef struct{}
 
