@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
@@ -99,24 +97,8 @@ var lifetimeChildren = map[string]func() error{
 
 func runLifetimeChild(t *testing.T, name string) (string, string, int) {
 	t.Helper()
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := testutil.Command(ctx, exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), "EVENTLOOP_CHILD="+name)
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err = cmd.Run()
-	require.NoError(t, ctx.Err(), "child %s hung; stderr:\n%s", name, errb.String())
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else {
-		require.NoError(t, err)
-	}
-	return out.String(), errb.String(), code
+	out, errOut, err := testutil.RunChild(t, "EVENTLOOP_CHILD="+name)
+	return out, errOut, testutil.ExitCode(t, err)
 }
 
 func TestFinalizeRefusedWhileTheLoopRuns(t *testing.T) {

@@ -1,13 +1,9 @@
 package widgets_test
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"runtime"
-	"strings"
 	"testing"
 	"time"
 
@@ -109,20 +105,7 @@ func childMain(name string) int {
 }
 
 func TestGotk4FinalizersWithoutALoop(t *testing.T) {
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := testutil.Command(ctx, exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), "WIDGETS_CHILD=gotk4-finalizers-without-loop")
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err = cmd.Run()
-	require.NoError(t, ctx.Err(), "child hung; stderr:\n%s", errb.String())
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		t.Fatalf("exit %d; stderr:\n%s", ee.ExitCode(), errb.String())
-	}
-	require.NoError(t, err)
-	assert.Contains(t, out.String(), "ok")
+	out, errOut, err := testutil.RunChild(t, "WIDGETS_CHILD=gotk4-finalizers-without-loop")
+	require.Equal(t, 0, testutil.ExitCode(t, err), "stderr:\n%s", errOut)
+	assert.Contains(t, out, "ok")
 }

@@ -5,6 +5,7 @@ package testutil
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -58,4 +59,20 @@ func Command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return cmd
+}
+
+// ExitCode is a child's exit status from the error cmd.Run or cmd.Wait
+// returned: 0 for nil, the status for an *exec.ExitError (-1 when a signal
+// killed it); other errors fail the test.
+func ExitCode(t testing.TB, err error) int {
+	t.Helper()
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	t.Fatalf("child: %v", err)
+	return 0
 }
