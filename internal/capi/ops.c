@@ -30,13 +30,45 @@ static int impl_import(const char *name, int64_t len, duet_res *res) {
 
 static PyObject *attr_name(const char *name, int64_t len) { return PyUnicode_DecodeUTF8(name, len, "strict"); }
 
+// Attribute names may be paths, "a.b.c", resolved in this one crossing:
+// walk returns (a new reference to) the object all but the last component
+// lead to, and the last component in *last/*lastlen; NULL with an
+// exception when a step fails. Python attribute names never contain dots,
+// so a dotted name is always a path.
+static PyObject *walk(PyObject *o, const char *name, int64_t len, const char **last, int64_t *lastlen) {
+	Py_INCREF(o);
+	const char *p = name, *end = name + len;
+	for (const char *dot; (dot = memchr(p, '.', end - p)) != NULL; p = dot + 1) {
+		PyObject *n = attr_name(p, dot - p);
+		PyObject *next = n ? PyObject_GetAttr(o, n) : NULL;
+		Py_XDECREF(n);
+		Py_DECREF(o);
+		if (!next) return NULL;
+		o = next;
+	}
+	*last = p;
+	*lastlen = end - p;
+	return o;
+}
+
+// getattr_path is getattr(o, "a.b.c"): a new reference, or NULL.
+static PyObject *getattr_path(PyObject *o, const char *name, int64_t len) {
+	const char *last;
+	int64_t ll;
+	PyObject *parent = walk(o, name, len, &last, &ll);
+	if (!parent) return NULL;
+	PyObject *n = attr_name(last, ll);
+	PyObject *r = n ? PyObject_GetAttr(parent, n) : NULL;
+	Py_XDECREF(n);
+	Py_DECREF(parent);
+	return r;
+}
+
 static int impl_getattr(duet_ref s, const char *name, int64_t len, duet_res *res) {
 	duet_ref *out = &res->ref, *exc = &res->ref;
 	PyGILState_STATE st = duet_enter();
 	TAKE(s, o);
-	PyObject *n = attr_name(name, len);
-	PyObject *r = n ? PyObject_GetAttr(o, n) : NULL;
-	Py_XDECREF(n);
+	PyObject *r = getattr_path(o, name, len);
 	Py_DECREF(o);
 	int rc = duet_finish(r, out, exc);
 	duet_leave(st);
@@ -53,9 +85,13 @@ static int impl_setattr(duet_ref s, const char *name, int64_t len, const duet_va
 	if (!val) {
 		rc = duet_decode_fail(exc);
 	} else {
-		PyObject *n = attr_name(name, len);
-		if (!n || PyObject_SetAttr(o, n, val) < 0) rc = duet_fail(exc);
+		const char *last;
+		int64_t ll;
+		PyObject *parent = walk(o, name, len, &last, &ll);
+		PyObject *n = parent ? attr_name(last, ll) : NULL;
+		if (!n || PyObject_SetAttr(parent, n, val) < 0) rc = duet_fail(exc);
 		Py_XDECREF(n);
+		Py_XDECREF(parent);
 		Py_DECREF(val);
 	}
 	Py_DECREF(o);
@@ -68,9 +104,13 @@ static int impl_delattr(duet_ref s, const char *name, int64_t len, duet_res *res
 	PyGILState_STATE st = duet_enter();
 	TAKE(s, o);
 	int rc = DUET_OK;
-	PyObject *n = attr_name(name, len);
-	if (!n || PyObject_DelAttr(o, n) < 0) rc = duet_fail(exc);
+	const char *last;
+	int64_t ll;
+	PyObject *parent = walk(o, name, len, &last, &ll);
+	PyObject *n = parent ? attr_name(last, ll) : NULL;
+	if (!n || PyObject_DelAttr(parent, n) < 0) rc = duet_fail(exc);
 	Py_XDECREF(n);
+	Py_XDECREF(parent);
 	Py_DECREF(o);
 	duet_leave(st);
 	return rc;
@@ -81,22 +121,17 @@ static int impl_hasattr(duet_ref s, const char *name, int64_t len, duet_res *res
 	PyGILState_STATE st = duet_enter();
 	TAKE(s, o);
 	int rc = DUET_OK;
-	PyObject *n = attr_name(name, len);
-	if (!n) {
-		rc = duet_fail(exc);
+	// Like hasattr(): only AttributeError (at any step of a path) means
+	// "no"; anything else is an error.
+	PyObject *r = getattr_path(o, name, len);
+	if (r) {
+		res->n = 1;
+		Py_DECREF(r);
+	} else if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+		PyErr_Clear();
+		res->n = 0;
 	} else {
-		// Like hasattr(): only AttributeError means "no"; anything else is an error.
-		PyObject *r = PyObject_GetAttr(o, n);
-		if (r) {
-			res->n = 1;
-			Py_DECREF(r);
-		} else if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
-			PyErr_Clear();
-			res->n = 0;
-		} else {
-			rc = duet_fail(exc);
-		}
-		Py_DECREF(n);
+		rc = duet_fail(exc);
 	}
 	Py_DECREF(o);
 	duet_leave(st);
@@ -157,13 +192,19 @@ static int impl_call(duet_ref s, const char *method, int64_t mlen, const duet_va
 		}
 	}
 	if (method) {
-		name = PyUnicode_DecodeUTF8(method, mlen, "strict");
+		// A method path, "a.b.m": the receiver is what "a.b" leads to.
+		const char *last;
+		int64_t ll;
+		PyObject *recv = walk(o, method, mlen, &last, &ll);
+		name = recv ? PyUnicode_DecodeUTF8(last, ll, "strict") : NULL;
 		if (!name) {
+			Py_XDECREF(recv);
 			rc = duet_fail(exc);
 			goto done;
 		}
-		argv[0] = o;
+		argv[0] = recv;
 		result = PyObject_VectorcallMethod(name, argv, (1 + nargs) | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
+		Py_DECREF(recv);
 	} else {
 		result = PyObject_Vectorcall(o, argv + 1, nargs | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
 	}

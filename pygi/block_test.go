@@ -1,0 +1,106 @@
+package pygi
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestPaths(t *testing.T) {
+	g, err := NewGlobals()
+	require.NoError(t, err)
+	defer g.Close()
+	require.NoError(t, Exec("from types import SimpleNamespace as NS\nroot = NS(inner=NS(s='abc', n=1))\n", g))
+	root, err := g.Item("root")
+	require.NoError(t, err)
+
+	s, err := root.Attr("inner.s")
+	require.NoError(t, err)
+	text, _ := s.Text()
+	assert.Equal(t, "abc", text)
+
+	up, err := root.CallMethod("inner.s.upper")
+	require.NoError(t, err)
+	text, _ = up.Text()
+	assert.Equal(t, "ABC", text)
+
+	require.NoError(t, root.SetAttr("inner.n", 42))
+	n, err := root.Attr("inner.n")
+	require.NoError(t, err)
+	v, _ := n.Int()
+	assert.Equal(t, int64(42), v)
+
+	has, err := root.HasAttr("inner.s")
+	require.NoError(t, err)
+	assert.True(t, has)
+	has, err = root.HasAttr("missing.s")
+	require.NoError(t, err)
+	assert.False(t, has, "AttributeError at any step means no")
+
+	require.NoError(t, root.DelAttr("inner.n"))
+	_, err = root.Attr("inner.n")
+	var pe *Error
+	require.ErrorAs(t, err, &pe)
+	assert.True(t, pe.Matches("AttributeError"))
+
+	// Enums are paths too.
+	e, err := Eval("__import__('enum').Enum('Color', 'RED GREEN')", nil)
+	require.NoError(t, err)
+	green, err := e.Attr("GREEN.value")
+	require.NoError(t, err)
+	gv, _ := green.Int()
+	assert.Equal(t, int64(2), gv)
+}
+
+func TestBlockKeepsTheFirstError(t *testing.T) {
+	g, err := NewGlobals()
+	require.NoError(t, err)
+	defer g.Close()
+	require.NoError(t, Exec("log = []\ndef step(x):\n    log.append(x)\n    return x\n", g))
+
+	var b Block
+	step := b.Item(g, "step")
+	b.Call(step, "", 1)
+	b.Call(g, "get", "log") // fine
+	bad := b.Attr(step, "no_such_attribute")
+	assert.Nil(t, bad)
+	b.Call(step, "", 2) // skipped
+	b.Set(g, "x", 3)    // skipped
+	assert.Zero(t, b.Int(b.Eval("40 + 2", nil)), "skipped after the error")
+
+	err = b.Err()
+	require.Error(t, err)
+	var pe *Error
+	require.ErrorAs(t, err, &pe, "the Python exception, with its traceback")
+	assert.True(t, pe.Matches("AttributeError"))
+	assert.Contains(t, err.Error(), "function.no_such_attribute", "says what was being done")
+	r, err := g.Item("log")
+	require.NoError(t, err)
+	logged, err := As[[]int](r)
+	require.NoError(t, err)
+	assert.Equal(t, []int{1}, logged, "nothing ran after the first error")
+	_, err = g.Item("x")
+	assert.Error(t, err, "Set was skipped")
+}
+
+func TestBlockConversionsAndGoErrors(t *testing.T) {
+	var b Block
+	assert.Equal(t, int64(7), b.Int(b.Eval("3 + 4", nil)))
+	assert.Equal(t, "ab", b.Text(b.Eval("'a' + 'b'", nil)))
+	assert.Equal(t, []string{"x"}, BlockAs[[]string](&b, b.Eval("['x']", nil)))
+	require.NoError(t, b.Err())
+	assert.Zero(t, b.Int(b.Eval("'not a number'", nil)))
+	require.ErrorIs(t, b.Err(), ErrConversion)
+
+	mine := errors.New("mine")
+	var c Block
+	assert.False(t, c.Fail(mine))
+	assert.True(t, c.Fail(errors.New("second")))
+	assert.ErrorIs(t, c.Err(), mine)
+
+	err := Try(func(b *Block) { b.Import("no_such_module_anywhere") })
+	assert.ErrorContains(t, err, "import no_such_module_anywhere")
+	assert.NoError(t, Try(func(b *Block) { b.Import("sys") }))
+}
