@@ -10,13 +10,14 @@ HEADLESS := $(if $(DISPLAY)$(WAYLAND_DISPLAY),,1)
 XRUN := $(if $(HEADLESS),xvfb-run -a -s "-screen 0 1280x800x24",)
 OUT := $(CURDIR)/out
 
-.PHONY: help deps test vet run stress bench
+.PHONY: help deps test vet run stress bench gallery-lines
 
 help:
 	@echo "make run    start the showcase app (under Xvfb with a screenshot when there is no display)"
 	@echo "make test   vet and run every test (the first build compiles gotk4's GTK bindings: ~10 min)"
 	@echo "make stress every stress scenario for STRESS_DURATION (default 60s); report and plot in out/stress"
 	@echo "make bench  duet side by side with pure PyGObject and gotk4; the table goes to out/bench.md"
+	@echo "make gallery-lines  the gallery's Go against its PyGObject twin, in lines"
 
 deps:
 	@scripts/deps.sh $(DEB_PACKAGES)
@@ -60,3 +61,10 @@ stress: deps
 bench: deps
 	@mkdir -p $(OUT)
 	$(XRUN) $(GO) run ./stress/bench -out $(OUT)/bench.md
+
+# The gallery against its PyGObject twin: lines of code, without blank and
+# comment lines (the aim: Go at most 1.5 times the Python).
+gallery-lines:
+	@go=$$(grep -v '^[[:space:]]*$$' examples/gallery/main.go | grep -cv '^[[:space:]]*//'); \
+	py=$$(grep -v '^[[:space:]]*$$' examples/gallery/gallery.py | grep -cv '^[[:space:]]*#'); \
+	echo "examples/gallery: Go $$go lines, PyGObject $$py lines, ratio $$(awk "BEGIN { printf \"%.2f\", $$go / $$py }") (aim <= 1.5)"

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"sync"
@@ -141,6 +142,44 @@ func New(opts Options) (*App, error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// Main is the whole main function of a typical app:
+//
+//	func main() { os.Exit(app.Main(app.Options{ID: "org.example.App"}, activate)) }
+//
+// It makes the application (an error is printed, status 1), runs activate
+// on each activation (an error it returns is printed and quits the app
+// with status 1), and runs the app with the program's name and, when the
+// flag package has parsed the command line, the arguments it left (so the
+// program's own flags do not reach GApplication), else the whole command
+// line. It returns Run's status.
+func Main(opts Options, activate func(a *App) error) int {
+	a, err := New(opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "app:", err)
+		return 1
+	}
+	failed := false
+	if err := a.OnActivate(func() {
+		if err := activate(a); err != nil {
+			fmt.Fprintln(os.Stderr, "app: activate:", err)
+			failed = true
+			a.Quit()
+		}
+	}); err != nil {
+		fmt.Fprintln(os.Stderr, "app:", err)
+		return 1
+	}
+	args := os.Args
+	if flag.Parsed() {
+		args = append([]string{os.Args[0]}, flag.Args()...)
+	}
+	status := a.Run(args)
+	if failed && status == 0 {
+		status = 1
+	}
+	return status
 }
 
 // Python returns the application as a PyGObject object (a Gtk.Application

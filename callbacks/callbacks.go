@@ -96,7 +96,10 @@ func WithOwnership(o Ownership) Option { return func(c *config) { c.ownership = 
 // parameters may be of any type pygi converts (*pygi.Object receives the
 // argument itself, valid for the duration of the call: Clone it to keep it),
 // variadic tails included; a parameter of type pygi.Kw, last or just before
-// a variadic one, receives keyword arguments. Results may be none, a value,
+// a variadic one, receives keyword arguments; a first parameter of type
+// *pygi.Block receives a fresh Block, whose first error the call then
+// raises as if returned (a handler written as a block needs no error
+// plumbing). Results may be none, a value,
 // a value and an error, or an error. A returned error raises GoError (an
 // Exception); a panic is recovered and raises GoPanic, which derives from
 // BaseException and carries the Go stack. Either comes back to Go as a

@@ -562,3 +562,22 @@ func TestGoroutinesCallWhileCallbacksRun(t *testing.T) {
 		}
 	}
 }
+
+// A handler written as a block: its first error is raised as if returned.
+func TestBlockParameter(t *testing.T) {
+	g := ns(t, "def run(f, x):\n    try:\n        return f(x)\n    except Exception as e:\n        return 'raised: %s' % e\n")
+	run, err := g.Item("run")
+	require.NoError(t, err)
+	ok := func(b *pygi.Block, x *pygi.Object) string { return b.Text(b.Call(x, "upper")) }
+	r, err := run.Call(ok, "abc")
+	require.NoError(t, err)
+	s, _ := r.Text()
+	assert.Equal(t, "ABC", s)
+	bad := func(b *pygi.Block, x *pygi.Object) { b.Call(x, "no_such_method") }
+	r, err = run.Call(bad, "abc")
+	require.NoError(t, err)
+	s, _ = r.Text()
+	assert.Contains(t, s, "raised: str.no_such_method()")
+	_, err = callbacks.New(func(x *pygi.Object, b *pygi.Block) {})
+	assert.ErrorContains(t, err, "must come first")
+}

@@ -15,6 +15,7 @@ import (
 )
 
 var (
+	blockType  = reflect.TypeFor[*pygi.Block]()
 	objectType = reflect.TypeFor[*pygi.Object]()
 	kwType     = reflect.TypeFor[pygi.Kw]()
 	errorType  = reflect.TypeFor[error]()
@@ -28,6 +29,7 @@ type shape struct {
 	fixed []reflect.Type // positional parameters before any variadic tail
 	rest  reflect.Type   // element type of the variadic tail, or nil
 	kwAt  int            // index of the pygi.Kw parameter, or -1
+	block bool           // the first parameter is a *pygi.Block the call provides
 	nin   int            // number of Go parameters
 	// results
 	hasValue, hasErr bool
@@ -83,6 +85,13 @@ func analyzeType(t reflect.Type, name string) (*shape, error) {
 	}
 	for i := range n {
 		p := t.In(i)
+		if p == blockType {
+			if i != 0 {
+				return nil, bad("the *pygi.Block parameter must come first")
+			}
+			s.block = true
+			continue
+		}
 		if p == kwType {
 			if i != n-1 {
 				return nil, bad("the pygi.Kw parameter must come last (or just before a variadic one)")
@@ -314,6 +323,11 @@ func (s *signature) callSlow(args []capi.Ref, nargs, nkw int, kwnames capi.Ref) 
 		panic(typeError(fmt.Sprintf("%s() got an unexpected keyword argument '%s'", s.name, name)))
 	}
 	in := make([]reflect.Value, 0, s.nin+nargs)
+	var block *pygi.Block
+	if s.block {
+		block = new(pygi.Block)
+		in = append(in, reflect.ValueOf(block))
+	}
 	for i, t := range s.fixed {
 		in = append(in, s.arg(i, t, borrow(args[i])))
 	}
@@ -349,6 +363,9 @@ func (s *signature) callSlow(args []capi.Ref, nargs, nkw int, kwnames capi.Ref) 
 		if e := out[len(out)-1]; !e.IsNil() {
 			err = e.Interface().(error)
 		}
+	}
+	if err == nil && block != nil {
+		err = block.Err() // the block's first error, as if returned
 	}
 	return s.finish(val, err)
 }

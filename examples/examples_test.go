@@ -76,6 +76,25 @@ func TestHello(t *testing.T) {
 	assert.Empty(t, errOut)
 }
 
+// The gallery (every PyGObject API that takes a callable, with Go funcs)
+// and its PyGObject twin both run every section.
+func TestGallery(t *testing.T) {
+	out, errOut := run(t, "gallery", "-script", "-file", "gallery/gallery.py")
+	assert.Contains(t, out, "all 9 sections ran: action binding draw file filter+sort idle list tick timeout")
+	assert.Empty(t, errOut)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	args := []string{"/usr/bin/python3", "gallery/gallery.py"}
+	if os.Getenv("DISPLAY") == "" {
+		args = append([]string{"xvfb-run", "-a"}, args...)
+	}
+	cmd := testutil.Command(ctx, args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), "GTK_A11Y=none")
+	py, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", py)
+	assert.Equal(t, "all 9 sections ran: action binding draw file filter+sort idle list tick timeout\n", string(py))
+}
+
 func TestGoroutines(t *testing.T) {
 	out, errOut := run(t, "goroutines", "-script")
 	assert.Contains(t, out, "cancelled after")

@@ -114,6 +114,24 @@ func (b *Block) Eval(expr string, globals *Object) *Object {
 	return r
 }
 
+// Globals returns fresh globals for Eval and Exec holding vars.
+func (b *Block) Globals(vars Kw) *Object {
+	if b.err != nil {
+		return nil
+	}
+	g, err := NewGlobals()
+	for k, v := range vars {
+		if err == nil {
+			err = g.SetItem(k, v)
+		}
+	}
+	b.fail(err, func() string { return "globals" })
+	if err != nil {
+		return nil
+	}
+	return g
+}
+
 // Exec runs Python statements (with globals, or fresh ones when nil).
 func (b *Block) Exec(src string, globals *Object) {
 	if b.err != nil {

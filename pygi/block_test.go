@@ -100,6 +100,10 @@ func TestBlockConversionsAndGoErrors(t *testing.T) {
 	assert.True(t, c.Fail(errors.New("second")))
 	assert.ErrorIs(t, c.Err(), mine)
 
+	var g Block
+	assert.Equal(t, "a-b", g.Text(g.Eval("'-'.join(xs)", g.Globals(Kw{"xs": []string{"a", "b"}}))))
+	require.NoError(t, g.Err())
+
 	err := Try(func(b *Block) { b.Import("no_such_module_anywhere") })
 	assert.ErrorContains(t, err, "import no_such_module_anywhere")
 	assert.NoError(t, Try(func(b *Block) { b.Import("sys") }))
