@@ -182,8 +182,11 @@ func installExceptionHooks() error {
 			pyexc.err = err
 			return
 		}
-		pyexc.report = pygi.Must(report.Clone())
-		pyexc.hooks = pygi.Must(g.Clone())
+		if pyexc.report, err = report.Clone(); err != nil {
+			pyexc.err = err
+			return
+		}
+		pyexc.hooks, pyexc.err = g.Clone()
 	})
 	return pyexc.err
 }

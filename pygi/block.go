@@ -181,11 +181,3 @@ func describe(o *Object, path string) string {
 	}
 	return t + "." + path
 }
-
-// Try runs fn with a new Block and returns the Block's error: a handler
-// written as a block is then one expression, "return pygi.Try(...)".
-func Try(fn func(b *Block)) error {
-	var b Block
-	fn(&b)
-	return b.err
-}

@@ -64,7 +64,9 @@
 //	                       ExceptionError; sentinels ErrClosed, ErrNilObject,
 //	                       ErrFinalized, ErrLoopRunning, ErrInsideCall,
 //	                       ErrWrongThread, ErrStarted, ErrNoGI, ErrConversion
-//	Helpers                Must
+//	Blocks                 Block (Import, Attr, Set, Call, Item, Eval,
+//	                       Exec, Globals, Int, Float, Text, Bool, Err,
+//	                       Fail), BlockAs: one error check for a block
 //
 // Every function here is safe from any goroutine, with the thread rules of
 // Finalize above. Python objects that are GTK widgets are another matter:

@@ -37,7 +37,10 @@ func ExampleAs() {
 	o, _ := pygi.Eval("{'a': [1, 2], 'b': [3]}", nil)
 	m, err := pygi.As[map[string][]int](o)
 	fmt.Println(m, err)
-	_, err = pygi.As[map[string][]int8](pygi.Must(pygi.Eval("{'big': [300]}", nil)))
+	big, err := pygi.Eval("{'big': [300]}", nil)
+	if err == nil {
+		_, err = pygi.As[map[string][]int8](big)
+	}
 	fmt.Println(err)
 	// Output:
 	// map[a:[1 2] b:[3]] <nil>
@@ -51,4 +54,18 @@ func ExampleError() {
 		fmt.Println(pe.Type, "|", pe.Message, "|", pe.Matches("Exception"))
 	}
 	// Output: ValueError | invalid literal for int() with base 10: 'x' | true
+}
+
+// A block of Python operations with one error check: the first error is
+// kept with what was being done, the rest is skipped.
+func ExampleBlock() {
+	var b pygi.Block
+	path := b.Import("os.path")
+	fmt.Println(b.Text(b.Call(path, "join", "a", "b")))
+	b.Call(path, "no_such_function")
+	b.Call(path, "join", "never", "called")
+	fmt.Println(b.Err())
+	// Output:
+	// a/b
+	// module.no_such_function(): AttributeError: module 'posixpath' has no attribute 'no_such_function'
 }

@@ -546,11 +546,3 @@ func ExecFile(src, filename string, globals *Object) error {
 func Eval(expr string, globals *Object) (*Object, error) {
 	return run(expr, "<duet>", true, globals)
 }
-
-// Must returns o, or panics with err. For examples and tests.
-func Must(o *Object, err error) *Object {
-	if err != nil {
-		panic(err)
-	}
-	return o
-}

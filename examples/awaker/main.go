@@ -83,55 +83,32 @@ func main() {
 // Go func handed to PyGObject's connect and dropped by Go right away: the
 // signal connection (Python) is what keeps it alive.
 func newMainWindow(a *app.App, gcTimer *eventloop.Timer) (*pygi.Object, error) {
-	Gtk, err := pygi.Repository("Gtk")
-	if err != nil {
-		return nil, err
-	}
-	win, err := Gtk.CallMethod("ApplicationWindow", pygi.Kw{"application": a.Python()})
-	if err != nil {
-		return nil, err
-	}
-	win.CallMethod("set_default_size", 300, 150)
-	win.CallMethod("set_title", "Awaker")
-	if _, err := win.CallMethod("connect", "close-request", func(*pygi.Object) bool {
+	var b pygi.Block
+	Gtk := b.Import("gi.repository.Gtk")
+	win := b.Call(Gtk, "ApplicationWindow", pygi.Kw{"application": a.Python(), "default_width": 300,
+		"default_height": 150, "title": "Awaker"})
+	b.Call(win, "connect", "close-request", func(*pygi.Object) bool {
 		gcTimer.Cancel()
 		a.Quit()
 		return false
-	}); err != nil {
-		return nil, err
-	}
+	})
 	state := false
-	button, err := Gtk.CallMethod("ToggleButton", pygi.Kw{"label": "OFF"})
-	if err != nil {
-		return nil, err
-	}
+	button := b.Call(Gtk, "ToggleButton", pygi.Kw{"label": "OFF"})
 	// The handler gets the button it is connected to as its first
 	// argument, so it captures no widget: nothing for Go to hold that
 	// would keep the button alive (see "Handlers that do not leak" in
 	// package widgets).
-	onClick, err := callbacks.New(func(b *pygi.Object) {
+	onClick, err := callbacks.New(func(b *pygi.Block, button *pygi.Object) {
 		state = !state
-		label := "OFF"
-		if state {
-			label = "ON"
-		}
-		b.CallMethod("set_label", label)
+		b.Call(button, "set_label", map[bool]string{false: "OFF", true: "ON"}[state])
 	}, callbacks.Name("on_click"))
-	if err != nil {
-		return nil, err
-	}
-	if _, err := button.CallMethod("connect", "clicked", onClick); err != nil {
-		return nil, err
-	}
+	b.Fail(err)
+	b.Call(button, "connect", "clicked", onClick)
 	onClick.Close() // Go lets go: only the signal holds the callback now
-	orientation, _ := pygi.Eval("__import__('gi.repository.Gtk', fromlist=['Gtk']).Orientation.VERTICAL", nil)
-	vbox, err := Gtk.CallMethod("Box", pygi.Kw{"orientation": orientation})
-	if err != nil {
-		return nil, err
-	}
-	vbox.CallMethod("append", button)
-	win.CallMethod("set_child", vbox)
-	return win, nil
+	vbox := b.Call(Gtk, "Box", pygi.Kw{"orientation": b.Attr(Gtk, "Orientation.VERTICAL")})
+	b.Call(vbox, "append", button)
+	b.Call(win, "set_child", vbox)
+	return win, b.Err()
 }
 
 // clickAway clicks the toggle from a goroutine through the loop, checks the
@@ -145,27 +122,13 @@ func clickAway(win *pygi.Object, done func()) {
 		}
 		err := eventloop.InvokeWait(context.Background(), func() error {
 			// Found afresh each time: Go keeps no reference to the button.
-			box, err := win.CallMethod("get_child")
-			if err != nil {
-				return err
+			var b pygi.Block
+			button := b.Call(b.Call(win, "get_child"), "get_first_child")
+			b.Call(button, "emit", "clicked")
+			if got := b.Text(b.Call(button, "get_label")); b.Err() == nil && got != want {
+				return fmt.Errorf("after click %d the label is %q, want %q", i, got, want)
 			}
-			defer box.Close()
-			button, err := box.CallMethod("get_first_child")
-			if err != nil {
-				return err
-			}
-			defer button.Close()
-			if _, err := button.CallMethod("emit", "clicked"); err != nil {
-				return err
-			}
-			got, err := button.CallMethod("get_label")
-			if err != nil {
-				return err
-			}
-			if s, _ := got.Text(); s != want {
-				return fmt.Errorf("after click %d the label is %q, want %q", i, s, want)
-			}
-			return nil
+			return b.Err()
 		})
 		if err != nil {
 			fail(err)

@@ -6,6 +6,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"os"
 	"time"
@@ -21,30 +22,17 @@ import (
 func main() {
 	script := flag.Bool("script", false, "show the window briefly, then exit (for headless runs)")
 	flag.Parse()
-
-	a, err := app.New(app.Options{ID: "org.duet.Hello", NonUnique: *script})
-	if err != nil {
-		panic(err)
-	}
-	a.OnActivate(func() {
+	os.Exit(app.Main(app.Options{ID: "org.duet.Hello", NonUnique: *script}, func(a *app.App) error {
 		win := gtk.NewApplicationWindow(a.Gtk()) // made in Go
 		win.SetTitle("Hello, duet")
 		win.SetDefaultSize(360, 120)
-
-		Gtk, _ := pygi.Repository("Gtk") // made in Python
-		label, err := Gtk.CallMethod("Label", pygi.Kw{"label": "Hello from Python, in a Go window"})
-		if err != nil {
-			panic(err)
-		}
-		child, err := widgets.Cast[gtk.Widgetter](label)
-		if err != nil {
-			panic(err)
-		}
-		win.SetChild(child)
+		var b pygi.Block
+		label := b.Call(b.Import("gi.repository.Gtk"), "Label", pygi.Kw{"label": "Hello from Python, in a Go window"}) // made in Python
+		_, err := widgets.Call(win, "set_child", label)
 		win.Present()
 		if *script {
 			eventloop.After(300*time.Millisecond, a.Quit)
 		}
-	})
-	os.Exit(a.Run(append([]string{os.Args[0]}, flag.Args()...)))
+		return errors.Join(b.Err(), err)
+	}))
 }

@@ -86,7 +86,7 @@ func run(pass *analysis.Pass) (any, error) {
 // check reports handler when it captures root, the variable behind recv.
 func check(pass *analysis.Pass, handler, recv ast.Expr, root *types.Var) {
 	handler = ast.Unparen(handler)
-	if c, ok := handler.(*ast.CallExpr); ok { // callbacks.New(fn, ...), possibly inside Must(...)
+	if c, ok := handler.(*ast.CallExpr); ok { // callbacks.New(fn, ...), possibly inside another call
 		if isCallbacksNew(pass, c) && len(c.Args) > 0 {
 			check(pass, c.Args[0], recv, root)
 			return

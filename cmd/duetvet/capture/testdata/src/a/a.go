@@ -19,7 +19,7 @@ func positives(w *widgets.Widget, o *pygi.Object, p *panel, b *gtk.Button) {
 	o.CallMethod("connect", "clicked", func() {
 		o.CallMethod("hide") // want `handler captures o`
 	})
-	o.CallMethod("connect_after", "clicked", pygi.Must(callbacks.New(func() {
+	o.CallMethod("connect_after", "clicked", first(callbacks.New(func() {
 		o.CallMethod("hide") // want `handler captures o`
 	})))
 	p.btn.Connect("clicked", func(*pygi.Object) {
@@ -50,3 +50,5 @@ func negatives(w, other *widgets.Widget, o *pygi.Object) {
 	w.Connect("clicked", func(*pygi.Object) { w.Prop("label") })
 	w.Connect("clicked", func(*pygi.Object) { w.Prop("label") }) //duet:cycle-ok also here
 }
+
+func first(o *pygi.Object, _ error) *pygi.Object { return o }

@@ -4,5 +4,3 @@ package pygi
 type Object struct{}
 
 func (o *Object) CallMethod(name string, args ...any) (*Object, error) { return nil, nil }
-
-func Must(o *Object, err error) *Object { return o }
