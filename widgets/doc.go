@@ -75,6 +75,9 @@
 //	Widgets           Widget (Wrap): Prop, SetProp, Connect, Disconnect, Emit;
 //	                  Weak (WeakRef.Get) for weak captures
 //	Classes from Go   DefineClass, ClassSpec, Signal, Property
+//	UI files          LoadUI, LoadUIFS, UI.Object: GtkBuilder interfaces
+//	                  (Python widget classes welcome) whose handlers are Go
+//	                  funcs, checked by name when loaded
 //	Ready-made        NewLineChart (Push, Points), NewLogView (Log, Printf,
 //	                  Text)
 //	Lifetime          Track, Reap, WatchFinalize, WatchFinalizePy, Watch,
@@ -83,6 +86,7 @@
 // Threads: everything that touches GTK is UI-thread only and returns an
 // error wrapping eventloop.ErrNotMain elsewhere: ToGo, Cast, ToPython,
 // Call, the loaders, Module.New, Library, the Widget methods, DefineClass,
+// LoadUI, LoadUIFS, UI.Object,
 // NewLineChart, NewLogView, Points, Text, Track, Reap and InitGTK. Safe from
 // any goroutine: Pointer, WatchFinalize, WatchFinalizePy, ReadStats, Weak and
 // LineChart.Push, LogView.Log and Printf (batched onto the loop).

@@ -1,0 +1,90 @@
+package widgets_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/eventloop/looptest"
+	"github.com/duet-gtk/duet/pygi"
+	"github.com/duet-gtk/duet/widgets"
+)
+
+const fancySource = `
+from gi.repository import GObject, Gtk
+class Fancy(Gtk.Box):
+    __gtype_name__ = "DuetFancyBox"
+    __gsignals__ = {"poked": (GObject.SignalFlags.RUN_LAST, None, (int,))}
+`
+
+const fancyUI = `<interface>
+  <object class="GtkBox" id="root">
+    <child>
+      <object class="DuetFancyBox" id="fancy">
+        <signal name="poked" handler="on_poked"/>
+      </object>
+    </child>
+    <child>
+      <object class="GtkButton" id="button">
+        <property name="label">press</property>
+        <signal name="clicked" handler="on_clicked" object="fancy"/>
+      </object>
+    </child>
+  </object>
+</interface>`
+
+func TestLoadUIBindsHandlersToGoFuncs(t *testing.T) {
+	looptest.FailOnPythonExceptions(t)
+	looptest.Do(t, func(t testing.TB) {
+		_, err := widgets.LoadSource("fancy_widgets", fancySource)
+		require.NoError(t, err)
+		var poked []int
+		var pressed []string
+		ui, err := widgets.LoadUI(fancyUI, map[string]any{
+			"on_poked": func(self *pygi.Object, n int) { poked = append(poked, n) },
+			// object="fancy", swapped as GtkBuilder makes it: the object first, the emitter last
+			"on_clicked": func(fancy, button *pygi.Object) {
+				t, _ := fancy.TypeName()
+				pressed = append(pressed, t)
+			},
+		})
+		require.NoError(t, err)
+		fancy, err := ui.Object("fancy")
+		require.NoError(t, err)
+		_, err = fancy.Emit("poked", 7)
+		require.NoError(t, err)
+		button, err := ui.Object("button")
+		require.NoError(t, err)
+		_, err = button.Emit("clicked")
+		require.NoError(t, err)
+		assert.Equal(t, []int{7}, poked)
+		assert.Equal(t, []string{"Fancy"}, pressed)
+		_, err = ui.Object("nobody")
+		assert.ErrorContains(t, err, `no object "nobody"`)
+	})
+}
+
+func TestLoadUIErrors(t *testing.T) {
+	looptest.Do(t, func(t testing.TB) {
+		_, err := widgets.LoadSource("fancy_widgets2", fancySource)
+		require.Error(t, err, "the GType name is taken: loading twice is refused by PyGObject")
+		noop := func() {}
+		for name, tc := range map[string]struct {
+			handlers map[string]any
+			xml      string
+			want     string
+		}{
+			"missing":  {map[string]any{"on_poked": noop}, fancyUI, "no Go func: on_clicked"},
+			"mistyped": {map[string]any{"on_poked": noop, "on_clicked": noop, "on_clikced": noop}, fancyUI, "never names: on_clikced"},
+			"malformed": {nil, "<interface><object", "ParseError"},
+			"unknown class": {nil, `<interface><object class="NoSuchWidgetClass" id="x"/></interface>`, "NoSuchWidgetClass"},
+		} {
+			_, err := widgets.LoadUI(tc.xml, tc.handlers)
+			assert.ErrorContains(t, err, tc.want, name)
+		}
+	})
+	_, err := widgets.LoadUI(fancyUI, nil)
+	assert.ErrorIs(t, err, eventloop.ErrNotMain)
+}
