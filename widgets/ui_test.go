@@ -76,9 +76,9 @@ func TestLoadUIErrors(t *testing.T) {
 			xml      string
 			want     string
 		}{
-			"missing":  {map[string]any{"on_poked": noop}, fancyUI, "no Go func: on_clicked"},
-			"mistyped": {map[string]any{"on_poked": noop, "on_clicked": noop, "on_clikced": noop}, fancyUI, "never names: on_clikced"},
-			"malformed": {nil, "<interface><object", "ParseError"},
+			"missing":       {map[string]any{"on_poked": noop}, fancyUI, "no Go func: on_clicked"},
+			"mistyped":      {map[string]any{"on_poked": noop, "on_clicked": noop, "on_clikced": noop}, fancyUI, "never names: on_clikced"},
+			"malformed":     {nil, "<interface><object", "ParseError"},
 			"unknown class": {nil, `<interface><object class="NoSuchWidgetClass" id="x"/></interface>`, "NoSuchWidgetClass"},
 		} {
 			_, err := widgets.LoadUI(tc.xml, tc.handlers)
