@@ -78,8 +78,12 @@
 //	UI files          LoadUI, LoadUIFS, UI.Object: GtkBuilder interfaces
 //	                  (Python widget classes welcome) whose handlers are Go
 //	                  funcs, checked by name when loaded
-//	Ready-made        NewLineChart (Push, Points), NewLogView (Log, Printf,
-//	                  Text)
+//	Ready-made        NewLineChart (Push, and generated: PushMany, Points,
+//	                  Series, Clear, Title, ...), NewLogView (Log, Printf, and
+//	                  generated: Text, LineCount, MaxLines, ...)
+//	Typed wrappers    go run ../cmd/duetgen (go generate) writes a Go type for
+//	                  a Python widget class: typed properties, Connect<Signal>
+//	                  and methods, checked by the compiler
 //	Lifetime          Track, Reap, WatchFinalize, WatchFinalizePy, Watch,
 //	                  ReadStats
 //

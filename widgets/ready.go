@@ -13,6 +13,13 @@ import (
 //go:embed py/duet_widgets.py
 var readyFS embed.FS
 
+// The typed methods of the ready-made widgets are generated from their
+// Python classes; push and append are written here instead (batched, safe
+// from any goroutine).
+//
+//go:generate go run ../cmd/duetgen -file py/duet_widgets.py -class LineChart -no-struct -no-constructor -skip push
+//go:generate go run ../cmd/duetgen -file py/duet_widgets.py -class LogView -no-struct -no-constructor -skip append
+
 var ready struct {
 	mu  sync.Mutex
 	mod *Module
@@ -97,9 +104,7 @@ func NewLineChart(title, unit string, capacity int) (*LineChart, error) {
 		for _, p := range ps {
 			batch[p.series] = append(batch[p.series], p.v)
 		}
-		if r, err := c.CallMethod("push_many", batch); err == nil {
-			r.Close()
-		}
+		c.PushMany(batch) // on the loop; a chart that is gone has nothing to show
 	}
 	return c, nil
 }
@@ -107,18 +112,6 @@ func NewLineChart(title, unit string, capacity int) (*LineChart, error) {
 // Push appends a value to a series (made on first use). Safe from any
 // goroutine: values are batched into one Python call per loop turn.
 func (c *LineChart) Push(series string, v float64) { c.points.add(point{series, v}) }
-
-// Points returns a series' values. UI thread only.
-func (c *LineChart) Points(series string) ([]float64, error) {
-	if err := eventloop.RequireMain("widgets.LineChart.Points"); err != nil {
-		return nil, err
-	}
-	r, err := c.CallMethod("points", series)
-	if err != nil {
-		return nil, err
-	}
-	return pygi.As[[]float64](r)
-}
 
 // LogView is a scrolling log (duet_widgets.LogView). Printf and Log may be
 // called from any goroutine.
@@ -142,13 +135,11 @@ func NewLogView(maxLines int) (*LogView, error) {
 	}
 	l := &LogView{Widget: w}
 	l.lines.flush = func(entries [][2]string) {
-		list := make([]any, len(entries))
+		list := make([][]string, len(entries))
 		for i, e := range entries {
-			list[i] = []any{e[0], e[1]}
+			list[i] = []string{e[0], e[1]}
 		}
-		if r, err := l.CallMethod("append_many", list); err == nil {
-			r.Close()
-		}
+		l.AppendMany(list) // on the loop; a log that is gone has nothing to show
 	}
 	return l, nil
 }
@@ -158,15 +149,3 @@ func (l *LogView) Log(level, text string) { l.lines.add([2]string{text, level}) 
 
 // Printf appends a formatted info line.
 func (l *LogView) Printf(format string, args ...any) { l.Log("info", fmt.Sprintf(format, args...)) }
-
-// Text returns the whole log. UI thread only.
-func (l *LogView) Text() (string, error) {
-	if err := eventloop.RequireMain("widgets.LogView.Text"); err != nil {
-		return "", err
-	}
-	r, err := l.CallMethod("text")
-	if err != nil {
-		return "", err
-	}
-	return r.Text()
-}

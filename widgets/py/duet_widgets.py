@@ -34,10 +34,11 @@ class LineChart(Gtk.Widget):
         self._order = []
 
     # -- data --------------------------------------------------------------
-    def push(self, series, value):
+    def push(self, series: str, value: float) -> None:
         self.push_many({series: [value]})
 
-    def push_many(self, batch):
+    def push_many(self, batch: dict[str, list[float]]) -> None:
+        """Appends values to series (made on first use)."""
         cap = self.props.capacity
         for name, values in batch.items():
             if name not in self._series:
@@ -49,15 +50,18 @@ class LineChart(Gtk.Widget):
                 del data[: len(data) - cap]
         self.queue_draw()
 
-    def clear(self):
+    def clear(self) -> None:
+        """Forgets every series."""
         self._series.clear()
         self._order.clear()
         self.queue_draw()
 
-    def points(self, series):
+    def points(self, series: str) -> list[float]:
+        """The values kept of a series."""
         return list(self._series.get(series, ()))
 
-    def series(self):
+    def series(self) -> list[str]:
+        """The series' names, in order of appearance."""
         return list(self._order)
 
     # -- GTK ---------------------------------------------------------------
@@ -169,10 +173,11 @@ class LogView(Gtk.ScrolledWindow):
         self.set_child(self._view)
         self._lines = 0
 
-    def append(self, text, level="info"):
+    def append(self, text: str, level: str = "info") -> None:
         self.append_many([(text, level)])
 
-    def append_many(self, entries):
+    def append_many(self, entries: list[list[str]]) -> None:
+        """Appends (text, level) lines; level is info, warn or error."""
         buf = self._view.get_buffer()
         for text, level in entries:
             if level not in ("info", "warn", "error"):
@@ -190,9 +195,11 @@ class LogView(Gtk.ScrolledWindow):
         buf.place_cursor(buf.get_end_iter())
         self._view.scroll_mark_onscreen(buf.get_insert())
 
-    def text(self):
+    def text(self) -> str:
+        """The whole log."""
         buf = self._view.get_buffer()
         return buf.get_text(buf.get_start_iter(), buf.get_end_iter(), False)
 
-    def line_count(self):
+    def line_count(self) -> int:
+        """How many lines the log holds."""
         return self._lines

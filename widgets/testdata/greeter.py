@@ -2,6 +2,8 @@ from gi.repository import GObject, Gtk
 
 
 class Greeter(Gtk.Box):
+    """A box that greets someone by name, and says so with a signal."""
+
     __gsignals__ = {"greeted": (GObject.SignalFlags.RUN_LAST, None, (str,))}
 
     name = GObject.Property(type=str, default="world")
@@ -12,7 +14,7 @@ class Greeter(Gtk.Box):
         self.append(self.label)
         self.greet()
 
-    def greet(self):
+    def greet(self) -> str:
         text = "Hello, %s!" % self.props.name
         self.label.set_text(text)
         self.emit("greeted", text)

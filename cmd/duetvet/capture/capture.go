@@ -3,8 +3,9 @@
 //
 // A connect site is a call that hands a Go func to a signal:
 // (*widgets.Widget).Connect, (*pygi.Object).CallMethod with "connect",
-// "connect_after", "connect_object" or "connect_object_after", and gotk4's
-// Connect* methods. The handler is a func literal or a method value,
+// "connect_after", "connect_object" or "connect_object_after", gotk4's
+// Connect* methods, and the Connect* methods of types embedding
+// *widgets.Widget (duetgen's typed wrappers). The handler is a func literal or a method value,
 // possibly wrapped in callbacks.New or callbacks.NewMethod. It is reported
 // when it refers to the object it is connected to through a variable from
 // outside (the receiver's variable itself, or a struct variable the
@@ -69,7 +70,8 @@ func run(pass *analysis.Pass) (any, error) {
 			handler = call.Args[1]
 		case isNamed(recvType, pygiPath, "Object") && fn.Name() == "CallMethod" && len(call.Args) >= 3 && isConnectName(pass, call.Args[0]):
 			handler = call.Args[2]
-		case inGotk4(recvType) && strings.HasPrefix(fn.Name(), "Connect") && len(call.Args) >= 1:
+		case (inGotk4(recvType) || embedsWidget(recvType)) && strings.HasPrefix(fn.Name(), "Connect") && len(call.Args) >= 1:
+			// gotk4's Connect* methods, and duetgen's typed Connect<Signal>.
 			handler = call.Args[len(call.Args)-1]
 		default:
 			return
@@ -206,6 +208,24 @@ func inGotk4(t types.Type) bool {
 	}
 	n, ok := t.(*types.Named)
 	return ok && n.Obj().Pkg() != nil && strings.HasPrefix(n.Obj().Pkg().Path(), gotk4Prefix)
+}
+
+// embedsWidget reports whether t is a struct type embedding *widgets.Widget
+// (a duetgen wrapper, or a hand-written one like it).
+func embedsWidget(t types.Type) bool {
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	st, ok := t.Underlying().(*types.Struct)
+	if !ok {
+		return false
+	}
+	for i := range st.NumFields() {
+		if f := st.Field(i); f.Embedded() && isNamed(f.Type(), widgetsPath, "Widget") {
+			return true
+		}
+	}
+	return false
 }
 
 func isConnectName(pass *analysis.Pass, e ast.Expr) bool {

@@ -7,6 +7,18 @@ import (
 	"github.com/duet-gtk/duet/widgets"
 )
 
+// Greeter is what duetgen writes for a Python class.
+type Greeter struct{ *widgets.Widget }
+
+func (g *Greeter) ConnectGreeted(fn func(self *Greeter, text string)) (uint64, error) { return 0, nil }
+
+func typed(g *Greeter) {
+	g.ConnectGreeted(func(self *Greeter, text string) {
+		g.Prop("name") // want `handler captures g`
+	})
+	g.ConnectGreeted(func(self *Greeter, text string) { self.Prop("name") })
+}
+
 type panel struct {
 	btn   *widgets.Widget
 	count int
