@@ -60,7 +60,7 @@ stress: deps
 
 bench: deps
 	@mkdir -p $(OUT)
-	$(XRUN) $(GO) run ./stress/bench -out $(OUT)/bench.md
+	$(XRUN) $(GO) run ./stress/bench -out $(OUT)/bench.md -readme $(CURDIR)/README.md
 
 # The gallery against its PyGObject twin: lines of code, without blank and
 # comment lines (the aim: Go at most 1.5 times the Python).

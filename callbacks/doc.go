@@ -35,6 +35,21 @@
 // blocking on other goroutines that need Python is not: wrap such waits in
 // pygi.WithoutGIL.
 //
+// # Signals
+//
+// Connect connects a Go function to a GObject signal through duet's own
+// GClosure: GLib's values go straight to Go, and only the arguments the
+// function takes are made (a handler that ignores the emitter gets no
+// wrapper built), with no argument tuple and no Python call in between.
+// The connection holds the callback exactly as PyGObject's connect would,
+// so the lifetime contract is unchanged: disconnecting, or the object's
+// finalisation, frees it. What the handler returns becomes the signal's
+// return value (nothing is False for a boolean signal, as None is under
+// PyGObject); what it raises or panics is printed through sys.excepthook
+// and the emission goes on, as with PyGObject's closures. Package widgets
+// sends every plain connect of a Go callback this way, including Python
+// code's own widget.connect("clicked", go_func).
+//
 // Importing this package also makes every Go func passed to pygi (call
 // arguments, attributes, items, containers) a callback automatically.
 //
@@ -46,9 +61,12 @@
 //
 //	Making callbacks   New, NewMethod; options Name, Doc, Params, Module,
 //	                   WithOwnership
+//	Signals            Connect (duet's own closure)
 //	Ownership          PythonOwned (the product), GoOwnedBroken (the
 //	                   classic crash, on purpose, for the stress harness)
 //	Counting           ReadStats, Stats (created, freed, live)
+//	Diagnosis          Cycles (callbacks whose Go function keeps alive
+//	                   the object whose signal holds them)
 //
 // Everything here is safe from any goroutine. To wait in tests until Python
 // has let go of callbacks, use looptest.WaitLive; eventloop.Collect runs

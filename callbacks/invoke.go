@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 
 	"github.com/duet-gtk/duet/internal/bridge"
 	"github.com/duet-gtk/duet/internal/capi"
@@ -225,7 +227,7 @@ type typeError string
 func invoke(h uintptr, args []capi.Ref, nargs, nkw int, kwnames capi.Ref) (res capi.Ref, rc capi.CallbackResult) {
 	e := registry.handles.get(h)
 	if e == nil {
-		panic(fmt.Sprintf("callbacks: Python called a Go callback whose handle %#x was already freed: use after free", h))
+		useAfterFree(h)
 	}
 	returned := false
 	defer func() {
@@ -236,6 +238,19 @@ func invoke(h uintptr, args []capi.Ref, nargs, nkw int, kwnames capi.Ref) (res c
 	res, rc = e.sig.call(args, nargs, nkw, kwnames)
 	returned = true
 	return res, rc
+}
+
+// useAfterFree ends the process: Python called a callback whose Go side
+// is gone (the deliberately broken ownership mode, or a bug). Not a panic:
+// a recover further up the goroutine (the loop's panic handler) would
+// unwind through Python's C frames with the GIL held, and the app would
+// hang instead of crashing.
+func useAfterFree(h uintptr) {
+	fmt.Fprintf(os.Stderr, "duet: fatal: Python called a Go callback whose handle %#x was already freed: use after free\n", h)
+	// The Go runtime answers SIGABRT with every goroutine's stack and exit 2.
+	_ = syscall.Kill(os.Getpid(), syscall.SIGABRT)
+	time.Sleep(5 * time.Second)
+	os.Exit(2)
 }
 
 // escaped runs when a callback did not return: a panic that got past the

@@ -16,7 +16,12 @@
 // What stays true for goroutines: they never manage the GIL by hand, and a
 // goroutine never deadlocks on it, but they do share it. A goroutine
 // running Python holds the GIL for CPython's switch interval (5 ms) at a
-// time, so UI work queued on the loop can wait that long behind it.
+// time. The UI thread goes first: while it waits for the GIL, other
+// threads wait before their next entry (never inside one), so a UI frame
+// waits about one switch interval behind busy goroutines, not many (an
+// Invoke round trip that runs Python on the UI thread, with two goroutines
+// looping in Python: p99 about 7 ms, against 263 ms when CPython alone
+// chose; make bench measures it).
 //
 // # Who owns what
 //

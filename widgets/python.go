@@ -183,6 +183,16 @@ func (w *Widget) Connect(signal string, fn any, data ...any) (uint64, error) {
 		return 0, err
 	}
 	defer cb.Close()
+	if len(data) == 0 {
+		// duet's own closure: the signal's values go straight to Go.
+		id, err := callbacks.Connect(w.Object, signal, cb, false)
+		if err == nil {
+			recordHandler(w.Object, id, cb)
+		}
+		return id, err
+	}
+	// With data: PyGObject's closure holds it, where Python's collector
+	// sees it (the connect hook records the handler).
 	r, err := w.CallMethod("connect", append([]any{signal, cb}, data...)...)
 	if err != nil {
 		return 0, err

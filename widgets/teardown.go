@@ -79,6 +79,17 @@ func recordHandler(o *pygi.Object, id uint64, handler *pygi.Object) {
 	}
 }
 
+// nativeConnect is what PyGObject's connect and connect_after do for a Go
+// callback without extra data (see teardown.py): duet's own closure. Zero
+// (never a handler id) says handler is not one of duet's callbacks, and
+// PyGObject connects it.
+func nativeConnect(obj *pygi.Object, signal string, handler *pygi.Object, after bool) (uint64, error) {
+	if callbackHandle(handler) == 0 {
+		return 0, nil
+	}
+	return callbacks.Connect(obj, signal, handler, after)
+}
+
 func callbackHandle(o *pygi.Object) uintptr {
 	if err := lifetime.Enter(); err != nil {
 		return 0
@@ -129,7 +140,12 @@ func startMonitor() error {
 		return err
 	}
 	defer rec.Close()
-	r, err := m.CallMethod("hook_connect", rec)
+	native, err := callbacks.New(nativeConnect, callbacks.Name("duet_connect_native"))
+	if err != nil {
+		return err
+	}
+	defer native.Close()
+	r, err := m.CallMethod("hook_connect", rec, native)
 	r.Close()
 	if err != nil {
 		return err

@@ -28,19 +28,30 @@ def disconnect(obj, handler_id):
         obj.disconnect(handler_id)
 
 
-def hook_connect(record):
+def hook_connect(record, native):
     """Every way of connecting a handler to a GObject signal (connect,
     connect_after, connect_object, connect_object_after) tells duet when the
-    handler is a Go callback, so that one rule applies to all of them."""
+    handler is a Go callback, so that one rule applies to all of them; a Go
+    callback connected without extra data runs through duet's own closure
+    (native), which hands the signal's values straight to Go."""
     for name in ("connect", "connect_after", "connect_object", "connect_object_after"):
         orig = getattr(GObject.Object, name, None)
         if orig is None or getattr(orig, "__duet__", False):
             continue
 
-        def make(orig):
+        def make(name, orig):
+            plain = name in ("connect", "connect_after")
+            after = name == "connect_after"
+
             def connect(self, detailed_signal, handler, *args, **kwargs):
-                hid = orig(self, detailed_signal, handler, *args, **kwargs)
-                if type(getattr(handler, "__self__", None)).__name__ == "PyCapsule":
+                go = type(getattr(handler, "__self__", None)).__name__ == "PyCapsule"
+                hid = 0
+                if go and plain and not args and not kwargs:
+                    hid = native(self, detailed_signal, handler, after)
+                    go = hid != 0  # zero: a capsule function, not duet's
+                if not hid:
+                    hid = orig(self, detailed_signal, handler, *args, **kwargs)
+                if go:
                     record(self, hid, handler)
                 return hid
 
@@ -51,4 +62,4 @@ def hook_connect(record):
             connect.__doc__ = orig.__doc__
             return connect
 
-        setattr(GObject.Object, name, make(orig))
+        setattr(GObject.Object, name, make(name, orig))

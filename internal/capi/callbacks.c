@@ -6,18 +6,7 @@
 #include "_cgo_export.h"
 #include "duet_impl.h"
 
-#define CB_CAPSULE "duet.callback"
 #define HANDLE_CAPSULE "duet.gohandle"
-
-// duet_cb is a callback's native state. The PyMethodDef comes first so that
-// a use-after-free in the broken ownership mode hits the function pointer.
-typedef struct {
-	PyMethodDef def; // must outlive every function made from it: owned by the capsule
-	uintptr_t handle;
-	int flags;
-	size_t size;
-	char text[]; // name, then doc, NUL-terminated
-} duet_cb;
 
 static void cb_capsule_destructor(PyObject *cap) {
 	// Runs when CPython frees the last reference to the function (and so to

@@ -46,8 +46,28 @@ extern __thread int duet_depth;
 extern __thread int duet_pinned;
 extern int duet_initialized;
 
+// The UI thread goes first. CPython hands the GIL to whoever takes it
+// first, and a goroutine running one Python call after another releases it
+// and takes it straight back, while the UI thread, woken to take it, loses
+// the race for many switch intervals (measured: an Invoke round trip on the
+// UI thread took a p99 of 142 ms with one such goroutine, 263 ms with
+// two). So while the UI thread waits for the GIL in a duet entry, other
+// threads that hold nothing wait before their next entry; a thread already
+// attached never waits (it may be what the UI thread waits for).
+extern __thread int duet_on_ui;
+extern volatile int duet_ui_wants;
+void duet_defer_to_ui(void);
+
 static inline PyGILState_STATE duet_enter(void) {
-	PyGILState_STATE st = PyGILState_Ensure();
+	PyGILState_STATE st;
+	if (duet_on_ui) {
+		__atomic_add_fetch(&duet_ui_wants, 1, __ATOMIC_SEQ_CST);
+		st = PyGILState_Ensure();
+		__atomic_sub_fetch(&duet_ui_wants, 1, __ATOMIC_SEQ_CST);
+	} else {
+		if (duet_depth == 0 && __atomic_load_n(&duet_ui_wants, __ATOMIC_RELAXED)) duet_defer_to_ui();
+		st = PyGILState_Ensure();
+	}
 	if (!duet_pinned) {
 		duet_pinned = 1;
 		(void)PyGILState_Ensure(); // never released: pins this thread's state
@@ -80,6 +100,20 @@ duet_ref duet_new_ref(PyObject *owned);
 // with an exception set) into a status and *out (or *exc). GIL held.
 int duet_fail(duet_ref *exc);
 int duet_finish(PyObject *res, duet_ref *out, duet_ref *exc);
+
+// ---- callbacks (callbacks.c) --------------------------------------------------
+
+#define CB_CAPSULE "duet.callback"
+
+// duet_cb is a callback's native state. The PyMethodDef comes first so that
+// a use-after-free in the broken ownership mode hits the function pointer.
+typedef struct {
+	PyMethodDef def; // must outlive every function made from it: owned by the capsule
+	uintptr_t handle;
+	int flags;
+	size_t size;
+	char text[]; // name, then doc, NUL-terminated
+} duet_cb;
 
 // ---- values (values.c) ------------------------------------------------------
 

@@ -255,3 +255,163 @@ int duet_used_gobjects(uintptr_t *out, int max) {
 	duet_leave(st);
 	return a.n;
 }
+
+// ---- Go handlers on signals, natively --------------------------------------------------
+//
+// A Go callback connected to a GObject signal without extra data runs
+// through this GClosure instead of PyGObject's: GLib calls closure_marshal,
+// which makes Python objects of only the arguments the Go function takes
+// (nargs, known at connect time: a handler that does not take the emitter
+// gets none made), lends them to Go in the same crossing the trampoline
+// uses (duetCallbackInvoke), and sets the return value. No argument tuple,
+// no Python call of the callback. The lifetime contract is the same: the
+// closure holds a reference to the callback (the capsule-owned function),
+// dropped when GLib invalidates the closure (disconnect, or the object's
+// finalisation), which is when Python lets go of it. The Go handle is read
+// from the callback's capsule on every emission, exactly as the trampoline
+// does, so the deliberately broken ownership mode still breaks here.
+
+typedef struct {
+	GClosure closure;
+	PyObject *callable; // owned; NULL once invalidated
+	int nargs;          // how many of the signal's values the Go function takes; -1: all
+} duet_closure;
+
+static void closure_invalidate(gpointer data, GClosure *closure) {
+	duet_closure *c = (duet_closure *)closure;
+	if (!c->callable) return;
+	if (!duet_initialized) { // gone with the interpreter
+		c->callable = NULL;
+		return;
+	}
+	PyGILState_STATE st = duet_enter();
+	PyObject *t, *v, *tb;
+	PyErr_Fetch(&t, &v, &tb);
+	Py_CLEAR(c->callable); // may free the callback: its capsule gives the handle back
+	PyErr_Restore(t, v, tb);
+	duet_leave(st);
+}
+
+static void closure_marshal(GClosure *closure, GValue *ret, guint n, const GValue *params, gpointer hint,
+                            gpointer marshal_data) {
+	duet_closure *c = (duet_closure *)closure;
+	if (!duet_initialized || !c->callable) return;
+	PyGILState_STATE st = duet_enter();
+	PyObject *fn = c->callable;
+	if (!fn) {
+		duet_leave(st);
+		return;
+	}
+	Py_INCREF(fn);
+	duet_cb *cb = PyCapsule_GetPointer(PyCFunction_GET_SELF(fn), CB_CAPSULE);
+	int k = c->nargs < 0 ? (int)n : c->nargs;
+	// The arguments are made here and owned here (objs); Go borrows them
+	// through slots that live for this call only, as in the trampoline.
+	PyObject *small_objs[8], **objs = small_objs;
+	duet_ref small_refs[8], *refs = small_refs;
+	int made = 0;
+	if (!cb) goto out;
+	if (k > (int)n) {
+		PyErr_Format(PyExc_TypeError, "%s() takes %d positional arguments but the signal gives %u", cb->def.ml_name, k,
+		             n);
+		goto out;
+	}
+	if (k > 8) {
+		objs = PyMem_Malloc(k * sizeof(PyObject *));
+		refs = PyMem_Malloc(k * sizeof(duet_ref));
+		if (!objs || !refs) {
+			PyErr_NoMemory();
+			goto out;
+		}
+	}
+	for (; made < k; made++) {
+		duet_slot *s = duet_slot_get();
+		if (!s) {
+			PyErr_NoMemory();
+			goto out;
+		}
+		PyObject *o = pyg_value_as_pyobject(&params[made], FALSE);
+		if (!o) {
+			duet_slot_put(s);
+			goto out;
+		}
+		objs[made] = s->ob = o;
+		refs[made] = (duet_ref){s, s->gen};
+	}
+	duet_ref result = duet_no_ref;
+	uintptr_t outer = duet_current_cb;
+	duet_current_cb = cb->handle; // duet_enter counted the attach
+	int rc = duetCallbackInvoke(cb->handle, refs, k, 0, duet_no_ref, &result);
+	duet_current_cb = outer;
+	PyObject *r = NULL;
+	if (rc == 0) {
+		r = duet_deref(result);
+		if (r) {
+			duet_slot_put(result.s); // ours now
+		} else if (!PyErr_Occurred()) {
+			PyErr_SetString(PyExc_SystemError, "duet: callback returned a stale result");
+		}
+	} else if (rc == 1) {
+		r = Py_NewRef(Py_None);
+	} else if (!PyErr_Occurred()) {
+		PyErr_SetString(PyExc_SystemError, "duet: callback failed without setting an exception");
+	}
+	if (r) {
+		// None for a boolean return is False, as under PyGObject.
+		if (ret && G_IS_VALUE(ret) && pyg_value_from_pyobject(ret, r) != 0 && !PyErr_Occurred())
+			PyErr_Format(PyExc_TypeError, "%s(): cannot convert the return value to %s", cb->def.ml_name,
+			             G_VALUE_TYPE_NAME(ret));
+		Py_DECREF(r);
+	}
+out:
+	for (int j = 0; j < made; j++) {
+		duet_slot_put(refs[j].s);
+		Py_DECREF(objs[j]);
+	}
+	if (objs != small_objs) PyMem_Free(objs);
+	if (refs != small_refs) PyMem_Free(refs);
+	// What the handler raised is printed (through sys.excepthook), as
+	// PyGObject's marshaller does; the emission goes on.
+	if (PyErr_Occurred()) PyErr_Print();
+	Py_DECREF(fn);
+	duet_leave(st);
+}
+
+// impl_connect_native connects callable (a duet callback whose Go function
+// takes nargs values, -1 for all) to the signal detailed_signal of the
+// GObject wrapper obj; res->n is the handler id.
+static int impl_connect_native(duet_ref objr, const char *sig, int64_t slen, duet_ref fnr, int after, int nargs,
+                               duet_res *res) {
+	PyGILState_STATE st = duet_enter();
+	int rc = DUET_OK;
+	PyObject *obj = duet_deref(objr), *fn = duet_deref(fnr);
+	if (!obj || !fn) {
+		rc = DUET_CLOSED;
+	} else if (ensure_pygobject() < 0) {
+		rc = duet_fail(&res->ref);
+	} else if (!PyObject_TypeCheck(obj, &PyGObject_Type) || !pygobject_get(obj)) {
+		PyErr_SetString(PyExc_TypeError, "connect: not a GObject");
+		rc = duet_fail(&res->ref);
+	} else {
+		GObject *g = pygobject_get(obj);
+		char *name = g_strndup(sig, slen);
+		guint id;
+		GQuark detail;
+		if (!g_signal_parse_name(name, G_OBJECT_TYPE(g), &id, &detail, TRUE)) {
+			PyErr_Format(PyExc_TypeError, "%s: unknown signal name: %s", G_OBJECT_TYPE_NAME(g), name);
+			rc = duet_fail(&res->ref);
+		} else {
+			GClosure *closure = g_closure_new_simple(sizeof(duet_closure), NULL);
+			((duet_closure *)closure)->callable = Py_NewRef(fn);
+			((duet_closure *)closure)->nargs = nargs;
+			g_closure_add_invalidate_notifier(closure, NULL, closure_invalidate);
+			g_closure_set_marshal(closure, closure_marshal);
+			res->n = g_signal_connect_closure_by_id(g, id, detail, closure, after != 0);
+		}
+		g_free(name);
+	}
+	duet_leave(st);
+	return rc;
+}
+DUET_ENTRY(connect_native, (duet_ref obj, const char *sig, int64_t slen, duet_ref fn, int after, int nargs),
+           (obj, sig, slen, fn, after, nargs, ))

@@ -3,6 +3,7 @@ package capi
 /*
 #cgo pkg-config: pygobject-3.0 gobject-2.0
 #include <stdint.h>
+#include <glib.h>
 #include "gobject.h"
 */
 import "C"
@@ -101,4 +102,14 @@ func UsedGObjects() [][2]uintptr {
 		out[i] = [2]uintptr{uintptr(buf[2*i]), uintptr(buf[2*i+1])}
 	}
 	return out
+}
+
+// ConnectNative connects the Go callback fn, whose Go function takes nargs
+// of the signal's values (-1: all), to a signal of the GObject wrapper obj
+// through duet's own closure; it returns the handler id.
+func ConnectNative(obj Ref, signal string, fn Ref, after bool, nargs int) (uint64, Status, Ref) {
+	p, n := cstr(signal)
+	cr := C.duet_connect_native(obj.c(), p, n, fn.c(), cbool(after), C.int(nargs))
+	_, st, exc := res(cr)
+	return uint64(cr.n), st, exc
 }

@@ -36,4 +36,7 @@ void duet_weak_free(void *weak);
 // Up to max (callback handle, GObject*) pairs: GObjects Go holds that a Go
 // callback used while it ran (see duet_current_cb in duet_impl.h).
 int duet_used_gobjects(uintptr_t *out, int max);
+// Go callbacks on signals through duet's own GClosure (see gobject.c);
+// nargs: how many of the signal's values the Go function takes (-1: all).
+duet_res duet_connect_native(duet_ref obj, const char *sig, int64_t slen, duet_ref fn, int after, int nargs);
 #endif

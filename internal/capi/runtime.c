@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "duet_impl.h"
@@ -115,10 +116,18 @@ void duet_restore_thread(void *ts, int depth) {
 // While the loop runs, references are released there only: dropping the
 // last reference to a GTK object's wrapper finalises the widget, and GTK
 // must only be touched from its own thread.
-static __thread int on_ui_thread;
+__thread int duet_on_ui;
+volatile int duet_ui_wants;
 
-void duet_mark_ui_thread(int on) { on_ui_thread = on; }
-int duet_on_ui_thread(void) { return on_ui_thread; }
+void duet_mark_ui_thread(int on) { duet_on_ui = on; }
+int duet_on_ui_thread(void) { return duet_on_ui; }
+
+// duet_defer_to_ui waits while the UI thread wants the GIL (see duet_impl.h):
+// short sleeps, since the UI thread gets it within a switch interval.
+void duet_defer_to_ui(void) {
+	struct timespec ts = {0, 20000};
+	for (int i = 0; i < 2500 && __atomic_load_n(&duet_ui_wants, __ATOMIC_SEQ_CST); i++) nanosleep(&ts, NULL); // at most ~50 ms
+}
 
 // The main thread is the process's first thread (its thread id is the
 // process id on Linux). Cached per thread: a thread's id never changes.

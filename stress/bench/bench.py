@@ -15,10 +15,11 @@ def gtk():
     return Gtk
 
 
-def emit(n):
+def emit(n, handler=True):
     Gtk = gtk()
     b = Gtk.Button(label="x")
-    b.connect("clicked", lambda button: None)
+    if handler:
+        b.connect("clicked", lambda button: None)
     t = time.perf_counter_ns()
     for _ in range(n):
         b.emit("clicked")
@@ -30,6 +31,23 @@ def call(n):
     t = time.perf_counter_ns()
     for _ in range(n):
         f()
+    return (time.perf_counter_ns() - t) / n
+
+
+def call1(n):
+    f = lambda x: None  # noqa: E731
+    x = [1]
+    t = time.perf_counter_ns()
+    for _ in range(n):
+        f(x)
+    return (time.perf_counter_ns() - t) / n
+
+
+def call3(n):
+    f = lambda a, b, c, k=False: None  # noqa: E731
+    t = time.perf_counter_ns()
+    for _ in range(n):
+        f(1, "two", 3.0, k=True)
     return (time.perf_counter_ns() - t) / n
 
 
@@ -75,4 +93,4 @@ if __name__ == "__main__":
     if mode in ("startup", "idle"):
         startup(idle=mode == "idle")
     else:
-        print("%.2f" % {"emit": emit, "call": call, "create": create}[mode](int(sys.argv[2])))
+        print("%.2f" % {"emit": emit, "emit0": lambda n: emit(n, False), "call": call, "call1": call1, "call3": call3, "create": create}[mode](int(sys.argv[2])))

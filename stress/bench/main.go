@@ -34,6 +34,7 @@ var (
 	python  = flag.String("python", "/usr/bin/python3", "the system Python with PyGObject, for the reference side")
 	scale   = flag.Float64("scale", 1, "multiply every operation count (for quick runs)")
 	idleFor = flag.Duration("idle", 10*time.Second, "how long each idle program is watched for wakeups")
+	readme  = flag.String("readme", "", "also put the table into this README, between its make bench markers")
 )
 
 func main() {
@@ -42,32 +43,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
-}
-
-// A comparison holds the per-round results of each side.
-type comparison struct {
-	title, unit, aim string
-	sides            []string
-	vals             map[string][]float64
-}
-
-func (c *comparison) add(side string, v float64) {
-	if c.vals == nil {
-		c.vals = map[string][]float64{}
-	}
-	c.vals[side] = append(c.vals[side], v)
-}
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func count(n int) int { return max(1, int(float64(n)**scale)) }
@@ -94,30 +69,16 @@ func run() error {
 	}
 	defer os.RemoveAll(tmp)
 	progs := map[string]string{}
-	for _, p := range []string{"duet", "gotk4"} {
+	for p, dir := range map[string]string{"duet": "startup/duet", "gotk4": "startup/gotk4", "latency": "latency"} {
 		bin := filepath.Join(tmp, p)
-		fmt.Fprintf(os.Stderr, "building the %s start-up program...\n", p)
-		if out, err := exec.Command("go", "build", "-o", bin, "./"+filepath.Join(rel(here), "startup", p)).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building the %s program...\n", p)
+		if out, err := exec.Command("go", "build", "-o", bin, "./"+filepath.Join(rel(here), dir)).CombinedOutput(); err != nil {
 			return fmt.Errorf("building %s: %v\n%s", p, err, out)
 		}
 		progs[p] = bin
 	}
 
-	emit := &comparison{title: "signal emission (`clicked` on a Gtk.Button, 100 000 times)", unit: "ns/emission",
-		aim: "Go handler ≤ 1.0× the Python lambda", sides: []string{"duet: Go callback", "PyGObject: Python lambda", "gotk4: Go handler"}}
-	call := &comparison{title: "Go → Python call of a trivial function (1 000 000)", unit: "ns/call",
-		aim: "≤ 150 ns", sides: []string{"duet: Go → Python", "Python → Python"}}
-	back := &comparison{title: "Python → Go callback, no arguments (1 000 000)", unit: "ns/call",
-		aim: "≤ 250 ns", sides: []string{"duet: Python → Go", "Python → Python"}}
-	create := &comparison{title: "callback create + connect + disconnect + free (100 000)", unit: "ns/cycle",
-		aim: "≤ 1 µs", sides: []string{"duet: Go callback", "PyGObject: Python lambda"}}
-	start := &comparison{title: "start-up to the first frame (window + button, whole process)", unit: "ms",
-		aim: "duet ≤ 1.2× PyGObject", sides: []string{"duet app", "PyGObject script", "gotk4 program"}}
-	rss := &comparison{title: "peak RSS of the start-up programs", unit: "MB",
-		sides: []string{"duet app", "PyGObject script", "gotk4 program"}}
-	idle := &comparison{title: "wakeups of an idle app (window shown, nothing happening): voluntary context switches of all threads", unit: "per second",
-		aim: "duet ≤ 1/s", sides: []string{"duet app", "PyGObject script", "gotk4 program"}}
-
+	t := newTable()
 	py := func(args ...string) (float64, error) {
 		out, err := exec.Command(*python, append([]string{script}, args...)...).Output()
 		if err != nil {
@@ -125,32 +86,50 @@ func run() error {
 		}
 		return strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
 	}
+	// measure adds a measurement of fn to a side of a row.
+	measure := func(c *comparison, side int, fn func() (float64, error)) func() error {
+		return func() error {
+			v, err := fn()
+			c.add(c.sides[side], v)
+			return err
+		}
+	}
+	pyMode := func(mode string, n int) func() (float64, error) {
+		return func() (float64, error) { return py(mode, fmt.Sprint(count(n))) }
+	}
 	for r := range *rounds {
 		fmt.Fprintf(os.Stderr, "round %d/%d\n", r+1, *rounds)
 		steps := []func() error{
-			func() error { v, err := emitDuet(Gtk, count(100000)); emit.add(emit.sides[0], v); return err },
-			func() error { v, err := py("emit", fmt.Sprint(count(100000))); emit.add(emit.sides[1], v); return err },
-			func() error { emit.add(emit.sides[2], emitGotk4(count(100000))); return nil },
-			func() error { v, err := callDuet(count(1000000)); call.add(call.sides[0], v); return err },
+			measure(t.emit, 0, func() (float64, error) { return emitDuet(Gtk, count(100000)) }),
+			measure(t.emit, 1, pyMode("emit", 100000)),
+			measure(t.emitFloor, 0, func() (float64, error) { return emitFloorDuet(Gtk, count(100000)) }),
+			measure(t.emitFloor, 1, pyMode("emit0", 100000)),
 			func() error {
-				v, err := py("call", fmt.Sprint(count(1000000)))
-				call.add(call.sides[1], v)
-				back.add(back.sides[1], v)
-				return err
+				for i, side := range t.emitHandler.sides {
+					t.emitHandler.add(side, last(t.emit, i)-last(t.emitFloor, i))
+				}
+				t.emitGotk4.add(t.emitGotk4.sides[0], last(t.emit, 0))
+				return nil
 			},
-			func() error { v, err := backDuet(count(1000000)); back.add(back.sides[0], v); return err },
-			func() error { v, err := createDuet(Gtk, count(100000)); create.add(create.sides[0], v); return err },
-			func() error {
-				v, err := py("create", fmt.Sprint(count(100000)))
-				create.add(create.sides[1], v)
-				return err
-			},
-			func() error { return startup(progs["duet"], nil, start, rss, 0) },
-			func() error { return startup(*python, []string{script, "startup"}, start, rss, 1) },
-			func() error { return startup(progs["gotk4"], nil, start, rss, 2) },
-			func() error { return idleWakeups(progs["duet"], []string{"idle"}, idle, 0) },
-			func() error { return idleWakeups(*python, []string{script, "idle"}, idle, 1) },
-			func() error { return idleWakeups(progs["gotk4"], []string{"idle"}, idle, 2) },
+			measure(t.emitGotk4, 1, func() (float64, error) { return emitGotk4(count(100000)), nil }),
+			measure(t.call, 0, func() (float64, error) { return callDuet(count(1000000)) }),
+			measure(t.call, 1, pyMode("call", 1000000)),
+			measure(t.call3, 0, func() (float64, error) { return call3Duet(count(1000000)) }),
+			measure(t.call3, 1, pyMode("call3", 1000000)),
+			measure(t.back, 0, func() (float64, error) { return backDuet(count(1000000)) }),
+			func() error { t.back.add(t.back.sides[1], last(t.call, 1)); return nil }, // the same Python → Python call
+			measure(t.backObj, 0, func() (float64, error) { return backObjDuet(count(1000000)) }),
+			measure(t.backObj, 1, pyMode("call1", 1000000)),
+			measure(t.createFree, 0, func() (float64, error) { return createFreeDuet(count(100000)) }),
+			measure(t.create, 0, func() (float64, error) { return createDuet(Gtk, count(100000)) }),
+			measure(t.create, 1, pyMode("create", 100000)),
+			func() error { return startup(progs["duet"], nil, t.start, t.rss, 0) },
+			func() error { return startup(*python, []string{script, "startup"}, t.start, t.rss, 1) },
+			func() error { return startup(progs["gotk4"], nil, t.start, t.rss, 2) },
+			func() error { return latency(progs["latency"], t) },
+			func() error { return idleWakeups(progs["duet"], []string{"idle"}, t.idle, 0) },
+			func() error { return idleWakeups(*python, []string{script, "idle"}, t.idle, 1) },
+			func() error { return idleWakeups(progs["gotk4"], []string{"idle"}, t.idle, 2) },
 		}
 		for _, s := range steps {
 			if err := s(); err != nil {
@@ -159,8 +138,13 @@ func run() error {
 			runtime.GC()
 		}
 	}
-	table := render([]*comparison{emit, call, back, create, start, rss, idle})
+	table := render(t.rows())
 	fmt.Print(table)
+	if *readme != "" {
+		if err := updateReadme(*readme, table); err != nil {
+			return err
+		}
+	}
 	if *outFile != "" {
 		if err := os.MkdirAll(filepath.Dir(*outFile), 0o755); err != nil {
 			return err
@@ -170,28 +154,35 @@ func run() error {
 	return nil
 }
 
+// pyLoop times a plain Python for loop of n runs of body (the loop shape
+// bench.py uses), with vars as globals, in ns per run.
+func pyLoop(body string, n int, vars pygi.Kw) (float64, error) {
+	var b pygi.Block
+	g := b.Globals(vars)
+	b.Exec("import time\ndef bench(n):\n    t = time.perf_counter_ns()\n    for _ in range(n):\n        "+body+
+		"\n    return (time.perf_counter_ns() - t) / n\n", g)
+	return b.Float(b.Call(b.Item(g, "bench"), "", n)), b.Err()
+}
+
 // emitDuet: a Python loop emits the signal; the handler is a Go callback.
 func emitDuet(Gtk *pygi.Object, n int) (float64, error) {
-	g, err := pygi.NewGlobals()
-	if err != nil {
-		return 0, err
-	}
-	defer g.Close()
 	b, err := Gtk.CallMethod("Button", pygi.Kw{"label": "x"})
 	if err != nil {
 		return 0, err
 	}
-	if _, err := b.CallMethod("connect", "clicked", func(*pygi.Object) {}); err != nil {
+	if _, err := callbacks.Connect(b, "clicked", func(*pygi.Object) {}, false); err != nil {
 		return 0, err
 	}
-	g.SetItem("b", b)
-	g.SetItem("n", n)
-	r, err := pygi.Eval("(lambda t: ([b.emit('clicked') for _ in range(n)], __import__('time').perf_counter_ns() - t)[1])(__import__('time').perf_counter_ns())", g)
+	return pyLoop("b.emit('clicked')", n, pygi.Kw{"b": b})
+}
+
+// emitFloorDuet: the same loop with no handler connected.
+func emitFloorDuet(Gtk *pygi.Object, n int) (float64, error) {
+	b, err := Gtk.CallMethod("Button", pygi.Kw{"label": "x"})
 	if err != nil {
 		return 0, err
 	}
-	ns, err := r.Int()
-	return float64(ns) / float64(n), err
+	return pyLoop("b.emit('clicked')", n, pygi.Kw{"b": b})
 }
 
 // emitGotk4: a Go loop emits through gotk4; the handler is a gotk4 Go closure.
@@ -219,25 +210,47 @@ func callDuet(n int) (float64, error) {
 	return float64(time.Since(t).Nanoseconds()) / float64(n), nil
 }
 
-// backDuet: a Python loop calls a Go no-op.
-func backDuet(n int) (float64, error) {
-	g, err := pygi.NewGlobals()
+// call3Duet: a Go loop calls a Python function with three arguments and a
+// keyword.
+func call3Duet(n int) (float64, error) {
+	f, err := pygi.Eval("lambda a, b, c, k=False: None", nil)
 	if err != nil {
 		return 0, err
 	}
-	defer g.Close()
-	g.SetItem("f", func() {})
-	g.SetItem("n", n)
-	r, err := pygi.Eval("(lambda t: ([f() for _ in range(n)], __import__('time').perf_counter_ns() - t)[1])(__import__('time').perf_counter_ns())", g)
-	if err != nil {
-		return 0, err
+	t := time.Now()
+	for range n {
+		if _, err := f.Call(1, "two", 3.0, pygi.Kw{"k": true}); err != nil {
+			return 0, err
+		}
 	}
-	ns, err := r.Int()
-	return float64(ns) / float64(n), err
+	return float64(time.Since(t).Nanoseconds()) / float64(n), nil
 }
 
-// createDuet: a Go loop makes a callback, connects it, disconnects it and
-// lets it go.
+// backDuet: a Python loop calls a Go no-op.
+func backDuet(n int) (float64, error) { return pyLoop("f()", n, pygi.Kw{"f": func() {}}) }
+
+// backObjDuet: a Python loop calls a Go func taking one argument as a
+// *pygi.Object.
+func backObjDuet(n int) (float64, error) {
+	return pyLoop("f(x)", n, pygi.Kw{"f": func(*pygi.Object) {}, "x": []int{1}})
+}
+
+// createFreeDuet: a Go loop makes a callback and lets it go.
+func createFreeDuet(n int) (float64, error) {
+	fn := func(*pygi.Object) {}
+	t := time.Now()
+	for range n {
+		cb, err := callbacks.New(fn)
+		if err != nil {
+			return 0, err
+		}
+		cb.Close()
+	}
+	return float64(time.Since(t).Nanoseconds()) / float64(n), nil
+}
+
+// createDuet: a Go loop connects a Go func (made into a callback), and
+// disconnects it, which frees it.
 func createDuet(Gtk *pygi.Object, n int) (float64, error) {
 	b, err := Gtk.CallMethod("Button", pygi.Kw{"label": "x"})
 	if err != nil {
@@ -246,19 +259,15 @@ func createDuet(Gtk *pygi.Object, n int) (float64, error) {
 	fn := func(*pygi.Object) {}
 	t := time.Now()
 	for range n {
-		cb, err := callbacks.New(fn)
+		id, err := callbacks.Connect(b, "clicked", fn, false)
 		if err != nil {
 			return 0, err
 		}
-		id, err := b.CallMethod("connect", "clicked", cb)
-		if err != nil {
+		if r, err := b.CallMethod("disconnect", id); err != nil {
 			return 0, err
+		} else {
+			r.Close()
 		}
-		if _, err := b.CallMethod("disconnect", id); err != nil {
-			return 0, err
-		}
-		cb.Close()
-		id.Close()
 	}
 	return float64(time.Since(t).Nanoseconds()) / float64(n), nil
 }
@@ -286,6 +295,42 @@ func startup(bin string, args []string, start, rss *comparison, side int) error 
 	start.add(start.sides[side], float64(elapsed.Microseconds())/1000)
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		rss.add(rss.sides[side], float64(ru.Maxrss)/1024)
+	}
+	return nil
+}
+
+// latency runs the latency program (see stress/bench/latency) and adds its
+// figures to the Invoke rows.
+func latency(bin string, t *benchTable) error {
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "GTK_A11Y=none")
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("%s: %w", bin, err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 3 && f[0] == "idle":
+			p50, _ := strconv.ParseFloat(f[1], 64)
+			p99, _ := strconv.ParseFloat(f[2], 64)
+			t.invoke.add(t.invoke.sides[0], p50)
+			t.invoke.add(t.invoke.sides[1], p99)
+		case len(f) == 5 && f[0] == "busy":
+			n, _ := strconv.Atoi(f[1])
+			p50, _ := strconv.ParseFloat(f[3], 64)
+			p99, _ := strconv.ParseFloat(f[4], 64)
+			i := slices.Index(busyCounts, n)
+			if i < 0 {
+				continue
+			}
+			c, prefix := t.load[i], ""
+			if f[2] == "1" {
+				prefix = "gc "
+			}
+			c.add(prefix+"p50", p50)
+			c.add(prefix+"p99", p99)
+		}
 	}
 	return nil
 }
@@ -348,35 +393,6 @@ func switches(pid int) (int64, error) {
 		}
 	}
 	return sum, nil
-}
-
-func render(cs []*comparison) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Measured %s on %s (%d cores), %s; medians of %d interleaved rounds.\n\n",
-		time.Now().Format("2006-01-02"), cpuModel(), runtime.NumCPU(), goVersion(), *rounds)
-	b.WriteString("| comparison | duet | reference | ratio | aim |\n|---|---|---|---|---|\n")
-	for _, c := range cs {
-		d := median(c.vals[c.sides[0]])
-		for _, ref := range c.sides[1:] {
-			r := median(c.vals[ref])
-			ratio := "-"
-			if r > 0 {
-				ratio = fmt.Sprintf("%.2f×", d/r)
-			}
-			fmt.Fprintf(&b, "| %s | %s: %s %s | %s: %s %s | %s | %s |\n", c.title, c.sides[0], num(d), c.unit, ref, num(r), c.unit, ratio, c.aim)
-		}
-	}
-	return b.String()
-}
-
-func num(v float64) string {
-	switch {
-	case v >= 100:
-		return fmt.Sprintf("%.0f", v)
-	case v >= 10:
-		return fmt.Sprintf("%.1f", v)
-	}
-	return fmt.Sprintf("%.2f", v)
 }
 
 func cpuModel() string {

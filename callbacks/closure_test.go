@@ -1,0 +1,253 @@
+package callbacks_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/duet-gtk/duet/callbacks"
+	"github.com/duet-gtk/duet/pygi"
+)
+
+// emitterNS defines a GObject with signals of several shapes and swaps
+// sys.excepthook for one that records what handlers raise (the native
+// closure prints them through it, as PyGObject's does).
+func emitterNS(t *testing.T) *pygi.Object {
+	t.Helper()
+	require.NoError(t, pygi.RequireVersion("GObject", "2.0"))
+	g := ns(t, `
+import sys
+from gi.repository import GObject
+class Emitter(GObject.Object):
+    __gsignals__ = {
+        "ping": (GObject.SignalFlags.RUN_LAST, None, (int, str)),
+        "ask": (GObject.SignalFlags.RUN_LAST, bool, (int,)),
+        "count": (GObject.SignalFlags.RUN_LAST, int, (int,)),
+        "detailed": (GObject.SignalFlags.RUN_LAST | GObject.SignalFlags.DETAILED, None, ()),
+    }
+    n = GObject.Property(type=int)
+e = Emitter()
+raised = []
+_hook = sys.excepthook
+sys.excepthook = lambda t, v, tb: raised.append(f"{t.__name__}: {v}")
+def restore():
+    sys.excepthook = _hook
+`)
+	t.Cleanup(func() {
+		assert.NoError(t, pygi.Exec("restore()", g))
+	})
+	return g
+}
+
+func TestConnectNativeArguments(t *testing.T) {
+	g := emitterNS(t)
+	e, err := g.Item("e")
+	require.NoError(t, err)
+	defer e.Close()
+
+	var got []any
+	tests := []struct {
+		name string
+		fn   any
+		want []any
+	}{
+		{"no arguments", func() { got = append(got, "called") }, []any{"called"}},
+		{"the emitter", func(self *pygi.Object) {
+			same, err := pygi.Eval("e", g)
+			require.NoError(t, err)
+			is, err := same.Is(self)
+			require.NoError(t, err)
+			got = append(got, is)
+		}, []any{true}},
+		{"emitter and first argument", func(_ *pygi.Object, n int) { got = append(got, n) }, []any{7}},
+		{"all", func(_ *pygi.Object, n int, s string) { got = append(got, n, s) }, []any{7, "seven"}},
+		{"variadic takes all", func(args ...*pygi.Object) { got = append(got, len(args)) }, []any{3}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got = nil
+			id, err := callbacks.Connect(e, "ping", tc.fn, false)
+			require.NoError(t, err)
+			require.NotZero(t, id)
+			r, err := e.CallMethod("emit", "ping", 7, "seven")
+			require.NoError(t, err)
+			r.Close()
+			r, err = e.CallMethod("disconnect", id)
+			require.NoError(t, err)
+			r.Close()
+			assert.Equal(t, tc.want, got)
+			assert.Empty(t, evalInt(t, g, "len(raised)"), "nothing raised")
+		})
+	}
+}
+
+func TestConnectNativeReturnsAndRaises(t *testing.T) {
+	g := emitterNS(t)
+	e, err := g.Item("e")
+	require.NoError(t, err)
+	defer e.Close()
+	emit := func(signal string, args ...any) *pygi.Object {
+		t.Helper()
+		r, err := e.CallMethod("emit", append([]any{signal}, args...)...)
+		require.NoError(t, err)
+		return r
+	}
+	disconnect := func(id uint64) {
+		r, err := e.CallMethod("disconnect", id)
+		require.NoError(t, err)
+		r.Close()
+	}
+
+	id, err := callbacks.Connect(e, "ask", func(_ *pygi.Object, n int) bool { return n > 2 }, false)
+	require.NoError(t, err)
+	yes, _ := emit("ask", 3).Bool()
+	no, _ := emit("ask", 1).Bool()
+	assert.True(t, yes)
+	assert.False(t, no)
+	disconnect(id)
+
+	id, err = callbacks.Connect(e, "count", func(_ *pygi.Object, n int) int { return n * 2 }, false)
+	require.NoError(t, err)
+	n, err := emit("count", 21).Int()
+	require.NoError(t, err)
+	assert.Equal(t, int64(42), n)
+	disconnect(id)
+
+	// A handler that returns nothing where a bool is due gives False, as a
+	// Python handler returning None does under PyGObject.
+	id, err = callbacks.Connect(e, "ask", func() {}, false)
+	require.NoError(t, err)
+	no, _ = emit("ask", 9).Bool()
+	assert.False(t, no)
+	disconnect(id)
+
+	// What a handler raises (an error, a panic, a wrong return type, more
+	// parameters than the signal gives) is printed through sys.excepthook
+	// and the emission goes on, as with PyGObject's closures.
+	failing := []struct {
+		name   string
+		signal string
+		fn     any
+		want   string
+	}{
+		{"error", "ping", func() error { return errors.New("boom") }, "boom"},
+		{"panic", "ping", func() { panic("oops") }, "oops"},
+		{"wrong return type", "count", func() string { return "x" }, "TypeError"},
+		{"too many parameters", "ping", func(_ *pygi.Object, _ int, _ string, _ int) {}, "takes 4 positional arguments but the signal gives 3"},
+	}
+	for _, tc := range failing {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NoError(t, pygi.Exec("raised.clear()", g))
+			after := false
+			id, err := callbacks.Connect(e, tc.signal, tc.fn, false)
+			require.NoError(t, err)
+			id2, err := callbacks.Connect(e, tc.signal, func() { after = true }, true)
+			require.NoError(t, err)
+			if tc.signal == "ping" {
+				emit("ping", 1, "x").Close()
+			} else {
+				emit(tc.signal, 1).Close()
+			}
+			disconnect(id)
+			disconnect(id2)
+			assert.True(t, after, "the emission went on")
+			raised, _ := eval(t, g, "'\\n'.join(raised)").Text()
+			assert.Contains(t, raised, tc.want)
+		})
+	}
+}
+
+func TestConnectNativeErrors(t *testing.T) {
+	g := emitterNS(t)
+	e, err := g.Item("e")
+	require.NoError(t, err)
+
+	_, err = callbacks.Connect(e, "no-such-signal", func() {}, false)
+	var pe *pygi.Error
+	require.ErrorAs(t, err, &pe)
+	assert.True(t, pe.Matches("TypeError"))
+	assert.Contains(t, err.Error(), "unknown signal name: no-such-signal")
+
+	notGObject := eval(t, g, "object()")
+	_, err = callbacks.Connect(notGObject, "ping", func() {}, false)
+	require.ErrorAs(t, err, &pe)
+	assert.Contains(t, err.Error(), "not a GObject")
+
+	_, err = callbacks.Connect(e, "ping", func(chan int) {}, false)
+	assert.Error(t, err, "a function that cannot be adapted")
+
+	e.Close()
+	_, err = callbacks.Connect(e, "ping", func() {}, false)
+	assert.ErrorIs(t, err, pygi.ErrClosed)
+
+	// Details and property notifications go through GLib's own parser.
+	e2, err := g.Item("e")
+	require.NoError(t, err)
+	defer e2.Close()
+	notified := 0
+	id, err := callbacks.Connect(e2, "notify::n", func() { notified++ }, false)
+	require.NoError(t, err)
+	require.NoError(t, e2.SetAttr("n", 5))
+	require.NoError(t, e2.SetAttr("n", 6))
+	assert.Equal(t, 2, notified)
+	r, err := e2.CallMethod("disconnect", id)
+	require.NoError(t, err)
+	r.Close()
+}
+
+// The connection owns the callback: Go lets go at once, the handler lives
+// while it is connected, and disconnecting or finalising the object frees
+// it (counted after both collectors ran).
+func TestConnectNativeLifetime(t *testing.T) {
+	base := baseline(t)
+	g := emitterNS(t)
+	calls := 0
+	connect := func(expr string) uint64 {
+		o := eval(t, g, expr)
+		defer o.Close()
+		id, err := callbacks.Connect(o, "ping", func(_ *pygi.Object, n int) { calls += n }, false)
+		require.NoError(t, err)
+		return id
+	}
+
+	// Disconnect frees it.
+	id := connect("e")
+	forceGC(t, 5)
+	assert.Equal(t, base+1, callbacks.ReadStats().Live, "the connection holds it")
+	require.NoError(t, pygi.Exec("e.emit('ping', 2, '')", g))
+	assert.Equal(t, 2, calls)
+	r, err := eval(t, g, "e").CallMethod("disconnect", id)
+	require.NoError(t, err)
+	r.Close()
+	settle(t, base)
+
+	// The object's finalisation frees it.
+	require.NoError(t, pygi.Exec("tmp = Emitter()", g))
+	connect("tmp")
+	forceGC(t, 5)
+	assert.Equal(t, base+1, callbacks.ReadStats().Live)
+	require.NoError(t, pygi.Exec("tmp.emit('ping', 3, ''); del tmp", g))
+	assert.Equal(t, 5, calls)
+	forceGC(t, 2)
+	settle(t, base)
+
+	// A callback already made is shared, not copied: the connection takes
+	// its own reference and Close on the Go side does not free it.
+	cb, err := callbacks.New(func() { calls++ })
+	require.NoError(t, err)
+	e := eval(t, g, "e")
+	id, err = callbacks.Connect(e, "ping", cb, false)
+	require.NoError(t, err)
+	cb.Close()
+	forceGC(t, 5)
+	assert.Equal(t, base+1, callbacks.ReadStats().Live)
+	require.NoError(t, pygi.Exec("e.emit('ping', 0, '')", g))
+	assert.Equal(t, 6, calls)
+	r, err = e.CallMethod("disconnect", id)
+	require.NoError(t, err)
+	r.Close()
+	e.Close()
+	settle(t, base)
+}

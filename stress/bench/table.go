@@ -1,0 +1,175 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// A comparison is one row of the table (or one row per reference side):
+// the duet side first. Its aim stays on the row it was set for (the
+// design's table of numbers we aim at).
+type comparison struct {
+	title, unit, aim string
+	sides            []string
+	vals             map[string][]float64
+	text             func() string // rows shown as text (latency percentiles); nil for the rest
+}
+
+func (c *comparison) add(side string, v float64) {
+	if c.vals == nil {
+		c.vals = map[string][]float64{}
+	}
+	c.vals[side] = append(c.vals[side], v)
+}
+
+// last is a side's latest value (a row that reuses another's measurement).
+func last(c *comparison, side int) float64 {
+	v := c.vals[c.sides[side]]
+	if len(v) == 0 {
+		return 0
+	}
+	return v[len(v)-1]
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// benchTable is every row make bench prints, in order.
+type benchTable struct {
+	emit, emitFloor, emitHandler, emitGotk4, call, call3, back, backObj, createFree, create, start, rss, invoke, idle *comparison
+	load                                                                                                              []*comparison // 0, 1, 2, 4 busy goroutines
+}
+
+var busyCounts = []int{0, 1, 2, 4}
+
+func newTable() *benchTable {
+	t := &benchTable{
+		emit: &comparison{title: "signal emission (`clicked` on a Gtk.Button, 100 000 times, by a Python loop)", unit: "ns/emission",
+			aim: "≤ 0.8× the lambda", sides: []string{"duet: Go handler", "PyGObject: Python lambda"}},
+		emitFloor: &comparison{title: "the same emission with no handler connected: what GLib and PyGObject's emit cost by themselves", unit: "ns/emission",
+			sides: []string{"duet: embedded Python", "python3"}},
+		emitHandler: &comparison{title: "the handler's share: emission minus the no-handler floor", unit: "ns/emission",
+			sides: []string{"duet: Go handler", "PyGObject: Python lambda"}},
+		emitGotk4: &comparison{title: "the same, all Go: a Go loop emits with gotk4's coreglib.Object.Emit (a signal lookup and GValue allocations per call) to a gotk4 Go handler", unit: "ns/emission",
+			sides: []string{"duet: Go handler, Python loop", "gotk4"}},
+		call: &comparison{title: "Go → Python call of a trivial function, f() (1 000 000)", unit: "ns/call",
+			aim: "≤ 120 ns", sides: []string{"duet: Go → Python", "Python → Python"}},
+		call3: &comparison{title: "Go → Python call with three arguments and a keyword, f(1, 'two', 3.0, k=True) (1 000 000)", unit: "ns/call",
+			sides: []string{"duet: Go → Python", "Python → Python"}},
+		back: &comparison{title: "Python → Go callback, no arguments (1 000 000)", unit: "ns/call",
+			aim: "≤ 250 ns", sides: []string{"duet: Python → Go", "Python → Python"}},
+		backObj: &comparison{title: "Python → Go callback with one argument, received as *pygi.Object (1 000 000)", unit: "ns/call",
+			sides: []string{"duet: Python → Go", "Python → Python"}},
+		createFree: &comparison{title: "callback create + free, a Go loop (100 000)", unit: "ns/cycle",
+			aim: "≤ 1 µs", sides: []string{"duet: Go callback"}},
+		create: &comparison{title: "callback create + connect + disconnect + free, a Go loop vs a Python loop (100 000)", unit: "ns/cycle",
+			aim: "≤ 1.0× the lambda", sides: []string{"duet: Go callback", "PyGObject: Python lambda"}},
+		start: &comparison{title: "start-up to the first frame (window + button, whole process)", unit: "ms",
+			aim: "≤ 0.9× PyGObject", sides: []string{"duet app", "PyGObject script", "gotk4 program"}},
+		rss: &comparison{title: "peak RSS of the start-up programs", unit: "MB",
+			sides: []string{"duet app", "PyGObject script", "gotk4 program"}},
+		invoke: &comparison{title: "Invoke round trip from a goroutine, a trivial Go func on the UI thread, idle app (2 000)", unit: "µs",
+			aim: "≤ 20 µs median", sides: []string{"duet: median", "p99"}},
+		idle: &comparison{title: "wakeups of an idle app (window shown, nothing happening): voluntary context switches of all threads", unit: "per second",
+			aim: "≤ 1/s", sides: []string{"duet app", "PyGObject script", "gotk4 program"}},
+	}
+	for _, n := range busyCounts {
+		c := &comparison{title: fmt.Sprintf("Invoke round trip running a Python call on the UI thread, %d goroutines busy in Python (plain loops / loops with gc.collect(); 300)", n),
+			unit: "ms", sides: []string{"p50", "p99", "gc p50", "gc p99"}}
+		if n == 2 {
+			c.aim = "p99 ≤ 10 ms"
+		}
+		c.text = func() string {
+			v := func(s string) string { return num(median(c.vals[s])/1000) + " ms" }
+			return fmt.Sprintf("p50 %s, p99 %s / p50 %s, p99 %s", v("p50"), v("p99"), v("gc p50"), v("gc p99"))
+		}
+		t.load = append(t.load, c)
+	}
+	return t
+}
+
+func (t *benchTable) rows() []*comparison {
+	return append([]*comparison{t.emit, t.emitFloor, t.emitHandler, t.emitGotk4, t.call, t.call3, t.back, t.backObj, t.createFree, t.create,
+		t.start, t.rss, t.invoke}, append(t.load, t.idle)...)
+}
+
+// render writes the table. Rows with one side show its median; rows with
+// several show the duet side against each reference, with the ratio.
+func render(cs []*comparison) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Measured %s on %s (%d cores), %s; medians of %d interleaved rounds.\n\n",
+		time.Now().Format("2006-01-02"), cpuModel(), runtime.NumCPU(), goVersion(), *rounds)
+	b.WriteString("| comparison | duet | reference | ratio | aim |\n|---|---|---|---|---|\n")
+	for _, c := range cs {
+		d := median(c.vals[c.sides[0]])
+		switch {
+		case c.text != nil:
+			fmt.Fprintf(&b, "| %s | %s |  |  | %s |\n", c.title, c.text(), c.aim)
+		case len(c.sides) == 1:
+			fmt.Fprintf(&b, "| %s | %s: %s %s |  |  | %s |\n", c.title, c.sides[0], num(d), c.unit, c.aim)
+		case c.unit == "µs": // percentiles of one measurement, not a comparison
+			fmt.Fprintf(&b, "| %s | %s %s %s, %s %s %s |  |  | %s |\n", c.title, c.sides[0], num(d), c.unit, c.sides[1], num(median(c.vals[c.sides[1]])), c.unit, c.aim)
+		default:
+			for _, ref := range c.sides[1:] {
+				r := median(c.vals[ref])
+				ratio := "-"
+				if r > 0 {
+					ratio = fmt.Sprintf("%.2f×", d/r)
+				}
+				fmt.Fprintf(&b, "| %s | %s: %s %s | %s: %s %s | %s | %s |\n", c.title, c.sides[0], num(d), c.unit, ref, num(r), c.unit, ratio, c.aim)
+			}
+		}
+	}
+	return b.String()
+}
+
+// README.md carries the table between these markers; make bench rewrites
+// it there, and a test checks the rows against the table's definition.
+const (
+	beginMark = "<!-- make bench: begin (generated; do not edit) -->"
+	endMark   = "<!-- make bench: end -->"
+)
+
+func replaceBlock(readme, table string) (string, error) {
+	i, j := strings.Index(readme, beginMark), strings.Index(readme, endMark)
+	if i < 0 || j < i {
+		return "", errors.New("README has no make bench markers")
+	}
+	return readme[:i+len(beginMark)] + "\n" + table + readme[j:], nil
+}
+
+func updateReadme(path, table string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	s, err := replaceBlock(string(b), table)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(s), 0o644)
+}
+
+func num(v float64) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
