@@ -141,17 +141,24 @@ func releaseCallback(h uintptr) {
 	}
 }
 
-func newCallback(fn any, method bool, opts []Option) (*pygi.Object, error) {
+// prepare checks fn and works out its adaptation and configuration; no
+// Python involved.
+func prepare(fn any, method bool, opts []Option) (*signature, config, uintptr, error) {
 	cfg := config{method: method}
 	v := reflect.ValueOf(fn)
 	if !v.IsValid() || v.Kind() != reflect.Func || v.IsNil() {
-		return nil, fmt.Errorf("callbacks: want a non-nil func, got %T", fn)
+		return nil, cfg, 0, fmt.Errorf("callbacks: want a non-nil func, got %T", fn)
 	}
 	cfg.name, cfg.module = funcName(v)
 	for _, o := range opts {
 		o(&cfg)
 	}
 	sig, err := analyze(v, cfg)
+	return sig, cfg, v.Pointer(), err
+}
+
+func newCallback(fn any, method bool, opts []Option) (*pygi.Object, error) {
+	sig, cfg, code, err := prepare(fn, method, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -162,8 +169,7 @@ func newCallback(fn any, method bool, opts []Option) (*pygi.Object, error) {
 	// The function's own code address says where the handler was written
 	// (a func literal: the line of its func keyword), at no cost here;
 	// walking the stack to the caller would cost ~150 ns a callback.
-	e := &entry{sig: sig, name: cfg.name, code: v.Pointer()}
-	h := register(e)
+	h := register(&entry{sig: sig, name: cfg.name, code: code})
 	flags := 0
 	if method {
 		flags |= capi.CallbackMethod

@@ -2,6 +2,7 @@ package callbacks_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -250,4 +251,61 @@ func TestConnectNativeLifetime(t *testing.T) {
 	r.Close()
 	e.Close()
 	settle(t, base)
+}
+
+func TestDisconnect(t *testing.T) {
+	base := baseline(t)
+	g := emitterNS(t)
+	e, err := g.Item("e")
+	require.NoError(t, err)
+	calls := 0
+	id, err := callbacks.Connect(e, "ping", func() { calls++ }, false)
+	require.NoError(t, err)
+	require.NoError(t, pygi.Exec("e.emit('ping', 0, '')", g))
+	require.NoError(t, callbacks.Disconnect(e, id))
+	require.NoError(t, pygi.Exec("e.emit('ping', 0, '')", g))
+	assert.Equal(t, 1, calls, "not called once disconnected")
+	settle(t, base) // disconnecting freed it
+
+	assert.ErrorIs(t, callbacks.Disconnect(e, id), callbacks.ErrNotConnected, "twice")
+	assert.ErrorIs(t, callbacks.Disconnect(e, 0), callbacks.ErrNotConnected)
+	assert.ErrorIs(t, callbacks.Disconnect(e, 1<<40), callbacks.ErrNotConnected)
+
+	// Python's own handlers too: Disconnect is GLib's, not only Go's.
+	pyID, err := eval(t, g, "e.connect('ping', lambda *a: None)").Uint()
+	require.NoError(t, err)
+	require.NoError(t, callbacks.Disconnect(e, pyID))
+	still, err := eval(t, g, "e.handler_is_connected("+fmt.Sprint(pyID)+")").Truthy()
+	require.NoError(t, err)
+	assert.False(t, still)
+
+	var pe *pygi.Error
+	require.ErrorAs(t, callbacks.Disconnect(eval(t, g, "[]"), 1), &pe)
+	assert.True(t, pe.Matches("TypeError"))
+	e.Close()
+	assert.ErrorIs(t, callbacks.Disconnect(e, 1), pygi.ErrClosed)
+}
+
+// A Go func is made into its callable and connected in one crossing; when
+// the connect fails, the callable is freed at once (the counts return).
+func TestConnectFailureFreesTheCallback(t *testing.T) {
+	base := baseline(t)
+	g := emitterNS(t)
+	e, err := g.Item("e")
+	require.NoError(t, err)
+	defer e.Close()
+	before := callbacks.ReadStats()
+	for range 100 {
+		_, err := callbacks.Connect(e, "nope", func() {}, false)
+		require.Error(t, err)
+		_, err = callbacks.Connect(eval(t, g, "object()"), "ping", func() {}, false)
+		require.Error(t, err)
+	}
+	after := callbacks.ReadStats()
+	assert.Equal(t, after.Created-before.Created, after.Freed-before.Freed, "every callback made was freed")
+	assert.Equal(t, base, after.Live)
+
+	// A Python callable that is not a Go callback is refused, not wrapped.
+	_, err = callbacks.Connect(e, "ping", eval(t, g, "len"), false)
+	assert.ErrorContains(t, err, "not a Go callback")
 }

@@ -200,15 +200,14 @@ func (w *Widget) Connect(signal string, fn any, data ...any) (uint64, error) {
 	return r.Uint()
 }
 
-// Disconnect removes a signal handler; its callback is freed if nothing
-// else holds it.
+// Disconnect removes a signal handler (any, not only Go's); its callback
+// is freed if nothing else holds it. An id that is not connected gives
+// callbacks.ErrNotConnected.
 func (w *Widget) Disconnect(id uint64) error {
 	if err := eventloop.RequireMain("widgets.Widget.Disconnect"); err != nil {
 		return err
 	}
-	r, err := w.CallMethod("disconnect", id)
-	r.Close()
-	return err
+	return callbacks.Disconnect(w.Object, id)
 }
 
 // Emit emits a signal and returns its result.

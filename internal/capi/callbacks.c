@@ -87,20 +87,14 @@ done:
 	return res;
 }
 
-static int impl_callback_new(uintptr_t handle, const char *name, int64_t nlen, const char *doc, int64_t dlen,
-                             const char *module, int64_t mlen, int flags, duet_res *res) {
-	duet_ref *out = &res->ref, *exc = &res->ref;
-	PyGILState_STATE st = duet_enter();
+PyObject *duet_callback_make(uintptr_t handle, const char *name, int64_t nlen, const char *doc, int64_t dlen,
+                             const char *module, int64_t mlen, int flags, void **native) {
+	*native = NULL;
 	// One allocation holds the state, the name and the doc (NUL-terminated
 	// copies: the Go strings are only valid during this call).
 	size_t size = sizeof(duet_cb) + nlen + 1 + (doc ? dlen + 1 : 0);
 	duet_cb *cb = calloc(1, size);
-	int rc;
-	if (!cb) {
-		PyErr_NoMemory();
-		rc = duet_fail(exc);
-		goto out;
-	}
+	if (!cb) return PyErr_NoMemory();
 	cb->handle = handle;
 	cb->flags = flags;
 	cb->size = size;
@@ -115,8 +109,7 @@ static int impl_callback_new(uintptr_t handle, const char *name, int64_t nlen, c
 	PyObject *cap = PyCapsule_New(cb, CB_CAPSULE, (flags & DUET_CB_BROKEN) ? NULL : cb_capsule_destructor);
 	if (!cap) {
 		free(cb);
-		rc = duet_fail(exc);
-		goto out;
+		return NULL;
 	}
 	PyObject *mod = module ? PyUnicode_FromStringAndSize(module, mlen) : NULL;
 	PyObject *fn = PyCFunction_NewEx(&cb->def, cap, mod);
@@ -133,9 +126,15 @@ static int impl_callback_new(uintptr_t handle, const char *name, int64_t nlen, c
 		free(cb); // no destructor ran for it; Go gives the handle back
 		cb = NULL;
 	}
-	res->p = cb; // the native state, for duet_callback_free_native
-	rc = duet_finish(fn, out, exc);
-out:
+	*native = cb;
+	return fn;
+}
+
+static int impl_callback_new(uintptr_t handle, const char *name, int64_t nlen, const char *doc, int64_t dlen,
+                             const char *module, int64_t mlen, int flags, duet_res *res) {
+	PyGILState_STATE st = duet_enter();
+	PyObject *fn = duet_callback_make(handle, name, nlen, doc, dlen, module, mlen, flags, &res->p);
+	int rc = duet_finish(fn, &res->ref, &res->ref); // res->p: for duet_callback_free_native
 	duet_leave(st);
 	return rc;
 }

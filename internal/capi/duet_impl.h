@@ -115,6 +115,12 @@ typedef struct {
 	char text[]; // name, then doc, NUL-terminated
 } duet_cb;
 
+// duet_callback_make makes the Python callable for a Go handle (a new
+// reference, or NULL with an exception set); *native is its C state, which
+// only the broken mode ever frees from Go. GIL held.
+PyObject *duet_callback_make(uintptr_t handle, const char *name, int64_t nlen, const char *doc, int64_t dlen,
+                             const char *module, int64_t mlen, int flags, void **native);
+
 // ---- values (values.c) ------------------------------------------------------
 
 // A closed slot met while decoding arguments is reported as DUET_CLOSED, not

@@ -377,41 +377,104 @@ out:
 	duet_leave(st);
 }
 
-// impl_connect_native connects callable (a duet callback whose Go function
-// takes nargs values, -1 for all) to the signal detailed_signal of the
-// GObject wrapper obj; res->n is the handler id.
+// connect_closure connects fn (a duet callback whose Go function takes
+// nargs values, -1 for all) to the signal sig of the GObject wrapper obj;
+// 0 and *id, or -1 with an exception set. GIL held.
+static int connect_closure(PyObject *obj, const char *sig, int64_t slen, PyObject *fn, int after, int nargs,
+                           uint64_t *id) {
+	if (ensure_pygobject() < 0) return -1;
+	if (!PyObject_TypeCheck(obj, &PyGObject_Type) || !pygobject_get(obj)) {
+		PyErr_SetString(PyExc_TypeError, "connect: not a GObject");
+		return -1;
+	}
+	GObject *g = pygobject_get(obj);
+	char *name = g_strndup(sig, slen);
+	guint sid;
+	GQuark detail;
+	int rc = 0;
+	if (!g_signal_parse_name(name, G_OBJECT_TYPE(g), &sid, &detail, TRUE)) {
+		PyErr_Format(PyExc_TypeError, "%s: unknown signal name: %s", G_OBJECT_TYPE_NAME(g), name);
+		rc = -1;
+	} else {
+		GClosure *closure = g_closure_new_simple(sizeof(duet_closure), NULL);
+		((duet_closure *)closure)->callable = Py_NewRef(fn); // the connection's reference
+		((duet_closure *)closure)->nargs = nargs;
+		g_closure_add_invalidate_notifier(closure, NULL, closure_invalidate);
+		g_closure_set_marshal(closure, closure_marshal);
+		*id = g_signal_connect_closure_by_id(g, sid, detail, closure, after != 0);
+	}
+	g_free(name);
+	return rc;
+}
+
+// impl_connect_native connects an existing callback; res->n is the id.
 static int impl_connect_native(duet_ref objr, const char *sig, int64_t slen, duet_ref fnr, int after, int nargs,
                                duet_res *res) {
 	PyGILState_STATE st = duet_enter();
 	int rc = DUET_OK;
 	PyObject *obj = duet_deref(objr), *fn = duet_deref(fnr);
+	uint64_t id = 0;
 	if (!obj || !fn) {
 		rc = DUET_CLOSED;
-	} else if (ensure_pygobject() < 0) {
+	} else if (connect_closure(obj, sig, slen, fn, after, nargs, &id) < 0) {
 		rc = duet_fail(&res->ref);
-	} else if (!PyObject_TypeCheck(obj, &PyGObject_Type) || !pygobject_get(obj)) {
-		PyErr_SetString(PyExc_TypeError, "connect: not a GObject");
-		rc = duet_fail(&res->ref);
-	} else {
-		GObject *g = pygobject_get(obj);
-		char *name = g_strndup(sig, slen);
-		guint id;
-		GQuark detail;
-		if (!g_signal_parse_name(name, G_OBJECT_TYPE(g), &id, &detail, TRUE)) {
-			PyErr_Format(PyExc_TypeError, "%s: unknown signal name: %s", G_OBJECT_TYPE_NAME(g), name);
-			rc = duet_fail(&res->ref);
-		} else {
-			GClosure *closure = g_closure_new_simple(sizeof(duet_closure), NULL);
-			((duet_closure *)closure)->callable = Py_NewRef(fn);
-			((duet_closure *)closure)->nargs = nargs;
-			g_closure_add_invalidate_notifier(closure, NULL, closure_invalidate);
-			g_closure_set_marshal(closure, closure_marshal);
-			res->n = g_signal_connect_closure_by_id(g, id, detail, closure, after != 0);
-		}
-		g_free(name);
 	}
+	res->n = id;
 	duet_leave(st);
 	return rc;
 }
 DUET_ENTRY(connect_native, (duet_ref obj, const char *sig, int64_t slen, duet_ref fn, int after, int nargs),
            (obj, sig, slen, fn, after, nargs, ))
+
+// impl_connect_new makes the callback for a Go handle and connects it in
+// one crossing: the connection holds the only reference, so disconnecting
+// frees it. res->n is the id.
+static int impl_connect_new(duet_ref objr, const char *sig, int64_t slen, uintptr_t handle, const char *name,
+                            int64_t nlen, const char *doc, int64_t dlen, const char *module, int64_t mlen, int after,
+                            int nargs, duet_res *res) {
+	PyGILState_STATE st = duet_enter();
+	int rc = DUET_OK;
+	PyObject *obj = duet_deref(objr);
+	uint64_t id = 0;
+	void *native;
+	if (!obj) {
+		rc = DUET_CLOSED;
+	} else {
+		PyObject *fn = duet_callback_make(handle, name, nlen, doc, dlen, module, mlen, 0, &native);
+		if (!fn || connect_closure(obj, sig, slen, fn, after, nargs, &id) < 0) rc = duet_fail(&res->ref);
+		Py_XDECREF(fn); // on failure this frees it, and the handle goes back to Go
+	}
+	res->n = id;
+	duet_leave(st);
+	return rc;
+}
+DUET_ENTRY(connect_new,
+           (duet_ref obj, const char *sig, int64_t slen, uintptr_t handle, const char *name, int64_t nlen,
+            const char *doc, int64_t dlen, const char *module, int64_t mlen, int after, int nargs),
+           (obj, sig, slen, handle, name, nlen, doc, dlen, module, mlen, after, nargs, ))
+
+// impl_disconnect disconnects handler id from the GObject wrapper obj;
+// res->n is 1, or 0 when no such handler is connected (GLib would only
+// warn).
+static int impl_disconnect(duet_ref objr, uint64_t id, duet_res *res) {
+	PyGILState_STATE st = duet_enter();
+	int rc = DUET_OK;
+	PyObject *obj = duet_deref(objr);
+	res->n = 0;
+	if (!obj) {
+		rc = DUET_CLOSED;
+	} else if (ensure_pygobject() < 0) {
+		rc = duet_fail(&res->ref);
+	} else if (!PyObject_TypeCheck(obj, &PyGObject_Type) || !pygobject_get(obj)) {
+		PyErr_SetString(PyExc_TypeError, "disconnect: not a GObject");
+		rc = duet_fail(&res->ref);
+	} else if (id && id <= G_MAXULONG && g_signal_handler_is_connected(pygobject_get(obj), (gulong)id)) {
+		// Disconnecting may free the callback (and with it Go's handle):
+		// the invalidate notifier does that under the GIL we hold.
+		g_signal_handler_disconnect(pygobject_get(obj), (gulong)id);
+		res->n = 1;
+	}
+	duet_leave(st);
+	return rc;
+}
+DUET_ENTRY(disconnect, (duet_ref obj, uint64_t id), (obj, id, ))

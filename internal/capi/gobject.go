@@ -113,3 +113,30 @@ func ConnectNative(obj Ref, signal string, fn Ref, after bool, nargs int) (uint6
 	_, st, exc := res(cr)
 	return uint64(cr.n), st, exc
 }
+
+// ConnectNew makes the callback for handle (as NewCallback, PythonOwned)
+// and connects it as ConnectNative does, in one crossing; the connection
+// holds the callback's only reference.
+func ConnectNew(obj Ref, signal string, handle uintptr, name, doc, module string, after bool, nargs int) (uint64, Status, Ref) {
+	sp, sn := cstr(signal)
+	np, nl := cstr(name)
+	var dp, mp *C.char
+	var dl, ml C.int64_t
+	if doc != "" {
+		dp, dl = cstr(doc)
+	}
+	if module != "" {
+		mp, ml = cstr(module)
+	}
+	cr := C.duet_connect_new(obj.c(), sp, sn, C.uintptr_t(handle), np, nl, dp, dl, mp, ml, cbool(after), C.int(nargs))
+	_, st, exc := res(cr)
+	return uint64(cr.n), st, exc
+}
+
+// Disconnect disconnects handler id from the GObject wrapper obj; false
+// when no such handler was connected.
+func Disconnect(obj Ref, id uint64) (bool, Status, Ref) {
+	cr := C.duet_disconnect(obj.c(), C.uint64_t(id))
+	_, st, exc := res(cr)
+	return cr.n == 1, st, exc
+}

@@ -249,8 +249,8 @@ func createFreeDuet(n int) (float64, error) {
 	return float64(time.Since(t).Nanoseconds()) / float64(n), nil
 }
 
-// createDuet: a Go loop connects a Go func (made into a callback), and
-// disconnects it, which frees it.
+// createDuet: a Go loop connects a Go func (made into its callback and
+// connected in one crossing) and disconnects it, which frees it.
 func createDuet(Gtk *pygi.Object, n int) (float64, error) {
 	b, err := Gtk.CallMethod("Button", pygi.Kw{"label": "x"})
 	if err != nil {
@@ -263,10 +263,8 @@ func createDuet(Gtk *pygi.Object, n int) (float64, error) {
 		if err != nil {
 			return 0, err
 		}
-		if r, err := b.CallMethod("disconnect", id); err != nil {
+		if err := callbacks.Disconnect(b, id); err != nil {
 			return 0, err
-		} else {
-			r.Close()
 		}
 	}
 	return float64(time.Since(t).Nanoseconds()) / float64(n), nil
