@@ -106,12 +106,16 @@ func WithOwnership(o Ownership) Option { return func(c *config) { c.ownership = 
 // *pygi.Error whose Unwrap gives the original error (or a *PanicError).
 //
 // The function runs with the GIL held; see pygi.WithoutGIL before blocking.
-func New(fn any, opts ...Option) (*pygi.Object, error) { return newCallback(fn, false, opts) }
+func New(fn any, opts ...Option) (*pygi.Object, error) {
+	return newCallback(fn, false, opts, captureSite(2))
+}
 
 // NewMethod is New for functions that become methods of a Python class: the
 // callable binds like a Python function (an instancemethod), so its first
 // parameter receives the instance.
-func NewMethod(fn any, opts ...Option) (*pygi.Object, error) { return newCallback(fn, true, opts) }
+func NewMethod(fn any, opts ...Option) (*pygi.Object, error) {
+	return newCallback(fn, true, opts, captureSite(2))
+}
 
 // entry is what a callback's handle designates: immutable after creation.
 type entry struct {
@@ -119,6 +123,7 @@ type entry struct {
 	name   string
 	handle uintptr
 	code   uintptr // the Go function's entry PC: where its code is, resolved only when shown
+	site   site    // the callers of New or Connect, with provenance on
 }
 
 // registry holds the live callbacks and the counters.
@@ -136,8 +141,9 @@ func register(e *entry) uintptr {
 // releaseCallback runs in the capsule destructor: any thread, maybe inside
 // gc.collect() or Py_FinalizeEx. It never calls Python, blocks or panics.
 func releaseCallback(h uintptr) {
-	if registry.handles.remove(h) {
+	if e := registry.handles.get(h); e != nil && registry.handles.remove(h) {
 		registry.freed.Add(1)
+		bury(e, "Python (its last reference went away)")
 	}
 }
 
@@ -157,7 +163,7 @@ func prepare(fn any, method bool, opts []Option) (*signature, config, uintptr, e
 	return sig, cfg, v.Pointer(), err
 }
 
-func newCallback(fn any, method bool, opts []Option) (*pygi.Object, error) {
+func newCallback(fn any, method bool, opts []Option, where site) (*pygi.Object, error) {
 	sig, cfg, code, err := prepare(fn, method, opts)
 	if err != nil {
 		return nil, err
@@ -169,7 +175,7 @@ func newCallback(fn any, method bool, opts []Option) (*pygi.Object, error) {
 	// The function's own code address says where the handler was written
 	// (a func literal: the line of its func keyword), at no cost here;
 	// walking the stack to the caller would cost ~150 ns a callback.
-	h := register(&entry{sig: sig, name: cfg.name, code: code})
+	h := register(&entry{sig: sig, name: cfg.name, code: code, site: where})
 	flags := 0
 	if method {
 		flags |= capi.CallbackMethod
@@ -197,8 +203,9 @@ type brokenState struct {
 // freeBroken is the broken mode's GC cleanup: it frees the native state of
 // a callback Python may still hold.
 func freeBroken(b brokenState) {
-	if registry.handles.remove(b.handle) {
+	if e := registry.handles.get(b.handle); e != nil && registry.handles.remove(b.handle) {
 		registry.freedByG.Add(1)
+		bury(e, "the Go GC (GoOwnedBroken ownership)")
 	}
 	capi.FreeNative(b.native)
 }

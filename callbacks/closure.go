@@ -35,7 +35,7 @@ func Connect(obj *pygi.Object, signal string, fn any, after bool, opts ...Option
 	}
 	if cfg.ownership == GoOwnedBroken {
 		// The broken mode needs a Go object to hang its GC cleanup on.
-		cb, err := newCallback(fn, false, opts)
+		cb, err := newCallback(fn, false, opts, captureSite(2))
 		if err != nil {
 			return 0, err
 		}
@@ -50,7 +50,7 @@ func Connect(obj *pygi.Object, signal string, fn any, after bool, opts ...Option
 	if err != nil {
 		return 0, err
 	}
-	h := register(&entry{sig: sig, name: cfg.name, code: code})
+	h := register(&entry{sig: sig, name: cfg.name, code: code, site: captureSite(2)})
 	id, st, exc := capi.ConnectNew(o, signal, h, cfg.name, sig.doc(cfg), cfg.module, after, nargsOf(sig))
 	runtime.KeepAlive(obj)
 	switch st {

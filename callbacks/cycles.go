@@ -2,8 +2,6 @@ package callbacks
 
 import (
 	"fmt"
-	"runtime"
-	"strings"
 
 	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/lifetime"
@@ -49,24 +47,4 @@ func Cycles() ([]Cycle, error) {
 		out = append(out, Cycle{Callback: e.name, Created: e.created(), Object: capi.GObjectTypeName(p), Address: p})
 	}
 	return out, nil
-}
-
-// created says where the callback's Go function was written: for a func
-// literal, the line of its func keyword, normally the connect call itself.
-func (e *entry) created() string {
-	f := runtime.FuncForPC(e.code)
-	if f == nil {
-		return "?"
-	}
-	file, line := f.FileLine(e.code)
-	return fmt.Sprintf("%s:%d", shortFile(file), line)
-}
-
-func shortFile(f string) string {
-	if i := strings.LastIndex(f, "/"); i >= 0 {
-		if j := strings.LastIndex(f[:i], "/"); j >= 0 {
-			return f[j+1:]
-		}
-	}
-	return f
 }

@@ -79,3 +79,17 @@ func (t *handleTable) remove(h uintptr) bool {
 	t.free = append(t.free, i)
 	return true
 }
+
+// each calls fn for every live entry (a snapshot: entries added or removed
+// meanwhile may or may not be seen).
+func (t *handleTable) each(fn func(*entry)) {
+	p := t.slots.Load()
+	if p == nil {
+		return
+	}
+	for i := range *p {
+		if e := (*p)[i].Load(); e != nil {
+			fn(e)
+		}
+	}
+}

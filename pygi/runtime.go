@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/duet-gtk/duet/internal/capi"
+	"github.com/duet-gtk/duet/internal/diag"
 	"github.com/duet-gtk/duet/internal/lifetime"
 )
 
@@ -19,6 +20,9 @@ func init() {
 	// Keep main on the process's main OS thread: GTK, GApplication and
 	// Py_InitializeEx all belong there.
 	runtime.LockOSThread()
+	// DUET_CRASH_REPORT turns crash reports on for any duet program (see
+	// package forensics).
+	diag.CrashReportsFromEnv()
 }
 
 // interp is the one embedded interpreter of the process; its phase and the

@@ -19,7 +19,9 @@ static void cb_capsule_destructor(PyObject *cap) {
 		return;
 	}
 	uintptr_t h = cb->handle;
-	free(cb);
+	DUET_RING("callback freed by Python");
+	DUET_RING_WHAT(cb->def.ml_name, NULL, 0);
+	duet_callback_retire(cb, 0);
 	duetCallbackRelease(h);
 }
 
@@ -30,6 +32,8 @@ static void cb_capsule_destructor(PyObject *cap) {
 static PyObject *cb_trampoline(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
 	duet_cb *cb = PyCapsule_GetPointer(self, CB_CAPSULE);
 	if (!cb) return NULL;
+	DUET_RING("Python calls Go");
+	DUET_RING_WHAT(cb->def.ml_name, NULL, 0);
 	Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
 	Py_ssize_t total = nargs + nkw;
 	duet_ref small[8];
@@ -141,11 +145,9 @@ static int impl_callback_new(uintptr_t handle, const char *name, int64_t nlen, c
 
 void duet_callback_free_native(void *native) {
 	duet_cb *cb = native;
-	// Poison before freeing, as glibc's MALLOC_PERTURB_ would: a later call
-	// through the dangling PyMethodDef then jumps to garbage instead of
-	// finding a plausible function pointer.
-	memset(cb, 0xdb, cb->size);
-	free(cb);
+	DUET_RING("callback freed by the Go GC");
+	DUET_RING_WHAT(cb->def.ml_name, NULL, 0);
+	duet_callback_retire(cb, 1);
 }
 
 static void handle_capsule_destructor(PyObject *cap) {

@@ -155,6 +155,7 @@ duet_res duet_none(void);
 enum {
 	DUET_CB_METHOD = 1, // wrap in an instancemethod so it binds like a Python method
 	DUET_CB_BROKEN = 2, // deliberately broken ownership (see callbacks.GoOwnedBroken)
+	DUET_CB_DEAD = 4,   // freed, kept in quarantine (DUET_DEBUG=callbacks; internal)
 };
 // p: the native state (duet_cb), for duet_callback_free_native.
 // Strings are (pointer, length); a NULL doc or module means none.
@@ -188,6 +189,24 @@ void duet_signal_interrupt(int sig); // a signal for Python (any thread)
 int duet_main_in_python(void);       // Python's main thread is inside Python code now
 int duet_python_main_is_process_main(void); // Python's main thread is the UI thread
 duet_res duet_check_signals(void);   // run arrived signals' Python handlers (runtime.c)
+
+// ---- forensics (forensics.c) -----------------------------------------------------
+// One recorded boundary crossing; kind is a string literal in C memory.
+typedef struct {
+	uint64_t seq;
+	int32_t tid;
+	int32_t _pad;
+	const char *kind;
+	char what[48];
+} duet_crossing;
+void duet_ring_enable(int on);
+int duet_ring_read(duet_crossing *out, int max);
+// The report file (append mode; -1 for stderr only) and the SIGABRT
+// handler, chained to Go's; 0 or -1 (sigaction failed).
+int duet_crash_install(int fd);
+void duet_debug_set(int callbacks); // DUET_DEBUG=callbacks: quarantine freed callbacks
+int duet_quarantined(void);         // callbacks in quarantine now
+duet_res duet_census_refs(void);    // {type name: count} of the references Go holds
 
 // ---- the cycle collector on the UI thread (gcstate.c) ------------------------
 int duet_gc_due(void);          // the generation due for collection, or -1

@@ -87,6 +87,8 @@ static inline void duet_leave(PyGILState_STATE st) {
 duet_slot *duet_slot_get(void);
 void duet_slot_put(duet_slot *s);
 void duet_slot_walk(void (*fn)(PyObject *ob, uintptr_t used_by, void *data), void *data);
+// Every live slot (owned references and lent arguments). GIL held.
+void duet_slot_walk_all(void (*fn)(PyObject *ob, uintptr_t used_by, void *data), void *data);
 
 // duet_deref returns the object a ref designates (borrowed), or NULL when stale.
 static inline PyObject *duet_deref(duet_ref r) { return r.s && r.s->gen == r.gen ? r.s->ob : NULL; }
@@ -121,6 +123,37 @@ typedef struct {
 PyObject *duet_callback_make(uintptr_t handle, const char *name, int64_t nlen, const char *doc, int64_t dlen,
                              const char *module, int64_t mlen, int flags, void **native);
 
+// ---- the ring of boundary crossings (forensics.c) ------------------------------
+//
+// DUET_RING records a crossing when crash reports are on (one predictable
+// branch when they are off); duet_ring_what adds what it concerned ("a b",
+// b of length blen or NUL-terminated with SIZE_MAX) to this thread's
+// latest record.
+extern int duet_ring_on;
+extern __thread void *duet_ring_cur;
+void duet_ring_record(const char *kind);
+void duet_ring_what(const char *a, const char *b, size_t blen);
+#define DUET_RING(kind)                                                           \
+	do {                                                                          \
+		if (__builtin_expect(__atomic_load_n(&duet_ring_on, __ATOMIC_RELAXED), 0)) \
+			duet_ring_record(kind);                                               \
+		else                                                                      \
+			duet_ring_cur = NULL;                                                 \
+	} while (0)
+#define DUET_RING_WHAT(a, b, blen) \
+	do {                           \
+		if (duet_ring_cur) duet_ring_what(a, b, blen); \
+	} while (0)
+
+// Freed callbacks: freed now, or kept in quarantine with every way in
+// leading to duet_callback_dead (DUET_DEBUG=callbacks). poison: fill with
+// garbage before freeing (the broken mode).
+void duet_callback_retire(duet_cb *cb, int poison);
+// A call reached a quarantined callback: report (signal, type, instance
+// when a signal emission called it) and abort. Never returns.
+void duet_callback_dead(duet_cb *cb, const char *signal, const char *type, uintptr_t instance)
+	__attribute__((noreturn));
+
 // ---- values (values.c) ------------------------------------------------------
 
 // A closed slot met while decoding arguments is reported as DUET_CLOSED, not
@@ -145,6 +178,7 @@ int duet_decode_fail(duet_ref *exc);
 #define DUET_ENTRY(name, params, args)                 \
 	duet_res duet_##name params {                      \
 		duet_res r_ = {0};                             \
+		DUET_RING(#name);                              \
 		r_.status = impl_##name(DUET_UNPAREN args &r_); \
 		return r_;                                     \
 	}

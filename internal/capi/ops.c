@@ -14,12 +14,14 @@
 		duet_leave(st);            \
 		return DUET_CLOSED;        \
 	}                              \
+	DUET_RING_WHAT(Py_TYPE(o)->tp_name, NULL, 0); \
 	duet_mark_use(r);              \
 	Py_INCREF(o)
 
 static int impl_import(const char *name, int64_t len, duet_res *res) {
 	duet_ref *out = &res->ref, *exc = &res->ref;
 	PyGILState_STATE st = duet_enter();
+	DUET_RING_WHAT(NULL, name, len);
 	PyObject *n = PyUnicode_DecodeUTF8(name, len, "strict");
 	PyObject *m = n ? PyImport_Import(n) : NULL;
 	Py_XDECREF(n);
@@ -68,6 +70,7 @@ static int impl_getattr(duet_ref s, const char *name, int64_t len, duet_res *res
 	duet_ref *out = &res->ref, *exc = &res->ref;
 	PyGILState_STATE st = duet_enter();
 	TAKE(s, o);
+	DUET_RING_WHAT(Py_TYPE(o)->tp_name, name, len);
 	PyObject *r = getattr_path(o, name, len);
 	Py_DECREF(o);
 	int rc = duet_finish(r, out, exc);
@@ -79,6 +82,7 @@ static int impl_setattr(duet_ref s, const char *name, int64_t len, const duet_va
 	duet_ref *exc = &res->ref;
 	PyGILState_STATE st = duet_enter();
 	TAKE(s, o);
+	DUET_RING_WHAT(Py_TYPE(o)->tp_name, name, len);
 	int64_t pos = 0;
 	int rc = DUET_OK;
 	PyObject *val = duet_decode_one(v, nv, &pos, arena);
@@ -103,6 +107,7 @@ static int impl_delattr(duet_ref s, const char *name, int64_t len, duet_res *res
 	duet_ref *exc = &res->ref;
 	PyGILState_STATE st = duet_enter();
 	TAKE(s, o);
+	DUET_RING_WHAT(Py_TYPE(o)->tp_name, name, len);
 	int rc = DUET_OK;
 	const char *last;
 	int64_t ll;
@@ -120,6 +125,7 @@ static int impl_hasattr(duet_ref s, const char *name, int64_t len, duet_res *res
 	duet_ref *exc = &res->ref;
 	PyGILState_STATE st = duet_enter();
 	TAKE(s, o);
+	DUET_RING_WHAT(Py_TYPE(o)->tp_name, name, len);
 	int rc = DUET_OK;
 	// Like hasattr(): only AttributeError (at any step of a path) means
 	// "no"; anything else is an error.
@@ -146,6 +152,19 @@ static int impl_call(duet_ref s, const char *method, int64_t mlen, const duet_va
 	duet_ref *out = &res->ref, *exc = &res->ref;
 	PyGILState_STATE st = duet_enter();
 	TAKE(s, o);
+	if (method) {
+		DUET_RING_WHAT(Py_TYPE(o)->tp_name, method, mlen);
+	} else if (duet_ring_cur) {
+		// The function's name, where it is at hand without allocating.
+		const char *fname = NULL;
+		if (PyFunction_Check(o)) {
+			PyObject *q = ((PyFunctionObject *)o)->func_qualname;
+			if (q && PyUnicode_Check(q) && PyUnicode_IS_COMPACT_ASCII(q)) fname = (const char *)PyUnicode_DATA(q);
+		} else if (PyCFunction_Check(o)) {
+			fname = ((PyCFunctionObject *)o)->m_ml->ml_name;
+		}
+		if (fname) DUET_RING_WHAT(Py_TYPE(o)->tp_name, fname, SIZE_MAX);
+	}
 	int rc;
 	int64_t total = nargs + nkw;
 	// One leading slot for the receiver of a method call (vectorcall convention).

@@ -193,3 +193,11 @@ void duet_slot_walk(void (*fn)(PyObject *ob, uintptr_t used_by, void *data), voi
 			if (s->ob && s->used_by) fn(s->ob, s->used_by, data);
 		}
 }
+
+void duet_slot_walk_all(void (*fn)(PyObject *ob, uintptr_t used_by, void *data), void *data) {
+	for (size_t c = 0; c < nchunks; c++)
+		for (int i = 0; i < SLOT_CHUNK; i++) {
+			duet_slot *s = &chunks[c][i];
+			if (s->ob) fn(s->ob, s->used_by, data);
+		}
+}

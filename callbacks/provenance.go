@@ -1,0 +1,179 @@
+package callbacks
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/duet-gtk/duet/internal/capi"
+	"github.com/duet-gtk/duet/internal/diag"
+)
+
+// Where a callback was made. The function's own code address is always
+// known (free: a func literal's line is normally the connect call itself).
+// With provenance on (package forensics, DUET_DEBUG=callbacks), the call
+// stack above New or Connect is kept too, as PCs resolved only when shown:
+// the first frame outside duet's library is the user's call site.
+
+const siteDepth = 8
+
+type site [siteDepth]uintptr
+
+// captureSite records the callers above the public entry point; skip
+// counts the frames to leave out (captureSite's own included).
+func captureSite(skip int) (s site) {
+	if diag.Provenance() {
+		runtime.Callers(skip+1, s[:])
+	}
+	return s
+}
+
+// libraryPrefixes are duet's own packages: frames in them are not the
+// user's call site.
+var libraryPrefixes = []string{
+	"github.com/duet-gtk/duet/pygi",
+	"github.com/duet-gtk/duet/callbacks",
+	"github.com/duet-gtk/duet/internal/",
+	"github.com/duet-gtk/duet/widgets",
+	"github.com/duet-gtk/duet/eventloop",
+	"github.com/duet-gtk/duet/app",
+	"reflect.",
+	"runtime.",
+}
+
+// created says where the callback was made: file:line of the user's call
+// site when provenance was on, else where its Go function was written.
+func (e *entry) created() string {
+	if e.site[0] != 0 {
+		frames := runtime.CallersFrames(e.site[:])
+		for {
+			f, more := frames.Next()
+			if f.Function != "" && !slices.ContainsFunc(libraryPrefixes, func(p string) bool { return strings.HasPrefix(f.Function, p) }) {
+				return fmt.Sprintf("%s:%d", shortFile(f.File), f.Line)
+			}
+			if !more {
+				break
+			}
+		}
+	}
+	f := runtime.FuncForPC(e.code)
+	if f == nil {
+		return "?"
+	}
+	file, line := f.FileLine(e.code)
+	return fmt.Sprintf("%s:%d", shortFile(file), line)
+}
+
+func shortFile(f string) string {
+	if i := strings.LastIndex(f, "/"); i >= 0 {
+		if j := strings.LastIndex(f[:i], "/"); j >= 0 {
+			return f[j+1:]
+		}
+	}
+	return f
+}
+
+// A Live is a group of callbacks alive now with the same name and
+// creation site.
+type Live struct {
+	Name  string
+	Site  string // file:line (see the package doc on provenance)
+	Count int
+}
+
+// LiveCallbacks groups the callbacks alive now by name and creation site,
+// most numerous first.
+func LiveCallbacks() []Live {
+	counts := map[[2]string]int{}
+	registry.handles.each(func(e *entry) { counts[[2]string{e.name, e.created()}]++ })
+	out := make([]Live, 0, len(counts))
+	for k, n := range counts {
+		out = append(out, Live{Name: k[0], Site: k[1], Count: n})
+	}
+	slices.SortFunc(out, func(a, b Live) int {
+		if a.Count != b.Count {
+			return b.Count - a.Count
+		}
+		return strings.Compare(a.Name+a.Site, b.Name+b.Site)
+	})
+	return out
+}
+
+// ---- the graveyard (DUET_DEBUG=callbacks) ----------------------------------
+
+// A grave is what is known of a freed callback, kept while its native
+// state is in quarantine (the C side keeps the same number, oldest out
+// first).
+type grave struct {
+	name, site, by string
+	at             time.Duration
+}
+
+const graveMax = 4096
+
+var graveyard struct {
+	mu    sync.Mutex
+	m     map[uintptr]grave
+	order []uintptr
+}
+
+func bury(e *entry, by string) {
+	if !diag.DebugCallbacks() {
+		return
+	}
+	g := grave{name: e.name, site: e.created(), by: by, at: time.Since(diag.Start)}
+	graveyard.mu.Lock()
+	defer graveyard.mu.Unlock()
+	if graveyard.m == nil {
+		graveyard.m = map[uintptr]grave{}
+	}
+	if len(graveyard.order) == graveMax {
+		delete(graveyard.m, graveyard.order[0])
+		graveyard.order = graveyard.order[1:]
+	}
+	graveyard.m[e.handle] = g
+	graveyard.order = append(graveyard.order, e.handle)
+}
+
+// diagnosis is the message duet prints when Python or a signal calls a
+// quarantined callback.
+func diagnosis(handle uintptr, signal, typ string, instance uintptr) string {
+	graveyard.mu.Lock()
+	g, ok := graveyard.m[handle]
+	graveyard.mu.Unlock()
+	var b strings.Builder
+	b.WriteString("duet: use after free: ")
+	if ok {
+		fmt.Fprintf(&b, "callback %s (%s), freed by %s at %.2f s", g.name, g.site, g.by, g.at.Seconds())
+	} else {
+		fmt.Fprintf(&b, "callback with handle %#x (freed; its record left the graveyard)", handle)
+	}
+	switch {
+	case signal != "" && typ != "":
+		fmt.Fprintf(&b, ", called from signal '%s' of %s %#x", signal, typ, instance)
+	case signal != "":
+		fmt.Fprintf(&b, ", called from signal '%s'", signal)
+	default:
+		b.WriteString(", called from Python (the Python traceback follows in the crash report)")
+	}
+	return b.String()
+}
+
+// callbackDead runs when a call reaches a quarantined callback: say what
+// is known, then abort (the crash report, when on, adds the stacks).
+func callbackDead(handle uintptr, signal, typ string, instance uintptr) {
+	fmt.Fprintln(os.Stderr, diagnosis(handle, signal, typ, instance))
+	_ = syscall.Kill(os.Getpid(), syscall.SIGABRT)
+	time.Sleep(5 * time.Second)
+	os.Exit(2)
+}
+
+func init() {
+	capi.SetDeadHandler(callbackDead)
+	capi.SetDebugCallbacks(diag.DebugCallbacks())
+}

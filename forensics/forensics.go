@@ -1,0 +1,205 @@
+package forensics
+
+import (
+	"cmp"
+	"errors"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/duet-gtk/duet/callbacks"
+	"github.com/duet-gtk/duet/internal/bridge"
+	"github.com/duet-gtk/duet/internal/capi"
+	"github.com/duet-gtk/duet/internal/diag"
+	"github.com/duet-gtk/duet/internal/lifetime"
+	"github.com/duet-gtk/duet/pygi"
+)
+
+// EnableCrashReports turns crash reports on, written to path ("" for
+// duet-crash-<program>-<pid>.txt in the temporary directory) and to
+// stderr, and returns the path. It also turns on the ring of crossings and
+// callback provenance. Safe to call again (to change the file).
+func EnableCrashReports(path string) (string, error) { return diag.EnableCrashReports(path) }
+
+// CrashReportPath is the report file, or "" when crash reports are off.
+func CrashReportPath() string { return diag.CrashReportPath() }
+
+// CloseCrashReports is for a process that ends cleanly: an empty report
+// file is removed. app.Run and looptest.Main call it.
+func CloseCrashReports() { diag.CloseCrashReports() }
+
+// SetProvenance turns the recording of callbacks' creation sites on or
+// off for callbacks made from now on (on with crash reports and with
+// DUET_DEBUG=callbacks; about 100 ns a callback, see make bench).
+func SetProvenance(on bool) { diag.SetProvenance(on) }
+
+// SetDebugCallbacks is DUET_DEBUG=callbacks from code: callbacks freed from
+// now on are quarantined, and a call into one stops the process with a
+// diagnosis. It turns provenance on too.
+func SetDebugCallbacks(on bool) {
+	diag.SetDebugCallbacks(on)
+	capi.SetDebugCallbacks(on)
+	if on {
+		diag.SetProvenance(true)
+	}
+}
+
+// A Crossing is one recorded boundary crossing.
+type Crossing struct {
+	Seq    uint64 // 1 for the first crossing recorded in the process
+	Thread int    // the OS thread id
+	Main   bool   // the process's main (UI) thread
+	Kind   string // the entry point ("call", "getattr", ...), or "Python calls Go", "signal calls Go", "callback freed by ..."
+	What   string // the Python type (and attribute or method), callback name, signal
+}
+
+// Crossings returns the last n recorded crossings (at most 256), oldest
+// first; empty while the ring is off.
+func Crossings(n int) []Crossing {
+	pid := os.Getpid()
+	var out []Crossing
+	for _, c := range capi.Ring(min(n, 256)) {
+		out = append(out, Crossing{Seq: c.Seq, Thread: int(c.Thread), Main: int(c.Thread) == pid, Kind: c.Kind, What: c.What})
+	}
+	return out
+}
+
+// EnableRing turns the recording of crossings on or off by itself
+// (EnableCrashReports turns it on).
+func EnableRing(on bool) { capi.EnableRing(on) }
+
+// ---- census ----------------------------------------------------------------------
+
+// A Count is one row of a census table.
+type Count struct {
+	Name string // callback name, Python type or GType
+	Site string // callbacks only: where it was made (file:line)
+	N    int
+}
+
+func (c Count) key() string { return c.Name + "\x00" + c.Site }
+
+// A Census is what lives now, as duet sees it.
+type Census struct {
+	At          time.Duration // since the process started
+	Callbacks   []Count       // Go callbacks alive, by name and creation site
+	PyObjects   []Count       // Python objects Go holds references to, by Python type
+	GObjects    []Count       // GObjects alive that duet tracks or watches, by GType (package widgets)
+	Quarantined int           // freed callbacks kept in quarantine (DUET_DEBUG=callbacks)
+}
+
+// Total sums a table.
+func Total(t []Count) int {
+	n := 0
+	for _, c := range t {
+		n += c.N
+	}
+	return n
+}
+
+var sources struct {
+	mu       sync.Mutex
+	gobjects func() map[string]int
+}
+
+// RegisterGObjects sets the source of the GObjects table (package widgets
+// registers its tracked and watched objects).
+func RegisterGObjects(fn func() map[string]int) {
+	sources.mu.Lock()
+	sources.gobjects = fn
+	sources.mu.Unlock()
+}
+
+// TakeCensus counts what lives now. Safe from any goroutine; the GObjects
+// table is exact on the UI thread (elsewhere an object may finalise while
+// it is counted: it is then counted or not).
+func TakeCensus() (*Census, error) {
+	c := &Census{At: time.Since(diag.Start), Quarantined: capi.Quarantined()}
+	for _, l := range callbacks.LiveCallbacks() {
+		c.Callbacks = append(c.Callbacks, Count{Name: l.Name, Site: l.Site, N: l.Count})
+	}
+	refs, err := censusRefs()
+	if err != nil {
+		return nil, err
+	}
+	c.PyObjects = table(refs)
+	sources.mu.Lock()
+	g := sources.gobjects
+	sources.mu.Unlock()
+	if g != nil {
+		c.GObjects = table(g())
+	}
+	return c, nil
+}
+
+func table(m map[string]int) []Count {
+	out := make([]Count, 0, len(m))
+	for k, n := range m {
+		out = append(out, Count{Name: k, N: n})
+	}
+	sortCounts(out)
+	return out
+}
+
+func sortCounts(t []Count) {
+	slices.SortFunc(t, func(a, b Count) int {
+		if a.N != b.N {
+			return b.N - a.N
+		}
+		return cmp.Compare(a.key(), b.key())
+	})
+}
+
+func censusRefs() (map[string]int, error) {
+	if err := lifetime.Enter(); err != nil {
+		return nil, err
+	}
+	defer lifetime.Exit()
+	r, st, exc := capi.CensusRefs()
+	switch st {
+	case capi.OK:
+	case capi.Err:
+		return nil, bridge.NewError(exc)
+	default:
+		return nil, errors.New("forensics: census of references failed")
+	}
+	o := bridge.WrapOwned(r).(*pygi.Object)
+	defer o.Close()
+	m, err := pygi.As[map[string]int](o)
+	if err != nil {
+		return nil, err
+	}
+	// The census's own result is one reference Go holds while counting.
+	return m, nil
+}
+
+// A Change is a row whose count differs between two censuses.
+type Change struct {
+	Table    string // "callbacks", "python", "gobjects"
+	Name     string
+	Site     string
+	From, To int
+}
+
+// Grew lists the rows that grew since mark (an earlier census), most
+// growth first.
+func (c *Census) Grew(mark *Census) []Change {
+	var out []Change
+	for _, t := range []struct {
+		name     string
+		now, was []Count
+	}{{"callbacks", c.Callbacks, mark.Callbacks}, {"python", c.PyObjects, mark.PyObjects}, {"gobjects", c.GObjects, mark.GObjects}} {
+		was := map[string]int{}
+		for _, r := range t.was {
+			was[r.key()] = r.N
+		}
+		for _, r := range t.now {
+			if r.N > was[r.key()] {
+				out = append(out, Change{Table: t.name, Name: r.Name, Site: r.Site, From: was[r.key()], To: r.N})
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Change) int { return (b.To - b.From) - (a.To - a.From) })
+	return out
+}

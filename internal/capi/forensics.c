@@ -1,0 +1,322 @@
+// forensics.c: what duet can say when a process dies, and the quarantine
+// of freed callbacks (DUET_DEBUG=callbacks).
+//
+// The ring: every entry point and every call from Python or GLib into Go
+// records one line (a kind, a name, a thread) in a fixed array in C
+// memory, overwritten oldest first. Recording is a relaxed atomic
+// increment and a bounded copy; it is off until crash reports are on.
+//
+// The crash report: with crash reports on, Go is asked to crash (not just
+// exit) on a fatal error or a fatal signal in C code, which ends in
+// SIGABRT after the Go runtime has printed every goroutine (to stderr and
+// to the report file, through debug.SetCrashOutput). duet's SIGABRT
+// handler, installed after Go's and chaining to it, then appends the ring
+// and every Python thread's traceback (CPython's faulthandler dumper), and
+// hands the signal on. An abort() from C code (Py_FatalError, g_error)
+// takes the same handler first. Everything in the handler is
+// async-signal-safe: write(2) and number formatting by hand.
+#define Py_BUILD_CORE 1
+#include <Python.h>
+#include <internal/pycore_traceback.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "_cgo_export.h"
+#include "duet_impl.h"
+
+// ---- the ring ---------------------------------------------------------------
+
+#define RING_N 256 // a power of two
+
+typedef struct {
+	uint64_t seq; // 1-based; 0: never written. Written last.
+	int32_t tid;
+	const char *kind; // a string literal
+	char what[48];
+} ring_entry;
+
+static ring_entry ring[RING_N];
+static uint64_t ring_pos;
+int duet_ring_on;
+__thread void *duet_ring_cur;
+static __thread int32_t ring_tid;
+
+void duet_ring_record(const char *kind) {
+	if (!ring_tid) ring_tid = (int32_t)syscall(SYS_gettid);
+	uint64_t i = __atomic_fetch_add(&ring_pos, 1, __ATOMIC_RELAXED);
+	ring_entry *e = &ring[i & (RING_N - 1)];
+	e->seq = 0;
+	e->tid = ring_tid;
+	e->kind = kind;
+	e->what[0] = 0;
+	__atomic_store_n(&e->seq, i + 1, __ATOMIC_RELEASE);
+	duet_ring_cur = e;
+}
+
+static size_t append(char *dst, size_t at, size_t cap, const char *s, size_t n) {
+	for (size_t j = 0; j < n && s[j] && at + 1 < cap; j++) dst[at++] = s[j];
+	dst[at] = 0;
+	return at;
+}
+
+void duet_ring_what(const char *a, const char *b, size_t blen) {
+	ring_entry *e = duet_ring_cur;
+	if (!e) return;
+	size_t at = append(e->what, 0, sizeof e->what, a ? a : "", SIZE_MAX);
+	if (b) {
+		if (at) at = append(e->what, at, sizeof e->what, " ", 1);
+		append(e->what, at, sizeof e->what, b, blen);
+	}
+}
+
+// duet_ring_read copies up to max entries, oldest first, into out; for
+// tests and for Go's view of the ring (forensics.Crossings).
+int duet_ring_read(duet_crossing *out, int max) {
+	uint64_t end = __atomic_load_n(&ring_pos, __ATOMIC_ACQUIRE);
+	uint64_t start = end > RING_N ? end - RING_N : 0;
+	if (end - start > (uint64_t)max) start = end - max;
+	int n = 0;
+	for (uint64_t i = start; i < end; i++) {
+		ring_entry *e = &ring[i & (RING_N - 1)];
+		uint64_t seq = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
+		if (seq != i + 1) continue; // being rewritten
+		out[n].seq = seq;
+		out[n].tid = e->tid;
+		out[n].kind = e->kind;
+		memcpy(out[n].what, e->what, sizeof out[n].what);
+		out[n].what[sizeof out[n].what - 1] = 0;
+		n++;
+	}
+	return n;
+}
+
+void duet_ring_enable(int on) { __atomic_store_n(&duet_ring_on, on, __ATOMIC_RELAXED); }
+
+// ---- the crash report --------------------------------------------------------
+
+static int report_fd = -1;
+static struct sigaction prev_abrt;
+static int installed;
+static int reporting;
+
+static void put(int fd, const char *s, size_t n) {
+	while (n > 0) {
+		ssize_t w = write(fd, s, n);
+		if (w <= 0) return;
+		s += w;
+		n -= w;
+	}
+}
+
+static void puts2(const char *s) {
+	size_t n = strlen(s);
+	put(2, s, n);
+	if (report_fd >= 0) put(report_fd, s, n);
+}
+
+static void putu2(uint64_t v) {
+	char buf[24];
+	int i = sizeof buf;
+	do {
+		buf[--i] = '0' + v % 10;
+		v /= 10;
+	} while (v && i > 0);
+	put(2, buf + i, sizeof buf - i);
+	if (report_fd >= 0) put(report_fd, buf + i, sizeof buf - i);
+}
+
+static void dump_ring(void) {
+	uint64_t end = __atomic_load_n(&ring_pos, __ATOMIC_ACQUIRE);
+	uint64_t start = end > RING_N ? end - RING_N : 0;
+	puts2("last boundary crossings, oldest first (#, thread, kind, what):\n");
+	if (end == start) puts2("  (none recorded)\n");
+	pid_t pid = getpid();
+	for (uint64_t i = start; i < end; i++) {
+		ring_entry *e = &ring[i & (RING_N - 1)];
+		if (__atomic_load_n(&e->seq, __ATOMIC_ACQUIRE) != i + 1 || !e->kind) continue;
+		puts2("  #");
+		putu2(i + 1);
+		puts2(" thread ");
+		putu2((uint64_t)e->tid);
+		puts2(e->tid == pid ? " (main)  " : "  ");
+		puts2(e->kind);
+		if (e->what[0]) {
+			char w[sizeof e->what];
+			memcpy(w, e->what, sizeof w);
+			w[sizeof w - 1] = 0;
+			puts2("  ");
+			puts2(w);
+		}
+		puts2("\n");
+	}
+}
+
+static void chain(int sig, siginfo_t *info, void *ctx) {
+	if (prev_abrt.sa_flags & SA_SIGINFO) {
+		prev_abrt.sa_sigaction(sig, info, ctx);
+		return;
+	}
+	if (prev_abrt.sa_handler == SIG_IGN) return;
+	if (prev_abrt.sa_handler != SIG_DFL) {
+		prev_abrt.sa_handler(sig);
+		return;
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void on_abort(int sig, siginfo_t *info, void *ctx) {
+	if (!__atomic_exchange_n(&reporting, 1, __ATOMIC_SEQ_CST)) {
+		puts2("\n=== duet crash report (SIGABRT; a fatal Go error or signal ends here too) ===\n");
+		dump_ring();
+		if (duet_initialized) {
+			puts2("Python threads (most recent call first):\n");
+			_Py_DumpTracebackThreads(2, NULL, NULL);
+			if (report_fd >= 0) _Py_DumpTracebackThreads(report_fd, NULL, NULL);
+		}
+		puts2("=== end of duet's part; the Go runtime prints every goroutine (before this report, or after it for an abort from C) ===\n");
+	}
+	chain(sig, info, ctx);
+}
+
+// duet_crash_install makes fd (open for appending, or -1) the report file
+// and puts the SIGABRT handler in place once, chained to Go's.
+int duet_crash_install(int fd) {
+	report_fd = fd;
+	if (installed) return 0;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_abort;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGABRT, &sa, &prev_abrt) != 0) return -1;
+	installed = 1;
+	return 0;
+}
+
+// ---- quarantine (DUET_DEBUG=callbacks) -----------------------------------------
+
+int duet_debug_callbacks;
+
+#define QUARANTINE_MAX 4096
+
+static pthread_mutex_t q_mu = PTHREAD_MUTEX_INITIALIZER;
+static duet_cb *quarantine[QUARANTINE_MAX];
+static int q_head, q_len;
+
+static void poison_free(duet_cb *cb) {
+	// As glibc's MALLOC_PERTURB_ would: a later call through a dangling
+	// PyMethodDef jumps to garbage instead of a plausible function.
+	memset(cb, 0xdb, cb->size);
+	free(cb);
+}
+
+// A call into a quarantined callback from Python lands here: Go says what
+// it knows and aborts.
+static PyObject *dead_trampoline(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+	duet_cb *cb = PyCapsule_GetPointer(self, CB_CAPSULE);
+	duetCallbackDead(cb ? cb->handle : 0, NULL, NULL, 0);
+	abort();
+}
+
+void duet_callback_dead(duet_cb *cb, const char *signal, const char *type, uintptr_t instance) {
+	duetCallbackDead(cb->handle, (char *)signal, (char *)type, instance);
+	abort();
+}
+
+void duet_callback_retire(duet_cb *cb, int poison) {
+	if (!__atomic_load_n(&duet_debug_callbacks, __ATOMIC_RELAXED)) {
+		if (poison)
+			poison_free(cb);
+		else
+			free(cb);
+		return;
+	}
+	// Kept, with every way in leading to the diagnosis.
+	cb->flags |= DUET_CB_DEAD;
+	cb->def.ml_meth = (PyCFunction)(void (*)(void))dead_trampoline;
+	duet_cb *evict = NULL;
+	pthread_mutex_lock(&q_mu);
+	if (q_len == QUARANTINE_MAX) {
+		evict = quarantine[q_head];
+		q_head = (q_head + 1) % QUARANTINE_MAX;
+		q_len--;
+	}
+	quarantine[(q_head + q_len) % QUARANTINE_MAX] = cb;
+	q_len++;
+	pthread_mutex_unlock(&q_mu);
+	if (evict) poison_free(evict);
+}
+
+void duet_debug_set(int callbacks) { __atomic_store_n(&duet_debug_callbacks, callbacks, __ATOMIC_RELAXED); }
+
+int duet_quarantined(void) {
+	pthread_mutex_lock(&q_mu);
+	int n = q_len;
+	pthread_mutex_unlock(&q_mu);
+	return n;
+}
+
+// ---- census of the references Go holds -------------------------------------------
+
+typedef struct {
+	PyTypeObject *types[512];
+	int64_t counts[512];
+	int n;
+	int64_t other;
+} type_counts;
+
+static void count_type(PyObject *ob, uintptr_t used_by, void *data) {
+	type_counts *tc = data;
+	PyTypeObject *t = Py_TYPE(ob);
+	for (int i = 0; i < tc->n; i++)
+		if (tc->types[i] == t) {
+			tc->counts[i]++;
+			return;
+		}
+	if (tc->n == 512) {
+		tc->other++;
+		return;
+	}
+	Py_INCREF(t); // until the dict is built
+	tc->types[tc->n] = t;
+	tc->counts[tc->n++] = 1;
+}
+
+// impl_census_refs: a dict {type name: count} of the live references Go
+// holds (owned slots, and arguments lent to a Go callback running now).
+static int impl_census_refs(duet_res *res) {
+	PyGILState_STATE st = duet_enter();
+	type_counts *tc = calloc(1, sizeof *tc);
+	int rc;
+	if (!tc) {
+		PyErr_NoMemory();
+		rc = duet_fail(&res->ref);
+		goto out;
+	}
+	duet_slot_walk_all(count_type, tc);
+	PyObject *d = PyDict_New();
+	for (int i = 0; d && i < tc->n; i++) {
+		PyObject *k = PyUnicode_FromString(tc->types[i]->tp_name);
+		PyObject *v = PyLong_FromLongLong(tc->counts[i]);
+		if (!k || !v || PyDict_SetItem(d, k, v) < 0) Py_CLEAR(d);
+		Py_XDECREF(k);
+		Py_XDECREF(v);
+	}
+	if (d && tc->other) {
+		PyObject *v = PyLong_FromLongLong(tc->other);
+		if (!v || PyDict_SetItemString(d, "(other types)", v) < 0) Py_CLEAR(d);
+		Py_XDECREF(v);
+	}
+	for (int i = 0; i < tc->n; i++) Py_DECREF(tc->types[i]);
+	free(tc);
+	rc = duet_finish(d, &res->ref, &res->ref);
+out:
+	duet_leave(st);
+	return rc;
+}
+DUET_ENTRY(census_refs, (void), ())
