@@ -13,6 +13,7 @@ import (
 	"github.com/diamondburned/gotk4/pkg/gtk/v4"
 
 	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/forensics"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/widgets"
 )
@@ -39,6 +40,14 @@ type Options struct {
 	// them; empty means $VIRTUAL_ENV when set. It needs New to be the first
 	// use of Python (see pygi.Configure).
 	Venv string
+	// CrashReport turns crash reports on (forensics.EnableCrashReports with
+	// the default file): a crash then says which callbacks and crossings
+	// led to it. DUET_CRASH_REPORT does the same without a rebuild.
+	CrashReport bool
+	// Census adds the census window (forensics.ShowCensus) as the app action
+	// "app.census" with the accelerator Ctrl+Shift+C; DUET_CENSUS=1 does the
+	// same without a rebuild.
+	Census bool
 }
 
 // App is a GTK application that Go and Python share: one GApplication,
@@ -71,6 +80,11 @@ func New(opts Options) (*App, error) {
 		opts.FinalizeTimeout = 5 * time.Second
 	}
 	a := &App{opts: opts}
+	if opts.CrashReport && forensics.CrashReportPath() == "" {
+		if _, err := forensics.EnableCrashReports(""); err != nil {
+			return nil, err
+		}
+	}
 	if opts.Venv != "" {
 		if err := pygi.Configure(pygi.Options{Venv: opts.Venv}); err != nil {
 			return nil, err
@@ -376,6 +390,7 @@ func (a *App) RunContext(ctx context.Context, args []string) int {
 			status = 1
 		}
 	}
+	forensics.CloseCrashReports()
 	return status
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/diamondburned/gotk4/pkg/core/intern"
 
 	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/forensics"
 	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/pygi"
 )
@@ -97,6 +98,32 @@ func init() {
 	capi.SetIdleAfterHandler(releaseReady)
 	newSentinel()
 	checkToggleLayout(capi.ToggleLayoutKnown())
+	forensics.RegisterGObjects(gobjectCensus)
+}
+
+// gobjectCensus counts the GObjects duet sees (tracked gotk4 wrappers and
+// watched objects, each once) by type name. The lock is what keeps each
+// object alive while its type is read: finalisation notices take it too.
+func gobjectCensus() map[string]int {
+	track.mu.Lock()
+	defer track.mu.Unlock()
+	seen := make(map[unsafe.Pointer]bool, len(track.objs)+len(track.watchers))
+	out := map[string]int{}
+	count := func(p unsafe.Pointer) {
+		if !seen[p] {
+			seen[p] = true
+			out[capi.GObjectTypeName(uintptr(p))]++
+		}
+	}
+	for p := range track.objs {
+		count(p)
+	}
+	for _, w := range track.watchers {
+		if !w.quiet {
+			count(w.obj)
+		}
+	}
+	return out
 }
 
 // warnOut is where the start-up warning goes (tests swap it).

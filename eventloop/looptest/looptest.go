@@ -33,6 +33,7 @@ import (
 
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/internal/diag"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -47,6 +48,13 @@ const xvfbEnv = "DUET_UNDER_XVFB"
 func Main(m *testing.M) {
 	if code, ok := reexecUnderXvfb(); ok {
 		os.Exit(code)
+	}
+	// A test that crashes says why (see package forensics), unless
+	// DUET_CRASH_REPORT says otherwise.
+	if _, set := os.LookupEnv("DUET_CRASH_REPORT"); !set {
+		if _, err := diag.EnableCrashReports(""); err != nil {
+			fmt.Fprintln(os.Stderr, "looptest:", err)
+		}
 	}
 	if err := pygi.Init(); err != nil {
 		fmt.Fprintln(os.Stderr, "looptest:", err)
@@ -73,6 +81,7 @@ func Main(m *testing.M) {
 			code = 1
 		}
 	}
+	diag.CloseCrashReports()
 	os.Exit(code)
 }
 

@@ -169,6 +169,8 @@ static void chain(int sig, siginfo_t *info, void *ctx) {
 	raise(sig);
 }
 
+static char report_path[1024];
+
 static void on_abort(int sig, siginfo_t *info, void *ctx) {
 	if (!__atomic_exchange_n(&reporting, 1, __ATOMIC_SEQ_CST)) {
 		puts2("\n=== duet crash report (SIGABRT; a fatal Go error or signal ends here too) ===\n");
@@ -178,6 +180,12 @@ static void on_abort(int sig, siginfo_t *info, void *ctx) {
 			_Py_DumpTracebackThreads(2, NULL, NULL);
 			if (report_fd >= 0) _Py_DumpTracebackThreads(report_fd, NULL, NULL);
 		}
+		if (report_path[0]) {
+			// Only to stderr: the file knows its own name.
+			write(2, "the whole report is in ", 23);
+			write(2, report_path, strlen(report_path));
+			write(2, "\n", 1);
+		}
 		puts2("=== end of duet's part; the Go runtime prints every goroutine (before this report, or after it for an abort from C) ===\n");
 	}
 	chain(sig, info, ctx);
@@ -185,8 +193,11 @@ static void on_abort(int sig, siginfo_t *info, void *ctx) {
 
 // duet_crash_install makes fd (open for appending, or -1) the report file
 // and puts the SIGABRT handler in place once, chained to Go's.
-int duet_crash_install(int fd) {
+int duet_crash_install(int fd, const char *path) {
 	report_fd = fd;
+	// Copied, so that the handler reads no Go memory; a torn read of a path
+	// changed during a crash only garbles one line.
+	snprintf(report_path, sizeof report_path, "%s", path ? path : "");
 	if (installed) return 0;
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);

@@ -9,6 +9,7 @@ import "C"
 
 import (
 	"sync/atomic"
+	"unsafe"
 )
 
 // A Crossing is one recorded boundary crossing (see forensics.c).
@@ -38,9 +39,14 @@ func Ring(max int) []Crossing {
 	return out
 }
 
-// InstallCrashHandler makes fd the report file (-1: stderr only) and puts
-// the SIGABRT handler in place (once; later calls change the file).
-func InstallCrashHandler(fd int) bool { return C.duet_crash_install(C.int(fd)) == 0 }
+// InstallCrashHandler makes fd the report file (-1: stderr only), named
+// path on stderr, and puts the SIGABRT handler in place (once; later calls
+// change the file).
+func InstallCrashHandler(fd int, path string) bool {
+	cs := C.CString(path)
+	defer C.free(unsafe.Pointer(cs))
+	return C.duet_crash_install(C.int(fd), cs) == 0
+}
 
 // SetDebugCallbacks turns the quarantine of freed callbacks on or off.
 func SetDebugCallbacks(on bool) { C.duet_debug_set(cbool(on)) }

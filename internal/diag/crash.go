@@ -42,7 +42,7 @@ func EnableCrashReports(path string) (string, error) {
 		return "", fmt.Errorf("forensics: crash output: %w", err)
 	}
 	debug.SetTraceback("crash")
-	if !capi.InstallCrashHandler(int(f.Fd())) {
+	if !capi.InstallCrashHandler(int(f.Fd()), path) {
 		f.Close()
 		return "", fmt.Errorf("forensics: cannot install the SIGABRT handler")
 	}
