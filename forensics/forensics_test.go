@@ -180,6 +180,56 @@ var scenarios = map[string]func() error{
 		_, err = outer.Call(middle)
 		return fmt.Errorf("still alive after the SIGSEGV: %v", err)
 	},
+	// The same, with a thread that blocks every signal holding a Go M (it
+	// called into Go once), as GLib's threads do: the runtime's SIGQUIT
+	// relay never reaches it and would wait 10 s before dying.
+	"segv-blocked-thread": func() error {
+		if _, err := forensics.EnableCrashReports(os.Getenv("REPORT")); err != nil {
+			return err
+		}
+		touched := make(chan struct{})
+		touch, err := callbacks.New(func() { close(touched) }, callbacks.Name("touch"))
+		if err != nil {
+			return err
+		}
+		g, err := pygi.NewGlobals()
+		if err != nil {
+			return err
+		}
+		if err := g.SetItem("touch", touch); err != nil {
+			return err
+		}
+		if err := pygi.Exec(crashSource+`
+import signal, threading
+def deaf():
+    signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+    touch()
+    threading.Event().wait()
+threading.Thread(target=deaf, daemon=True).start()
+`, g); err != nil {
+			return err
+		}
+		<-touched
+		time.Sleep(50 * time.Millisecond)
+		err = pygi.Exec("inner_python_frame()", g)
+		return fmt.Errorf("still alive after the SIGSEGV: %v", err)
+	},
+	// Go turns a nil dereference in Go code into a panic a program may
+	// recover, through the same SIGSEGV duet's handler sees first.
+	"recovered-nil": func() error {
+		if _, err := forensics.EnableCrashReports(os.Getenv("REPORT")); err != nil {
+			return err
+		}
+		var p *struct{ n int }
+		for range 3 {
+			func() {
+				defer func() { recover() }()
+				p.n++
+			}()
+		}
+		fmt.Println("recovered")
+		return nil
+	},
 	// A fatal Go error: a panic nobody recovers, on another goroutine.
 	"panic": func() error {
 		if _, err := forensics.EnableCrashReports(os.Getenv("REPORT")); err != nil {
@@ -276,6 +326,7 @@ func TestCrashReports(t *testing.T) {
 			"duet crash report", "last boundary crossings", "Python calls Go  go_middle", "call  function outer_python_frame", "call  function inner_python_frame", // the ring
 			"Python threads", "inner_python_frame", "outer_python_frame", // Python's part
 		}},
+		{"segv-blocked-thread", []string{"SIGSEGV", "goroutine 1", "duet crash report", "Python threads", "inner_python_frame"}},
 		{"panic", []string{
 			"a deliberate Go panic", "goroutine ",
 			"duet crash report", "run  dict", "Python threads",
@@ -283,7 +334,11 @@ func TestCrashReports(t *testing.T) {
 	} {
 		t.Run(tc.scenario, func(t *testing.T) {
 			report := filepath.Join(t.TempDir(), "report.txt")
+			start := time.Now()
 			_, stderr, err := testutil.RunChild(t, "FORENSICS_CHILD="+tc.scenario, "REPORT="+report)
+			// Not a speed check: the runtime alone would wait 10 s for
+			// threads that never answer its relay (segv-blocked-thread).
+			assert.Less(t, time.Since(start), 8*time.Second, "a crashing process dies promptly")
 			require.Error(t, err, "the child must crash\nstderr:\n%s", stderr)
 			assert.NotContains(t, stderr, "FAIL:")
 			var ee interface{ Sys() any }
@@ -303,6 +358,14 @@ func TestCrashReports(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestRecoveredPanicsStayRecoverable(t *testing.T) {
+	report := filepath.Join(t.TempDir(), "report.txt")
+	stdout, stderr, err := testutil.RunChild(t, "FORENSICS_CHILD=recovered-nil", "REPORT="+report)
+	require.NoError(t, err, "stderr:\n%s", stderr)
+	assert.Contains(t, stdout, "recovered")
+	assert.NotContains(t, stderr, "duet crash report")
 }
 
 func TestUseAfterFreeDiagnosis(t *testing.T) {

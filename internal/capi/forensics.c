@@ -13,8 +13,10 @@
 // handler, installed after Go's and chaining to it, then appends the ring
 // and every Python thread's traceback (CPython's faulthandler dumper), and
 // hands the signal on. An abort() from C code (Py_FatalError, g_error)
-// takes the same handler first. Everything in the handler is
-// async-signal-safe: write(2) and number formatting by hand.
+// takes the same handler first. See on_quit for why a crash ends there
+// rather than after the runtime's 10 s wait.
+// Everything in the handlers is async-signal-safe: write(2) and number
+// formatting by hand.
 #define Py_BUILD_CORE 1
 #include <Python.h>
 #include <internal/pycore_traceback.h>
@@ -155,14 +157,16 @@ static void dump_ring(void) {
 	}
 }
 
-static void chain(int sig, siginfo_t *info, void *ctx) {
-	if (prev_abrt.sa_flags & SA_SIGINFO) {
-		prev_abrt.sa_sigaction(sig, info, ctx);
+static struct sigaction prev_quit;
+
+static void chain(const struct sigaction *prev, int sig, siginfo_t *info, void *ctx) {
+	if (prev->sa_flags & SA_SIGINFO) {
+		prev->sa_sigaction(sig, info, ctx);
 		return;
 	}
-	if (prev_abrt.sa_handler == SIG_IGN) return;
-	if (prev_abrt.sa_handler != SIG_DFL) {
-		prev_abrt.sa_handler(sig);
+	if (prev->sa_handler == SIG_IGN) return;
+	if (prev->sa_handler != SIG_DFL) {
+		prev->sa_handler(sig);
 		return;
 	}
 	signal(sig, SIG_DFL);
@@ -171,28 +175,75 @@ static void chain(int sig, siginfo_t *info, void *ctx) {
 
 static char report_path[1024];
 
-static void on_abort(int sig, siginfo_t *info, void *ctx) {
-	if (!__atomic_exchange_n(&reporting, 1, __ATOMIC_SEQ_CST)) {
-		puts2("\n=== duet crash report (SIGABRT; a fatal Go error or signal ends here too) ===\n");
-		dump_ring();
-		if (duet_initialized) {
-			puts2("Python threads (most recent call first):\n");
-			_Py_DumpTracebackThreads(2, NULL, NULL);
-			if (report_fd >= 0) _Py_DumpTracebackThreads(report_fd, NULL, NULL);
-		}
-		if (report_path[0]) {
-			// Only to stderr: the file knows its own name.
-			write(2, "the whole report is in ", 23);
-			write(2, report_path, strlen(report_path));
-			write(2, "\n", 1);
-		}
-		puts2("=== end of duet's part; the Go runtime prints every goroutine (before this report, or after it for an abort from C) ===\n");
+static void report_once(void) {
+	if (__atomic_exchange_n(&reporting, 1, __ATOMIC_SEQ_CST)) return;
+	puts2("\n=== duet crash report ===\n");
+	dump_ring();
+	if (duet_initialized) {
+		puts2("Python threads (most recent call first):\n");
+		_Py_DumpTracebackThreads(2, NULL, NULL);
+		if (report_fd >= 0) _Py_DumpTracebackThreads(report_fd, NULL, NULL);
 	}
-	chain(sig, info, ctx);
+	if (report_path[0]) {
+		// Only to stderr: the file knows its own name.
+		put(2, "the whole report is in ", 23);
+		put(2, report_path, strlen(report_path));
+		put(2, "\n", 1);
+	}
+	puts2("=== end of duet's part; the Go runtime prints every goroutine (before this report, or after it for an abort from C) ===\n");
 }
 
+// Go's crash mode and a mixed process. After printing every goroutine,
+// the Go runtime (GOTRACEBACK=crash) relays SIGQUIT from thread to thread
+// to collect each one's registers, and waits up to 10 s for all of them.
+// In a duet process that relay goes wrong two ways: a thread that blocks
+// signals but holds a Go M (GLib's threads do, once they called into Go)
+// never answers, and the runtime waits the whole 10 s; or the SIGQUIT lands
+// on a thread Go does not know, which dies of it at once, before duet's
+// part is written. So the first SIGQUIT of the relay ends the process
+// here: the goroutine dump is complete by then (it precedes the relay), and
+// only idle threads' registers are lost.
+static struct sigaction prev_fatal[NSIG];
+static int crash_seen;
+
+static void die(void) {
+	report_once();
+	signal(SIGABRT, SIG_DFL);
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGABRT);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	raise(SIGABRT);
+	_exit(134);
+}
+
+static void on_abort(int sig, siginfo_t *info, void *ctx) {
+	__atomic_store_n(&crash_seen, 1, __ATOMIC_SEQ_CST);
+	report_once();
+	chain(&prev_abrt, sig, info, ctx);
+}
+
+// SIGSEGV, SIGBUS, SIGFPE, SIGILL: only noted. Go turns those in Go code
+// into panics a program may recover; the runtime decides, and a fatal one
+// reaches on_quit or on_abort.
+static void on_fatal(int sig, siginfo_t *info, void *ctx) {
+	__atomic_store_n(&crash_seen, 1, __ATOMIC_SEQ_CST);
+	chain(&prev_fatal[sig], sig, info, ctx);
+}
+
+static void on_quit(int sig, siginfo_t *info, void *ctx) {
+	int self = info && info->si_code <= 0 && info->si_pid == getpid();
+	if (self && __atomic_load_n(&crash_seen, __ATOMIC_SEQ_CST)) die();
+	// A SIGQUIT from outside makes the runtime crash too, unless os/signal
+	// took it; the relay that follows is then ours.
+	if (!self) __atomic_store_n(&crash_seen, 1, __ATOMIC_SEQ_CST);
+	chain(&prev_quit, sig, info, ctx);
+}
+
+static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+
 // duet_crash_install makes fd (open for appending, or -1) the report file
-// and puts the SIGABRT handler in place once, chained to Go's.
+// and puts the handlers in place once, each chained to Go's.
 int duet_crash_install(int fd, const char *path) {
 	report_fd = fd;
 	// Copied, so that the handler reads no Go memory; a torn read of a path
@@ -201,9 +252,16 @@ int duet_crash_install(int fd, const char *path) {
 	if (installed) return 0;
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
-	sa.sa_sigaction = on_abort;
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
+	sa.sa_sigaction = on_fatal;
+	for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++) {
+		int sig = fatal_signals[i];
+		if (sigaction(sig, &sa, &prev_fatal[sig]) != 0) return -1;
+	}
+	sa.sa_sigaction = on_quit;
+	if (sigaction(SIGQUIT, &sa, &prev_quit) != 0) return -1;
+	sa.sa_sigaction = on_abort;
 	if (sigaction(SIGABRT, &sa, &prev_abrt) != 0) return -1;
 	installed = 1;
 	return 0;
