@@ -53,7 +53,7 @@ func (e *entry) created() string {
 		frames := runtime.CallersFrames(e.site[:])
 		for {
 			f, more := frames.Next()
-			if f.Function != "" && !slices.ContainsFunc(libraryPrefixes, func(p string) bool { return strings.HasPrefix(f.Function, p) }) {
+			if f.Function != "" && !stdlib(f.Function) && !slices.ContainsFunc(libraryPrefixes, func(p string) bool { return strings.HasPrefix(f.Function, p) }) {
 				return fmt.Sprintf("%s:%d", shortFile(f.File), f.Line)
 			}
 			if !more {
@@ -67,6 +67,18 @@ func (e *entry) created() string {
 	}
 	file, line := f.FileLine(e.code)
 	return fmt.Sprintf("%s:%d", shortFile(file), line)
+}
+
+// stdlib tells Go's own packages (no dot in the first path element) from
+// the program's: a callback made through sync.Once was made by its caller.
+func stdlib(function string) bool {
+	first := function
+	if i := strings.IndexByte(first, '/'); i >= 0 {
+		first = first[:i]
+	} else if i := strings.IndexByte(first, '.'); i >= 0 {
+		first = first[:i]
+	}
+	return first != "main" && !strings.Contains(first, ".")
 }
 
 func shortFile(f string) string {

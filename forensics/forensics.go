@@ -73,20 +73,20 @@ func EnableRing(on bool) { capi.EnableRing(on) }
 
 // A Count is one row of a census table.
 type Count struct {
-	Name string // callback name, Python type or GType
-	Site string // callbacks only: where it was made (file:line)
-	N    int
+	Name string `json:"name"`           // callback name, Python type or GType
+	Site string `json:"site,omitempty"` // callbacks only: where it was made (file:line)
+	N    int    `json:"n"`
 }
 
 func (c Count) key() string { return c.Name + "\x00" + c.Site }
 
 // A Census is what lives now, as duet sees it.
 type Census struct {
-	At          time.Duration // since the process started
-	Callbacks   []Count       // Go callbacks alive, by name and creation site
-	PyObjects   []Count       // Python objects Go holds references to, by Python type
-	GObjects    []Count       // GObjects alive that duet tracks or watches, by GType (package widgets)
-	Quarantined int           // freed callbacks kept in quarantine (DUET_DEBUG=callbacks)
+	At          time.Duration `json:"at_ns"`       // since the process started
+	Callbacks   []Count       `json:"callbacks"`   // Go callbacks alive, by name and creation site
+	PyObjects   []Count       `json:"python"`      // Python objects Go holds references to, by Python type
+	GObjects    []Count       `json:"gobjects"`    // GObjects alive that duet tracks or watches, by GType (package widgets)
+	Quarantined int           `json:"quarantined"` // freed callbacks kept in quarantine (DUET_DEBUG=callbacks)
 }
 
 // Total sums a table.
@@ -176,10 +176,11 @@ func censusRefs() (map[string]int, error) {
 
 // A Change is a row whose count differs between two censuses.
 type Change struct {
-	Table    string // "callbacks", "python", "gobjects"
-	Name     string
-	Site     string
-	From, To int
+	Table string `json:"table"` // "callbacks", "python", "gobjects"
+	Name  string `json:"name"`
+	Site  string `json:"site,omitempty"`
+	From  int    `json:"from"`
+	To    int    `json:"to"`
 }
 
 // Grew lists the rows that grew since mark (an earlier census), most

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,9 +40,17 @@ func TestMain(m *testing.M) {
 
 func stress(t *testing.T, args ...string) (int, string) {
 	t.Helper()
+	return stressEnv(t, nil, args...)
+}
+
+func stressEnv(t *testing.T, env []string, args ...string) (int, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := testutil.Command(ctx, bin, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, ctx.Err(), "stress hung:\n%s", out)
 	var ee *exec.ExitError
@@ -81,22 +90,53 @@ func TestEveryScenarioRunsClean(t *testing.T) {
 		assert.Positive(t, r.ForcedGC, r.Scenario)
 		assert.LessOrEqual(t, r.CbLiveEnd, r.CbBaseline, r.Scenario)
 		assert.NotEmpty(t, r.Samples, r.Scenario)
+		if assert.NotNil(t, r.Census.Start, r.Scenario) && assert.NotNil(t, r.Census.End, r.Scenario) {
+			assert.Empty(t, r.Census.Grew, "%s: a clean run ends with what it started with", r.Scenario)
+		}
 	}
 }
 
+// The broken mode crashes with or without the debug mode; with it, the
+// crash names the callback, where it was made, who freed it and what
+// called it.
 func TestBrokenOwnershipCrashes(t *testing.T) {
-	dir := t.TempDir()
-	code, out := stress(t, "-scenario", "awaker", "-ownership", "go", "-duration", "10s", "-report", dir)
-	t.Log(out)
-	require.Equal(t, harness.ExitReproduced, code, out)
-	s := report(t, dir)
-	require.Len(t, s.Runs, 1)
-	r := s.Runs[0]
-	require.NotNil(t, r.Crash)
-	assert.True(t, r.Reproduced)
-	assert.NotEmpty(t, r.Crash.Signal)
-	assert.NotEmpty(t, r.Crash.LastOps, "the black box kept the last operations")
-	assert.Contains(t, out, "crash reproduced")
+	for _, debug := range []bool{false, true} {
+		t.Run(fmt.Sprintf("DUET_DEBUG=callbacks:%v", debug), func(t *testing.T) {
+			dir := t.TempDir()
+			env := []string{"DUET_DEBUG="}
+			if debug {
+				env = []string{"DUET_DEBUG=callbacks"}
+			}
+			code, out := stressEnv(t, env, "-scenario", "awaker", "-ownership", "go", "-duration", "10s", "-report", dir)
+			t.Log(out)
+			require.Equal(t, harness.ExitReproduced, code, out)
+			s := report(t, dir)
+			require.Len(t, s.Runs, 1)
+			r := s.Runs[0]
+			require.NotNil(t, r.Crash)
+			assert.True(t, r.Reproduced)
+			assert.NotEmpty(t, r.Crash.Signal)
+			assert.NotEmpty(t, r.Crash.LastOps, "the black box kept the last operations")
+			assert.Contains(t, out, "crash reproduced")
+			assert.NotEmpty(t, r.Crash.LastCrossings, "the ring of boundary crossings")
+			if assert.NotEmpty(t, r.Crash.ReportFile) {
+				b, err := os.ReadFile(r.Crash.ReportFile)
+				require.NoError(t, err)
+				assert.Contains(t, string(b), "goroutine 1", "the report file has the Go stacks")
+				assert.Contains(t, string(b), "last boundary crossings")
+			}
+			if !debug {
+				assert.Empty(t, r.Crash.Diagnosis)
+				assert.NotContains(t, out, "use after free")
+				return
+			}
+			assert.Equal(t, "SIGABRT", r.Crash.Signal, "the diagnosis ends in abort()")
+			for _, want := range []string{"callback on_click (scenarios/scenarios.go:", "freed by the Go GC", "called from signal 'clicked' of GtkToggleButton 0x"} {
+				assert.Contains(t, r.Crash.Diagnosis, want)
+				assert.Contains(t, out, want)
+			}
+		})
+	}
 }
 
 func TestBadFlags(t *testing.T) {

@@ -17,7 +17,9 @@ import (
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/eventloop/looptest"
+	"github.com/duet-gtk/duet/forensics"
 	"github.com/duet-gtk/duet/pygi"
+	"github.com/duet-gtk/duet/widgets"
 )
 
 // Scenario is one workload. Run executes in a child process on the main OS
@@ -53,6 +55,7 @@ type Env struct {
 	box      *blackBox // nil when the parent gave none
 	baseline atomic.Int64
 	baseSet  atomic.Bool
+	census   func()
 }
 
 // Iter counts n more iterations of the workload.
@@ -95,6 +98,9 @@ func (e *Env) lastOps() []string {
 func (e *Env) Baseline() {
 	e.baseline.Store(callbacks.ReadStats().Live)
 	e.baseSet.Store(true)
+	if e.census != nil {
+		e.census() // the start census, too: set-up is not growth
+	}
 }
 
 // Sample is one progress record from the child (a JSON line on its stdout).
@@ -119,6 +125,9 @@ type Sample struct {
 	// connected to (callbacks.Cycles): leaks neither collector can see.
 	Cycles []string `json:"cycles,omitempty"`
 	Err    string   `json:"error,omitempty"`
+	// Census is sent alone when the scenario starts, and on the final
+	// record after the run settled.
+	Census *forensics.Census `json:"census,omitempty"`
 }
 
 // ChildMain runs a scenario in this (child) process: it reports samples on
@@ -209,6 +218,18 @@ func ChildMain(sc Scenario, ownership callbacks.Ownership, gcInterval time.Durat
 	if !env.baseSet.Load() {
 		env.baseline.Store(callbacks.ReadStats().Live)
 	}
+	env.census = func() {
+		if c, err := forensics.TakeCensus(); err == nil {
+			emit(Sample{T: time.Since(start).Seconds(), Census: c})
+		}
+	}
+	// What the final record runs, once now: objects these make lazily are
+	// not the workload's growth.
+	sample()
+	pyGCObjects()
+	callbacks.Cycles()
+	eventloop.Collect()
+	env.census()
 	runErr := sc.Run(env)
 	stop()
 	<-gcDone
@@ -219,11 +240,15 @@ func ChildMain(sc Scenario, ownership callbacks.Ownership, gcInterval time.Durat
 	wctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	st, werr := looptest.WaitLive(wctx, env.baseline.Load())
 	cancel()
+	settleGObjects()
 	final = sample()
 	final.CbLive = st.Live
 	final.Final = true
 	final.Baseline = env.baseline.Load()
 	final.PyGCObjects = pyGCObjects()
+	if c, err := forensics.TakeCensus(); err == nil {
+		final.Census = c
+	}
 	if cs, err := callbacks.Cycles(); err == nil {
 		for _, c := range cs {
 			final.Cycles = append(final.Cycles, c.String())
@@ -240,6 +265,32 @@ func ChildMain(sc Scenario, ownership callbacks.Ownership, gcInterval time.Durat
 		return 1
 	}
 	return 0
+}
+
+// settleGObjects lets the GObjects the workload dropped finalise: with the
+// loop gone, nothing else releases gotk4's references (widgets.Reap) or
+// runs the idles that do. It stops when the count holds still.
+func settleGObjects() {
+	count := func() int {
+		c, err := forensics.TakeCensus()
+		if err != nil {
+			return -1
+		}
+		return forensics.Total(c.GObjects)
+	}
+	last, still := count(), 0
+	for round := 0; round < 100 && still < 5; round++ {
+		runtime.GC()
+		eventloop.Collect()
+		widgets.Reap()
+		eventloop.Flush(1000)
+		time.Sleep(5 * time.Millisecond)
+		if n := count(); n == last {
+			still++
+		} else {
+			last, still = n, 0
+		}
+	}
 }
 
 func goGCCycles() int64 {

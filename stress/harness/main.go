@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/duet-gtk/duet/callbacks"
+	"github.com/duet-gtk/duet/forensics"
 )
 
 // Exit statuses of Main.
@@ -101,7 +102,17 @@ func Main(args []string, scenarios []Scenario) int {
 	opts := Options{
 		Duration: *duration, GCInterval: *gcEvery, Ownership: *ownership,
 		MaxRSSSlope: *slope, MinRSSGrowth: *growth, Watchdog: *wd, Progress: os.Stdout, ProgressLive: isTerminal(os.Stdout),
+		CrashDir: *report,
 	}
+	if *report != "" {
+		if err := os.MkdirAll(*report, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, "stress:", err)
+			return ExitFailed
+		}
+	}
+	// This process only watches; a crash report file it opened (with
+	// DUET_CRASH_REPORT set) goes when it stays empty.
+	defer forensics.CloseCrashReports()
 	sum := Summary{OK: true}
 	reproduced := 0
 	for _, sc := range run {
@@ -117,6 +128,21 @@ func Main(args []string, scenarios []Scenario) int {
 			for _, op := range r.Crash.LastOps {
 				fmt.Printf("     %s\n", op)
 			}
+			if r.Crash.Diagnosis != "" {
+				fmt.Printf("   diagnosis: %s\n", r.Crash.Diagnosis)
+			}
+			if n := len(r.Crash.LastCrossings); n > 0 {
+				fmt.Println("   last boundary crossings:")
+				for _, l := range r.Crash.LastCrossings[max(0, n-6):] {
+					fmt.Printf("     %s\n", l)
+				}
+			}
+			if r.Crash.ReportFile != "" {
+				fmt.Printf("   crash report: %s\n", r.Crash.ReportFile)
+			}
+		}
+		if g := r.Census.Grew; len(g) > 0 {
+			fmt.Printf("   census, grew since the start: %s\n", growthLine(g, 5))
 		}
 		if !r.OK {
 			sum.OK = false
@@ -152,6 +178,23 @@ func Main(args []string, scenarios []Scenario) int {
 		return ExitReproduced
 	}
 	return ExitOK
+}
+
+// growthLine names the first n rows that grew, e.g. "GtkLabel +12".
+func growthLine(g []forensics.Change, n int) string {
+	var parts []string
+	for i, c := range g {
+		if i == n {
+			parts = append(parts, fmt.Sprintf("and %d more", len(g)-n))
+			break
+		}
+		name := c.Name
+		if c.Site != "" {
+			name += " (" + c.Site + ")"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s %+d", c.Table, name, c.To-c.From))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func mb(b int64) float64 { return float64(b) / (1 << 20) }

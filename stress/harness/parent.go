@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/duet-gtk/duet/forensics"
 )
 
 // Options configure a parent run.
@@ -31,6 +33,10 @@ type Options struct {
 	ChildArgs    []string // extra arguments for the child (before the harness flags)
 	Progress     io.Writer
 	ProgressLive bool // rewrite one line (a terminal) instead of printing lines
+	// CrashDir keeps the crash report of a child that died (default: the
+	// temporary directory). Children write crash reports (package
+	// forensics) unless DUET_CRASH_REPORT is set in the environment.
+	CrashDir string
 }
 
 // Crash describes a child that died.
@@ -40,7 +46,25 @@ type Crash struct {
 	Iteration int64    `json:"iteration"`
 	AtSeconds float64  `json:"at_seconds"`
 	LastOps   []string `json:"last_ops"`
-	Stderr    string   `json:"stderr"` // from the first fatal line (Go's crash report), at most 8 kB
+	// Diagnosis is duet's use-after-free line (DUET_DEBUG=callbacks):
+	// which callback, made where, freed by whom, called by what.
+	Diagnosis string `json:"diagnosis,omitempty"`
+	// ReportFile is the child's whole crash report (Go stacks, the ring of
+	// boundary crossings, Python tracebacks).
+	ReportFile string `json:"report_file,omitempty"`
+	// LastCrossings are the newest boundary crossings from the report's ring.
+	LastCrossings []string `json:"last_crossings,omitempty"`
+	// Python is the tracebacks of the Python threads at the crash.
+	Python string `json:"python_tracebacks,omitempty"`
+	Stderr string `json:"stderr"` // from the first fatal line, at most 16 kB
+}
+
+// CensusSpan is what lived when a scenario started and ended (after it
+// settled), and what grew in between.
+type CensusSpan struct {
+	Start *forensics.Census  `json:"start,omitempty"`
+	End   *forensics.Census  `json:"end,omitempty"`
+	Grew  []forensics.Change `json:"grew,omitempty"`
 }
 
 // RSS summarises memory over the run.
@@ -53,45 +77,87 @@ type RSS struct {
 
 // Report is the outcome of one scenario.
 type Report struct {
-	Scenario    string   `json:"scenario"`
-	Ownership   string   `json:"ownership"`
-	Seconds     float64  `json:"duration_seconds"`
-	GCInterval  string   `json:"gc_interval"`
-	Iterations  int64    `json:"iterations"`
-	GoGC        int64    `json:"go_gc_cycles"`
-	PyGC        int64    `json:"python_gc_collections"`
-	ForcedGC    int64    `json:"forced_gc_rounds"`
-	CbCreated   int64    `json:"callbacks_created"`
-	CbFreed     int64    `json:"callbacks_freed"`
-	CbFreedByGo int64    `json:"callbacks_freed_by_go_gc"`
-	CbLiveEnd   int64    `json:"callbacks_live_end"`
-	CbBaseline  int64    `json:"callbacks_live_baseline"`
-	PyGCObjects int64    `json:"python_gc_tracked_objects"`
-	Cycles      []string `json:"cycles_through_go,omitempty"` // callbacks.Cycles at the end
-	RSS         RSS      `json:"rss"`
-	Crash       *Crash   `json:"crash,omitempty"`
-	Verdict     string   `json:"verdict"`
-	OK          bool     `json:"ok"`
-	Reproduced  bool     `json:"crash_reproduced,omitempty"` // broken mode: the expected crash happened
-	Samples     []Sample `json:"samples"`
+	Scenario    string     `json:"scenario"`
+	Ownership   string     `json:"ownership"`
+	Seconds     float64    `json:"duration_seconds"`
+	GCInterval  string     `json:"gc_interval"`
+	Iterations  int64      `json:"iterations"`
+	GoGC        int64      `json:"go_gc_cycles"`
+	PyGC        int64      `json:"python_gc_collections"`
+	ForcedGC    int64      `json:"forced_gc_rounds"`
+	CbCreated   int64      `json:"callbacks_created"`
+	CbFreed     int64      `json:"callbacks_freed"`
+	CbFreedByGo int64      `json:"callbacks_freed_by_go_gc"`
+	CbLiveEnd   int64      `json:"callbacks_live_end"`
+	CbBaseline  int64      `json:"callbacks_live_baseline"`
+	PyGCObjects int64      `json:"python_gc_tracked_objects"`
+	Cycles      []string   `json:"cycles_through_go,omitempty"` // callbacks.Cycles at the end
+	Census      CensusSpan `json:"census"`
+	RSS         RSS        `json:"rss"`
+	Crash       *Crash     `json:"crash,omitempty"`
+	Verdict     string     `json:"verdict"`
+	OK          bool       `json:"ok"`
+	Reproduced  bool       `json:"crash_reproduced,omitempty"` // broken mode: the expected crash happened
+	Samples     []Sample   `json:"samples"`
 }
 
 var (
-	signalRe = regexp.MustCompile(`(SIG[A-Z]+)`)
-	fatalRe  = regexp.MustCompile(`(?m)^(SIG[A-Z]+:|fatal error:|panic:|Fatal Python error)`)
+	signalRe  = regexp.MustCompile(`(SIG[A-Z]+)`)
+	fatalRe   = regexp.MustCompile(`(?m)^(SIG[A-Z]+:|fatal error:|panic:|Fatal Python error|duet: use after free:|=== duet crash report)`)
+	sigLineRe = regexp.MustCompile(`(?m)^(SIG[A-Z]+): `)
+	uafRe     = regexp.MustCompile(`(?m)^duet: use after free: (.*)$`)
 )
+
+const crashTextMax = 16 << 10
 
 // crashText keeps the crash report: from its first fatal line on.
 func crashText(s string) string {
 	if loc := fatalRe.FindStringIndex(s); loc != nil {
 		s = s[loc[0]:]
-	} else if len(s) > 8192 {
-		s = s[len(s)-8192:]
+	} else if len(s) > crashTextMax {
+		s = s[len(s)-crashTextMax:]
 	}
-	if len(s) > 8192 {
-		s = s[:8192]
+	if len(s) > crashTextMax {
+		s = s[:crashTextMax]
 	}
 	return s
+}
+
+// readDuetPart picks duet's part of a crash report (see package
+// forensics) out of the child's stderr.
+func readDuetPart(c *Crash, stderr string) {
+	if m := uafRe.FindStringSubmatch(stderr); m != nil {
+		c.Diagnosis = m[1]
+	}
+	i := strings.Index(stderr, "=== duet crash report")
+	if i < 0 {
+		return
+	}
+	part := stderr[i:]
+	if j := strings.Index(part, "=== end of duet's part"); j >= 0 {
+		part = part[:j]
+	}
+	lines := strings.Split(part, "\n")
+	inRing, inPy := false, false
+	var py []string
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "last boundary crossings"):
+			inRing, inPy = true, false
+		case strings.HasPrefix(l, "Python threads"):
+			inRing, inPy = false, true
+		case strings.HasPrefix(l, "the whole report is in "):
+			inRing, inPy = false, false
+		case inRing && strings.HasPrefix(l, "  #"):
+			c.LastCrossings = append(c.LastCrossings, strings.TrimSpace(l))
+		case inPy:
+			py = append(py, l)
+		}
+	}
+	if n := len(c.LastCrossings); n > 16 {
+		c.LastCrossings = c.LastCrossings[n-16:]
+	}
+	c.Python = strings.TrimSpace(strings.Join(py, "\n"))
 }
 
 // RunScenario runs one scenario in a child process and judges it.
@@ -104,6 +170,18 @@ func RunScenario(sc Scenario, o Options) *Report {
 		"-child", sc.Name, "-ownership", o.Ownership, "-gc-interval", o.GCInterval.String())
 	cmd := exec.Command(exe, args...)
 	cmd.Env = append(os.Environ(), "GTK_A11Y=none")
+	crashFile := ""
+	if _, set := os.LookupEnv("DUET_CRASH_REPORT"); !set {
+		dir := o.CrashDir
+		if dir == "" {
+			dir = os.TempDir()
+		}
+		if f, err := os.CreateTemp(dir, "crash-"+sc.Name+"-*.txt"); err == nil {
+			crashFile = f.Name()
+			f.Close()
+			cmd.Env = append(cmd.Env, "DUET_CRASH_REPORT="+crashFile)
+		}
+	}
 	box, err := newBlackBoxFile()
 	if err == nil {
 		defer os.Remove(box)
@@ -146,9 +224,12 @@ loop:
 				break loop // the child closed its output: it has exited
 			}
 			lastSample = time.Now()
-			if s.Final {
+			switch {
+			case s.Final:
 				final = &s
-			} else {
+			case s.Census != nil:
+				rep.Census.Start = s.Census
+			default:
 				rep.Samples = append(rep.Samples, s)
 				progress(o, sc.Name, s)
 			}
@@ -167,6 +248,11 @@ loop:
 		}
 	}
 	waitErr := cmd.Wait()
+	defer func() {
+		if crashFile != "" {
+			os.Remove(crashFile) // nothing to keep
+		}
+	}()
 	rep.Seconds = time.Since(start).Seconds()
 	if o.ProgressLive && o.Progress != nil {
 		fmt.Fprintln(o.Progress)
@@ -176,7 +262,11 @@ loop:
 	var ee *exec.ExitError
 	if waitErr != nil && errors.As(waitErr, &ee) && (final == nil || ee.ExitCode() != 1) {
 		c := &Crash{ExitCode: ee.ExitCode(), Stderr: crashText(stderr.String())}
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		// The first fatal signal Go reports (a SIGSEGV that ends in the
+		// SIGABRT of crash reports is a SIGSEGV), else the one that ended it.
+		if m := sigLineRe.FindStringSubmatch(stderr.String()); m != nil {
+			c.Signal = m[1]
+		} else if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			c.Signal = ws.Signal().String()
 		} else if m := signalRe.FindString(stderr.String()); m != "" {
 			c.Signal = m
@@ -188,6 +278,10 @@ loop:
 			c.Iteration, c.LastOps = last.Iterations, last.LastOps
 		}
 		c.AtSeconds = time.Since(start).Seconds()
+		readDuetPart(c, stderr.String())
+		if st, err := os.Stat(crashFile); crashFile != "" && err == nil && st.Size() > 0 {
+			c.ReportFile, crashFile = crashFile, ""
+		}
 		// The black box holds the state at the moment of death.
 		if it, ops := readBlackBox(box); len(ops) > 0 || it > 0 {
 			c.Iteration, c.LastOps = it, ops
@@ -218,6 +312,10 @@ func summarize(rep *Report, final *Sample) {
 	if final != nil {
 		rep.CbBaseline, rep.PyGCObjects = final.Baseline, final.PyGCObjects
 		rep.Cycles = final.Cycles
+		rep.Census.End = final.Census
+		if rep.Census.Start != nil && rep.Census.End != nil {
+			rep.Census.Grew = rep.Census.End.Grew(rep.Census.Start)
+		}
 	}
 }
 
@@ -257,6 +355,9 @@ func judge(rep *Report, sc Scenario, o Options, final *Sample) {
 		rep.Reproduced, rep.OK = true, true
 		rep.Verdict = fmt.Sprintf("crash reproduced (as expected of the broken ownership mode): %s after %d iterations, %.2f s",
 			orDefault(rep.Crash.Signal, fmt.Sprintf("exit %d", rep.Crash.ExitCode)), rep.Crash.Iteration, rep.Crash.AtSeconds)
+		if rep.Crash.Diagnosis != "" {
+			rep.Verdict += ": " + rep.Crash.Diagnosis
+		}
 	case broken && !sc.CanCrashBroken:
 		rep.OK = true
 		rep.Verdict = "ok (Python holds no Go callback past Go's GC here: nothing for the broken mode to break)"
@@ -264,6 +365,9 @@ func judge(rep *Report, sc Scenario, o Options, final *Sample) {
 		rep.Verdict = "fail: the broken ownership mode did not crash"
 	case rep.Crash != nil:
 		rep.Verdict = fmt.Sprintf("fail: crashed: %s after %d iterations", orDefault(rep.Crash.Signal, fmt.Sprintf("exit %d", rep.Crash.ExitCode)), rep.Crash.Iteration)
+		if rep.Crash.Diagnosis != "" {
+			rep.Verdict += ": " + rep.Crash.Diagnosis
+		}
 	case final == nil:
 		rep.Verdict = "fail: the child ended without a final report"
 	case final.Err != "":

@@ -81,6 +81,13 @@ func Plot(runs []*Report) string {
 			padL, top+ph+14, padL+pw, top+ph+14, t1)
 		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" fill="#555">%d iterations, GC %d (Go) / %d (Python), RSS slope %.2f MB/min</text>`,
 			padL+pw/2, top+ph+14, r.Iterations, r.GoGC, r.PyGC, r.RSS.SlopeMBPerMin)
+		// What the census saw grow, start to end: the first suspects of a leak.
+		switch {
+		case len(r.Census.Grew) > 0:
+			fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#c0392b">census grew: %s</text>`, padL, top+ph+28, html.EscapeString(clip(growthLine(r.Census.Grew, 4), 140)))
+		case r.Census.Start != nil && r.Census.End != nil:
+			fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#2e7d32">census: nothing grew from start to end</text>`, padL, top+ph+28)
+		}
 	}
 	b.WriteString("</svg>\n")
 	return b.String()
