@@ -44,9 +44,9 @@ type Options struct {
 	// the default file): a crash then says which callbacks and crossings
 	// led to it. DUET_CRASH_REPORT does the same without a rebuild.
 	CrashReport bool
-	// Census adds the census window (forensics.ShowCensus) as the app action
-	// "app.census" with the accelerator Ctrl+Shift+C; DUET_CENSUS=1 does the
-	// same without a rebuild.
+	// Census adds the census window (widgets.ShowCensus) as the app action
+	// "app.census" with the accelerator Ctrl+Shift+C, as GTK's inspector is
+	// on Ctrl+Shift+D; DUET_CENSUS=1 does the same without a rebuild.
 	Census bool
 }
 
@@ -150,12 +150,62 @@ func New(opts Options) (*App, error) {
 			return fmt.Errorf("app: the application is not a Gtk.Application: %w", err)
 		}
 		// One rule for Go handlers on every connect path (see widgets).
-		return widgets.InitGTK()
+		if err := widgets.InitGTK(); err != nil {
+			return err
+		}
+		if opts.Census || envOn("DUET_CENSUS") {
+			return a.AddAction("census", []string{"<Control><Shift>c"}, a.showCensus)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return a, nil
+}
+
+func envOn(name string) bool {
+	switch os.Getenv(name) {
+	case "1", "on", "true", "yes":
+		return true
+	}
+	return false
+}
+
+// showCensus opens the census window over the active window.
+func (a *App) showCensus() {
+	parent, err := a.py.CallMethod("get_active_window")
+	if err == nil && parent.IsNone() {
+		parent.Close()
+		parent = nil
+	}
+	if w, err := widgets.ShowCensus(parent); err != nil {
+		fmt.Fprintln(os.Stderr, "app: census:", err)
+	} else {
+		w.Close()
+	}
+	if parent != nil {
+		parent.Close()
+	}
+}
+
+// AddAction adds the application action "app.<name>" that runs fn when
+// activated (from a menu, a button's action-name, or one of accels, in
+// GTK's syntax such as "<Control>q").
+func (a *App) AddAction(name string, accels []string, fn func()) error {
+	return onMain("app.AddAction", func() error {
+		var b pygi.Block
+		act := b.Call(b.Import("gi.repository.Gio"), "SimpleAction.new", name, nil)
+		b.Call(act, "connect", "activate", func(_, _ *pygi.Object) { fn() })
+		b.Call(a.py, "add_action", act)
+		if len(accels) > 0 {
+			b.Call(a.py, "set_accels_for_action", "app."+name, accels)
+		}
+		if err := b.Err(); err != nil {
+			return fmt.Errorf("app: AddAction %q: %w", name, err)
+		}
+		return nil
+	})
 }
 
 // Main is the whole main function of a typical app:
@@ -421,6 +471,9 @@ func pythonExit(err error) (int, bool) {
 // shutdown runs after the loop, on the main thread. See Run for the order.
 func (a *App) shutdown() error {
 	eventloop.CancelTimers()
+	if err := widgets.CloseCensus(); err != nil {
+		fmt.Fprintln(os.Stderr, "app: closing the census window:", err)
+	}
 	// Destroy what is left while Python is alive: destroying a window runs
 	// its signal handlers' destroy notifications, which touch Python.
 	if ws, err := a.Windows(); err == nil {

@@ -42,6 +42,24 @@ var children = map[string]func() int{
 		}))
 		return a.Run(prog)
 	},
+	// The census window on its action and accelerator (app.Options.Census,
+	// or DUET_CENSUS=1 with Census unset).
+	"census": func() int {
+		a := mustNew(app.Options{ID: "org.duet.Census", NonUnique: true, Census: os.Getenv("DUET_CENSUS") == ""})
+		must(a.OnActivate(func() {
+			pyWindow(a, "an app")
+			accels, err := a.Python().CallMethod("get_accels_for_action", "app.census")
+			must(err)
+			fmt.Println("accels:", accels)
+			_, err = a.Python().CallMethod("activate_action", "census", nil)
+			must(err)
+			titles, err := pygi.Eval("sorted(w.get_title() for w in __import__('gi.repository.Gtk', fromlist=['Gtk']).Window.list_toplevels())", nil)
+			must(err)
+			fmt.Println("windows:", titles)
+			eventloop.After(100*time.Millisecond, a.Quit)
+		}))
+		return a.Run(prog)
+	},
 	"goroutine-quit": func() int {
 		a := mustNew(app.Options{ID: "org.duet.GoroutineQuit", NonUnique: true})
 		must(a.OnActivate(func() {
@@ -278,6 +296,16 @@ func TestBothSidesShareTheApplication(t *testing.T) {
 	assert.Contains(t, r.out, "made in Python")
 	assert.Contains(t, r.out, "same application: true")
 	assert.Empty(t, r.err)
+}
+
+func TestCensusAction(t *testing.T) {
+	for _, env := range []string{"", "1"} {
+		t.Setenv("DUET_CENSUS", env)
+		r := runChild(t, "census", nil)
+		require.Equal(t, 0, r.code, "stderr:\n%s", r.err)
+		assert.Contains(t, r.out, "accels: ['<Shift><Control>c']")
+		assert.Contains(t, r.out, "windows: ['an app', 'duet census']")
+	}
 }
 
 func TestCommandLineAndOrder(t *testing.T) {

@@ -30,11 +30,16 @@
 //	Both views       Python (the PyGObject object), Gtk (gotk4's)
 //	Handlers         OnActivate, OnStartup, OnShutdown, OnCommandLine
 //	Running          Run, RunContext, Quit, Hold, Release, Windows
+//	Actions          AddAction (app.<name>, with accelerators)
+//	Forensics        Options.CrashReport (crash reports, see package
+//	                 forensics), Options.Census (the census window on
+//	                 Ctrl+Shift+C; DUET_CENSUS=1 without a rebuild)
 //
 // Threads: New, Run and RunContext run on the main thread; Hold and Release
 // on the UI thread (elsewhere they return an error wrapping
 // eventloop.ErrNotMain). Quit, Python, Gtk, Windows and the On* handlers are
-// safe from any goroutine (Windows and On* hop to the loop when it runs).
+// safe from any goroutine (Windows, AddAction and On* hop to the loop when
+// it runs).
 //
 //	a, err := app.New(app.Options{ID: "org.example.Hello"})
 //	...

@@ -86,12 +86,16 @@
 //	                  and methods, checked by the compiler
 //	Lifetime          Track, Reap, WatchFinalize, WatchFinalizePy, Watch,
 //	                  ReadStats
+//	Census window     ShowCensus, CloseCensus: package forensics' live census
+//	                  as a window (app.Options.Census puts it on Ctrl+Shift+C);
+//	                  the GObjects table counts what Track and the watches see
 //
 // Threads: everything that touches GTK is UI-thread only and returns an
 // error wrapping eventloop.ErrNotMain elsewhere: ToGo, Cast, ToPython,
 // Call, the loaders, Module.New, Library, the Widget methods, DefineClass,
 // LoadUI, LoadUIFS, UI.Object,
-// NewLineChart, NewLogView, Points, Text, Track, Reap and InitGTK. Safe from
+// NewLineChart, NewLogView, Points, Text, Track, Reap, InitGTK,
+// ShowCensus and CloseCensus. Safe from
 // any goroutine: Pointer, WatchFinalize, WatchFinalizePy, ReadStats, Weak and
 // LineChart.Push, LogView.Log and Printf (batched onto the loop).
 package widgets

@@ -59,6 +59,8 @@ func TestUIThreadOnlyFromAGoroutine(t *testing.T) {
 		"widgets.Library":           func() error { _, err := widgets.Library(); return err },
 		"widgets.NewLineChart":      func() error { _, err := widgets.NewLineChart("t", "u", 10); return err },
 		"widgets.NewLogView":        func() error { _, err := widgets.NewLogView(10); return err },
+		"widgets.ShowCensus":        func() error { _, err := widgets.ShowCensus(nil); return err },
+		"widgets.CloseCensus":       widgets.CloseCensus,
 		"widgets.Module.New":        func() error { _, err := mod.New("Greeter", pygi.Kw{"name": "g"}); return err },
 		"widgets.LineChart.Points":  func() error { _, err := chart.Points("s"); return err },
 		"widgets.LogView.Text":      func() error { _, err := logv.Text(); return err },

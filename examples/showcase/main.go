@@ -36,12 +36,14 @@ import (
 var (
 	script     = flag.Bool("script", false, "click the toggle by program, then quit (with -screenshot, after the screenshot)")
 	screenshot = flag.String("screenshot", os.Getenv("DUET_SCREENSHOT"), "save a screenshot to this PNG once the window has drawn, then quit")
+	census     = flag.Bool("census", false, "open the census window at start (it is also on Ctrl+Shift+C and the Census button)")
 )
 
 func main() {
 	flag.Parse()
 	headless := *script || *screenshot != ""
-	a, err := app.New(app.Options{ID: "org.duet.Showcase", NonUnique: headless})
+	// Census: the live census window on Ctrl+Shift+C (see package forensics).
+	a, err := app.New(app.Options{ID: "org.duet.Showcase", NonUnique: headless, Census: true})
 	if err != nil {
 		fail(err)
 	}
@@ -108,6 +110,9 @@ func build(a *app.App) error {
 	// Layout, built in Go; the Python widgets go in through their Python side.
 	side := gtk.NewBox(gtk.OrientationVertical, 12)
 	side.Append(panel)
+	censusButton := gtk.NewButtonWithLabel("Census (Ctrl+Shift+C)")
+	censusButton.SetActionName("app.census")
+	side.Append(censusButton)
 	top := gtk.NewBox(gtk.OrientationHorizontal, 12)
 	vbox := gtk.NewBox(gtk.OrientationVertical, 12)
 	for _, m := range []func(int){vbox.SetMarginTop, vbox.SetMarginBottom, vbox.SetMarginStart, vbox.SetMarginEnd} {
@@ -141,6 +146,9 @@ func build(a *app.App) error {
 	logv.Printf("window built in Go; chart, toggle and log are Python widgets")
 	logv.Printf("Python %s", pyVersion())
 
+	if *census {
+		a.Python().CallMethod("activate_action", "census", nil)
+	}
 	if *script {
 		go func() {
 			for i := range 20 {
