@@ -25,6 +25,7 @@ import (
 	"github.com/diamondburned/gotk4/pkg/gtk/v4"
 
 	"github.com/duet-gtk/duet/callbacks"
+	"github.com/duet-gtk/duet/forensics"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -123,6 +124,10 @@ func run() error {
 			measure(t.createFree, 0, func() (float64, error) { return createFreeDuet(count(100000)) }),
 			measure(t.create, 0, func() (float64, error) { return createDuet(Gtk, count(100000)) }),
 			measure(t.create, 1, pyMode("create", 100000)),
+			measure(t.ring, 0, withRing(true, func() (float64, error) { return callDuet(count(1000000)) })),
+			measure(t.ring, 1, withRing(false, func() (float64, error) { return callDuet(count(1000000)) })),
+			measure(t.provenance, 0, withProvenance(true, func() (float64, error) { return createFreeDuet(count(100000)) })),
+			measure(t.provenance, 1, withProvenance(false, func() (float64, error) { return createFreeDuet(count(100000)) })),
 			func() error { return startup(progs["duet"], nil, t.start, t.rss, 0) },
 			func() error { return startup(*python, []string{script, "startup"}, t.start, t.rss, 1) },
 			func() error { return startup(progs["gotk4"], nil, t.start, t.rss, 2) },
@@ -233,6 +238,24 @@ func backDuet(n int) (float64, error) { return pyLoop("f()", n, pygi.Kw{"f": fun
 // *pygi.Object.
 func backObjDuet(n int) (float64, error) {
 	return pyLoop("f(x)", n, pygi.Kw{"f": func(*pygi.Object) {}, "x": []int{1}})
+}
+
+// withRing runs fn with the ring of crossings (crash reports) on or off.
+func withRing(on bool, fn func() (float64, error)) func() (float64, error) {
+	return func() (float64, error) {
+		forensics.EnableRing(on)
+		defer forensics.EnableRing(false)
+		return fn()
+	}
+}
+
+// withProvenance runs fn with callback provenance on or off.
+func withProvenance(on bool, fn func() (float64, error)) func() (float64, error) {
+	return func() (float64, error) {
+		forensics.SetProvenance(on)
+		defer forensics.SetProvenance(false)
+		return fn()
+	}
 }
 
 // createFreeDuet: a Go loop makes a callback and lets it go.

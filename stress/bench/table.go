@@ -51,6 +51,7 @@ func median(v []float64) float64 {
 // benchTable is every row make bench prints, in order.
 type benchTable struct {
 	emit, emitFloor, emitHandler, emitGotk4, call, call3, back, backObj, createFree, create, start, rss, invoke, idle *comparison
+	ring, provenance                                                                                                  *comparison   // forensics' costs
 	load                                                                                                              []*comparison // 0, 1, 2, 4 busy goroutines
 }
 
@@ -78,6 +79,10 @@ func newTable() *benchTable {
 			aim: "≤ 1 µs", sides: []string{"duet: Go callback"}},
 		create: &comparison{title: "callback create + connect + disconnect + free, a Go loop vs a Python loop (100 000)", unit: "ns/cycle",
 			aim: "≤ 1.0× the lambda", sides: []string{"duet: Go callback", "PyGObject: Python lambda"}},
+		ring: &comparison{title: "crash reports' ring of boundary crossings: the Go → Python call f() with the ring on vs off (1 000 000)", unit: "ns/call",
+			sides: []string{"duet: ring on", "ring off"}},
+		provenance: &comparison{title: "callback provenance: create + free with the creation site recorded vs not (100 000)", unit: "ns/cycle",
+			sides: []string{"duet: provenance on", "provenance off"}},
 		start: &comparison{title: "start-up to the first frame (window + button, whole process)", unit: "ms",
 			aim: "≤ 0.9× PyGObject", sides: []string{"duet app", "PyGObject script", "gotk4 program"}},
 		rss: &comparison{title: "peak RSS of the start-up programs", unit: "MB",
@@ -104,7 +109,7 @@ func newTable() *benchTable {
 
 func (t *benchTable) rows() []*comparison {
 	return append([]*comparison{t.emit, t.emitFloor, t.emitHandler, t.emitGotk4, t.call, t.call3, t.back, t.backObj, t.createFree, t.create,
-		t.start, t.rss, t.invoke}, append(t.load, t.idle)...)
+		t.ring, t.provenance, t.start, t.rss, t.invoke}, append(t.load, t.idle)...)
 }
 
 // render writes the table. Rows with one side show its median; rows with
