@@ -25,6 +25,43 @@ def make(cls, message, handle, stack):
     e.__go_error__ = handle
     e.go_stack = stack
     return e
+
+def make_async(start, name):
+    """A coroutine function over a Go async func (callbacks.Async): start
+    runs the Go func on a goroutine, which settles the future through the
+    loop's call_soon_threadsafe; start returns the hook that cancels its
+    context."""
+    import asyncio
+
+    async def call(*args):
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+
+        def settle(ok, value):  # from the goroutine
+            try:
+                loop.call_soon_threadsafe(_settle, fut, ok, value)
+            except RuntimeError:
+                pass  # the loop closed: nobody awaits any more
+
+        cancel = start(settle, *args)
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            cancel()
+            raise
+        finally:
+            del cancel
+
+    call.__name__ = call.__qualname__ = name
+    return call
+
+def _settle(fut, ok, value):
+    if fut.done():
+        return
+    if ok:
+        fut.set_result(value)
+    else:
+        fut.set_exception(value)
 `
 
 var exc struct {

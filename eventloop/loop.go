@@ -103,6 +103,18 @@ func Drive(ctx context.Context, run func(), quit func()) error {
 	if err := installExceptionHooks(); err != nil {
 		return err
 	}
+	closeAsyncio, err := startAsyncio()
+	if err != nil {
+		return err
+	}
+	var asyncioClosed bool
+	stopAsyncio := func() {
+		if !asyncioClosed {
+			asyncioClosed = true
+			closeAsyncio()
+		}
+	}
+	defer stopAsyncio() // an early return below
 	// GTK objects must be finalised on this thread: Python references are
 	// released here, and Python's cycle collector runs here too.
 	stopped := make(chan struct{})
@@ -141,6 +153,9 @@ func Drive(ctx context.Context, run func(), quit func()) error {
 	// Work queued before the loop started runs first.
 	capi.LoopPost()
 	run()
+	// asyncio's end, as asyncio.run's: the tasks left are cancelled and
+	// given a bounded time to finish, with the context still iterated.
+	stopAsyncio()
 	// Release what Go dropped while the loop ran, before anyone finalises.
 	drainReleases()
 	return cause

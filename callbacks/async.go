@@ -1,0 +1,192 @@
+package callbacks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"runtime/debug"
+
+	"github.com/duet-gtk/duet/internal/bridge"
+	"github.com/duet-gtk/duet/internal/lifetime"
+	"github.com/duet-gtk/duet/pygi"
+)
+
+var (
+	ctxType = reflect.TypeFor[context.Context]()
+	errType = reflect.TypeFor[error]()
+	objType = reflect.TypeFor[*pygi.Object]()
+)
+
+// Async makes fn, a func(ctx context.Context, args...) returning (T,
+// error), error, T or nothing, into a Python coroutine function: awaiting
+// it (on the duet loop, where asyncio runs; see package eventloop) runs fn
+// on a goroutine of its own, and the await's value is fn's result. A
+// returned error raises GoError, a panic GoPanic, as for any callback.
+// Cancelling the awaiting task cancels ctx (fn decides when to stop; the
+// task does not wait for it). The arguments are converted as for New,
+// before the goroutine starts; *pygi.Object arguments are fn's to keep.
+//
+// The coroutine function is owned by Python like every callback: it, and
+// what fn captured, live as long as Python holds it. Each await holds one
+// more callback (the cancel hook) until it ends.
+func Async(fn any, opts ...Option) (*pygi.Object, error) {
+	fv := reflect.ValueOf(fn)
+	if !fv.IsValid() || fv.Kind() != reflect.Func || fv.IsNil() {
+		return nil, fmt.Errorf("callbacks: Async wants a non-nil func, got %T", fn)
+	}
+	ft := fv.Type()
+	if ft.NumIn() == 0 || ft.In(0) != ctxType {
+		return nil, fmt.Errorf("callbacks: Async wants a func whose first parameter is a context.Context, got %s", ft)
+	}
+	split, err := asyncResults(ft)
+	if err != nil {
+		return nil, err
+	}
+	var cfg config
+	cfg.name, _ = funcName(fv)
+	for _, o := range opts {
+		o(&cfg)
+	}
+	name := cfg.name
+	in := []reflect.Type{objType}
+	for i := 1; i < ft.NumIn(); i++ {
+		in = append(in, ft.In(i))
+	}
+	startType := reflect.FuncOf(in, []reflect.Type{objType, errType}, ft.IsVariadic())
+	start := reflect.MakeFunc(startType, func(args []reflect.Value) []reflect.Value {
+		cancelCb, err := startAsync(fv, name, split, args)
+		if err != nil {
+			return []reflect.Value{reflect.Zero(objType), reflect.ValueOf(&err).Elem()}
+		}
+		return []reflect.Value{reflect.ValueOf(cancelCb), reflect.Zero(errType)}
+	})
+	startCb, err := newCallback(start.Interface(), false, append([]Option{Name(name)}, opts...), captureSite(2))
+	if err != nil {
+		return nil, err
+	}
+	defer startCb.Close()
+	m, err := excModule()
+	if err != nil {
+		return nil, err
+	}
+	return m.CallMethod("make_async", startCb, name)
+}
+
+// asyncResults checks fn's results and returns how to read them.
+func asyncResults(ft reflect.Type) (func([]reflect.Value) (any, error), error) {
+	errOf := func(v reflect.Value) error {
+		if v.IsNil() {
+			return nil
+		}
+		return v.Interface().(error)
+	}
+	switch {
+	case ft.NumOut() == 0:
+		return func([]reflect.Value) (any, error) { return nil, nil }, nil
+	case ft.NumOut() == 1 && ft.Out(0) == errType:
+		return func(out []reflect.Value) (any, error) { return nil, errOf(out[0]) }, nil
+	case ft.NumOut() == 1:
+		return func(out []reflect.Value) (any, error) { return out[0].Interface(), nil }, nil
+	case ft.NumOut() == 2 && ft.Out(1) == errType:
+		return func(out []reflect.Value) (any, error) { return out[0].Interface(), errOf(out[1]) }, nil
+	}
+	return nil, fmt.Errorf("callbacks: Async wants results (T, error), error, T or none, got %s", ft)
+}
+
+// startAsync runs inside the start callback (with the GIL): args[0] is the
+// settle function, the rest fn's arguments. It starts fn on a goroutine and
+// returns the cancel hook.
+func startAsync(fv reflect.Value, name string, split func([]reflect.Value) (any, error), args []reflect.Value) (*pygi.Object, error) {
+	// Arguments are lent for the duration of the call: keep what outlives it.
+	settle, err := args[0].Interface().(*pygi.Object).Clone()
+	if err != nil {
+		return nil, err
+	}
+	call := []reflect.Value{{}}
+	for _, a := range args[1:] {
+		if a.Type() == objType && !a.IsNil() {
+			c, err := a.Interface().(*pygi.Object).Clone()
+			if err != nil {
+				settle.Close()
+				return nil, err
+			}
+			a = reflect.ValueOf(c)
+		}
+		call = append(call, a)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	call[0] = reflect.ValueOf(ctx)
+	cancelCb, err := newCallback(func() { cancel() }, false, []Option{Name(name + ".cancel")}, site{})
+	if err != nil {
+		cancel()
+		settle.Close()
+		return nil, err
+	}
+	go func() {
+		defer cancel()
+		defer settle.Close()
+		var value any
+		err := func() (err error) {
+			defer func() {
+				if p := recover(); p != nil {
+					err = &pygi.PanicError{Where: "Go async func " + name, Value: p, Stack: string(debug.Stack())}
+				}
+			}()
+			var out []reflect.Value
+			if fv.Type().IsVariadic() {
+				out = fv.CallSlice(call)
+			} else {
+				out = fv.Call(call)
+			}
+			value, err = split(out)
+			return err
+		}()
+		if err != nil {
+			exc, xerr := goException(err)
+			if xerr != nil {
+				return // Python is gone (or going): nobody awaits any more
+			}
+			defer exc.Close()
+			if r, err := settle.Call(false, exc); err == nil {
+				r.Close()
+			}
+			return
+		}
+		r, err := settle.Call(true, value)
+		if err != nil && !errors.Is(err, pygi.ErrFinalized) {
+			// The value could not become Python: the await raises that.
+			if exc, xerr := goException(fmt.Errorf("callbacks: the result of %s: %w", name, err)); xerr == nil {
+				if r2, err := settle.Call(false, exc); err == nil {
+					r2.Close()
+				}
+				exc.Close()
+			}
+			return
+		}
+		if r != nil {
+			r.Close()
+		}
+	}()
+	return cancelCb, nil
+}
+
+// goException builds the GoError (GoPanic for a panic) instance carrying
+// err, as a callback returning err would raise it.
+func goException(err error) (*pygi.Object, error) {
+	cls := "GoError"
+	msg, stack := err.Error(), ""
+	var p *pygi.PanicError
+	if errors.As(err, &p) {
+		cls, msg, stack = "GoPanic", p.Error()+"\n\nGo stack:\n"+p.Stack, p.Stack
+	}
+	if err := lifetime.Enter(); err != nil {
+		return nil, err
+	}
+	ref, ok := makeGoException(cls, msg, stack, err)
+	lifetime.Exit()
+	if !ok {
+		return nil, fmt.Errorf("callbacks: cannot make the Python exception for %v", err)
+	}
+	return bridge.WrapOwned(ref).(*pygi.Object), nil
+}
