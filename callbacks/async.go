@@ -95,11 +95,11 @@ func asyncResults(ft reflect.Type) (func([]reflect.Value) (any, error), error) {
 }
 
 // startAsync runs inside the start callback (with the GIL): args[0] is the
-// settle function, the rest fn's arguments. It starts fn on a goroutine and
-// returns the cancel hook.
+// future to settle, the rest fn's arguments. It starts fn on a goroutine
+// and returns the cancel hook.
 func startAsync(fv reflect.Value, name string, split func([]reflect.Value) (any, error), args []reflect.Value) (*pygi.Object, error) {
 	// Arguments are lent for the duration of the call: keep what outlives it.
-	settle, err := args[0].Interface().(*pygi.Object).Clone()
+	fut, err := args[0].Interface().(*pygi.Object).Clone()
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +108,7 @@ func startAsync(fv reflect.Value, name string, split func([]reflect.Value) (any,
 		if a.Type() == objType && !a.IsNil() {
 			c, err := a.Interface().(*pygi.Object).Clone()
 			if err != nil {
-				settle.Close()
+				fut.Close()
 				return nil, err
 			}
 			a = reflect.ValueOf(c)
@@ -120,12 +120,11 @@ func startAsync(fv reflect.Value, name string, split func([]reflect.Value) (any,
 	cancelCb, err := newCallback(func() { cancel() }, false, []Option{Name(name + ".cancel")}, site{})
 	if err != nil {
 		cancel()
-		settle.Close()
+		fut.Close()
 		return nil, err
 	}
 	go func() {
 		defer cancel()
-		defer settle.Close()
 		var value any
 		err := func() (err error) {
 			defer func() {
@@ -142,33 +141,43 @@ func startAsync(fv reflect.Value, name string, split func([]reflect.Value) (any,
 			value, err = split(out)
 			return err
 		}()
-		if err != nil {
-			exc, xerr := goException(err)
-			if xerr != nil {
-				return // Python is gone (or going): nobody awaits any more
-			}
-			defer exc.Close()
-			if r, err := settle.Call(false, exc); err == nil {
-				r.Close()
-			}
-			return
-		}
-		r, err := settle.Call(true, value)
-		if err != nil && !errors.Is(err, pygi.ErrFinalized) {
-			// The value could not become Python: the await raises that.
-			if exc, xerr := goException(fmt.Errorf("callbacks: the result of %s: %w", name, err)); xerr == nil {
-				if r2, err := settle.Call(false, exc); err == nil {
-					r2.Close()
-				}
-				exc.Close()
-			}
-			return
-		}
-		if r != nil {
-			r.Close()
-		}
+		// Settled on the loop's thread, where the future lives (through the
+		// loop when it runs; here when it has stopped: nobody awaits then).
+		lifetime.OnUI(func() error {
+			defer fut.Close()
+			settle(fut, name, value, err)
+			return nil
+		})
 	}()
 	return cancelCb, nil
+}
+
+// settle sets the future's result, or its exception for err.
+func settle(fut *pygi.Object, name string, value any, err error) {
+	m, merr := excModule()
+	if merr != nil {
+		return
+	}
+	if err == nil {
+		r, cerr := m.CallMethod("settle", fut, true, value)
+		if cerr == nil {
+			r.Close()
+			return
+		}
+		if errors.Is(cerr, pygi.ErrFinalized) {
+			return
+		}
+		// The value could not become Python: the await raises that.
+		err = fmt.Errorf("callbacks: the result of %s: %w", name, cerr)
+	}
+	exc, xerr := goException(err)
+	if xerr != nil {
+		return // Python is gone (or going): nobody awaits any more
+	}
+	defer exc.Close()
+	if r, err := m.CallMethod("settle", fut, false, exc); err == nil {
+		r.Close()
+	}
 }
 
 // goException builds the GoError (GoPanic for a panic) instance carrying

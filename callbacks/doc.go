@@ -35,6 +35,15 @@
 // blocking on other goroutines that need Python is not: wrap such waits in
 // pygi.WithoutGIL.
 //
+// # Coroutines
+//
+// Async makes a func(ctx context.Context, args...) (T, error) a Python
+// coroutine function: awaiting it on the duet loop (where asyncio runs,
+// see package eventloop) runs the func on a goroutine of its own, without
+// the GIL, and the await returns its result or raises GoError/GoPanic;
+// cancelling the awaiting task cancels ctx. The coroutine function is a
+// callback like any other, owned by Python.
+//
 // # Signals
 //
 // Connect connects a Go function to a GObject signal through duet's own
@@ -61,7 +70,8 @@
 //
 //	Making callbacks   New, NewMethod; options Name, Doc, Params, Module,
 //	                   WithOwnership
-//	Signals            Connect (duet's own closure)
+//	Signals            Connect (duet's own closure), Disconnect
+//	Coroutines         Async (a Go func Python awaits)
 //	Ownership          PythonOwned (the product), GoOwnedBroken (the
 //	                   classic crash, on purpose, for the stress harness)
 //	Counting           ReadStats, Stats (created, freed, live)

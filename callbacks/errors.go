@@ -28,22 +28,14 @@ def make(cls, message, handle, stack):
 
 def make_async(start, name):
     """A coroutine function over a Go async func (callbacks.Async): start
-    runs the Go func on a goroutine, which settles the future through the
-    loop's call_soon_threadsafe; start returns the hook that cancels its
-    context."""
+    runs the Go func on a goroutine, which settles the future on the loop
+    (duet's Invoke, not call_soon_threadsafe: no GIL taken off the UI
+    thread, no self-pipe); start returns the hook that cancels its context."""
     import asyncio
 
     async def call(*args):
-        loop = asyncio.get_running_loop()
-        fut = loop.create_future()
-
-        def settle(ok, value):  # from the goroutine
-            try:
-                loop.call_soon_threadsafe(_settle, fut, ok, value)
-            except RuntimeError:
-                pass  # the loop closed: nobody awaits any more
-
-        cancel = start(settle, *args)
+        fut = asyncio.get_running_loop().create_future()
+        cancel = start(fut, *args)
         try:
             return await fut
         except asyncio.CancelledError:
@@ -55,9 +47,9 @@ def make_async(start, name):
     call.__name__ = call.__qualname__ = name
     return call
 
-def _settle(fut, ok, value):
-    if fut.done():
-        return
+def settle(fut, ok, value):
+    if fut.done() or fut.get_loop().is_closed():
+        return  # cancelled, or nobody awaits any more
     if ok:
         fut.set_result(value)
     else:

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/pygi"
 )
 
 func percentile(d []time.Duration, p float64) time.Duration {
@@ -67,4 +69,44 @@ func BenchmarkInterval100Hz(b *testing.B) {
 	}
 	b.ReportMetric(float64(percentile(dev, 0.5).Nanoseconds())/1000, "µs-jitter-median")
 	b.ReportMetric(float64(percentile(dev, 0.99).Nanoseconds())/1000, "µs-jitter-p99")
+}
+
+// The round trip of one await, from a Python coroutine on the loop: a
+// trivial Go async func (a goroutine, and the result back through
+// call_soon_threadsafe) next to asyncio.sleep(0) (one loop iteration).
+func BenchmarkAwaitRoundTrip(b *testing.B) {
+	var g *pygi.Object
+	err := eventloop.InvokeWait(context.Background(), func() error {
+		one, err := callbacks.Async(func(ctx context.Context) int { return 1 })
+		if err != nil {
+			return err
+		}
+		var blk pygi.Block
+		g = blk.Globals(pygi.Kw{"one": one})
+		blk.Exec(`
+import asyncio
+async def go_async(n):
+    for _ in range(n):
+        await one()
+async def sleep0(n):
+    for _ in range(n):
+        await asyncio.sleep(0)
+`, g)
+		return blk.Err()
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, name := range []string{"go_async", "sleep0"} {
+		b.Run(name, func(b *testing.B) {
+			fn, err := g.Item(name)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			if _, err := eventloop.Await(context.Background(), fn, b.N); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
 }

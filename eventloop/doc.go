@@ -68,6 +68,30 @@
 // runner, such as g_application_run, be the loop (package app uses it).
 // Neither finalises Python: that is for their caller, after they return.
 //
+// # asyncio
+//
+// While the loop runs, the UI thread's running asyncio loop is driven by
+// it: asyncio.get_running_loop() in a signal handler, a GLib source or an
+// Invoke returns a GLibEventLoop (asyncio's selector loop whose file
+// descriptors GLib polls and whose iterations a GSource runs), so
+// create_task, timers, call_soon_threadsafe, run_in_executor, sockets,
+// subprocesses (each watched through a pidfd, no watcher thread) and
+// add_signal_handler work as asyncio documents, with no second loop and no
+// thread of duet's. It starts when the program first imports asyncio (a
+// program that never does pays nothing) and ends with the loop as
+// asyncio.run ends: the tasks left are cancelled and get AsyncioGrace to
+// finish, then async generators and the default executor are shut down.
+// Outside a running loop, asyncio.run works as in python3; inside it,
+// asyncio.run and run_until_complete raise, as they do inside any running
+// asyncio loop, and loop.stop() does nothing (Quit stops the loop). An
+// exception nobody retrieves goes to sys.excepthook, so to
+// OnPythonException, with asyncio's description as a note.
+//
+// Go awaits Python with Await (or StartTask and Task.Wait): the coroutine
+// runs as a task on the loop, its exception arrives as a *pygi.Error, and
+// a context that ends first cancels the task. Python awaits Go through
+// callbacks.Async.
+//
 // # API
 //
 //	Running the loop     Run, Drive, Quit, Running, Flush (UI thread, no loop)
@@ -79,6 +103,8 @@
 //	Reporting            OnPythonException, SetPanicHandler (panics in loop
 //	                     work arrive as *pygi.PanicError), SignalError
 //	Signals              SetSignalGrace
+//	asyncio              Await, StartTask, Task (Wait, Cancel, Done),
+//	                     AsyncioGrace, ErrNotRunning
 //	Python's output      RouteLogs (warnings, logging's last resort,
 //	                     unraisable exceptions, GLib/GTK messages -> slog)
 //
