@@ -140,3 +140,14 @@ func TestShowcaseScriptedWithScreenshot(t *testing.T) {
 	assert.Empty(t, errOut)
 	checkScreenshot(t, path, "showcase-test.png")
 }
+
+// Quotes: asyncio in a Python widget, awaiting a Go func, awaited by Go.
+func TestQuotes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "quotes.png")
+	out, errOut := run(t, "quotes", "-script", "-screenshot", path)
+	assert.Contains(t, out, "Errors are values.  (score 3)")
+	assert.Contains(t, out, "fetched 5 quotes")
+	assert.Contains(t, out, "the button fetched 5 quotes")
+	assert.Empty(t, errOut)
+	checkScreenshot(t, path, "quotes.png")
+}
