@@ -259,6 +259,11 @@ def not_a_coroutine():
 		require.NoError(t, err)
 		_, err = eventloop.StartTask(fn)
 		assert.ErrorContains(t, err, "not an awaitable")
+		// Waiting on the UI thread would wait for the thread itself.
+		task, err := eventloop.StartTask(main, "ok", 1)
+		require.NoError(t, err)
+		_, err = task.Wait(context.Background())
+		assert.ErrorContains(t, err, "on the UI thread")
 	})
 }
 
@@ -406,6 +411,9 @@ func init() {
 		g, err := pygi.NewGlobals()
 		if err != nil {
 			return err
+		}
+		if _, err := eventloop.Await(context.Background(), g); !errors.Is(err, eventloop.ErrNotRunning) {
+			return fmt.Errorf("Await with no loop: want ErrNotRunning, got %v", err)
 		}
 		if err := pygi.Exec(`
 import asyncio, sys
