@@ -82,7 +82,7 @@ func TestEveryScenarioRunsClean(t *testing.T) {
 	t.Log(out)
 	require.Equal(t, harness.ExitOK, code, out)
 	s := report(t, dir)
-	require.Len(t, s.Runs, 5)
+	require.Len(t, s.Runs, 6)
 	for _, r := range s.Runs {
 		assert.True(t, r.OK, "%s: %s", r.Scenario, r.Verdict)
 		assert.Nil(t, r.Crash, r.Scenario)

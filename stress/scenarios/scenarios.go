@@ -37,6 +37,8 @@ func All() []harness.Scenario {
 			Description: "goroutines and Python threads calling Python and Go while the UI emits signals handled in Go"},
 		{Name: "shared", NeedsDisplay: true, Run: Shared,
 			Description: "widgets crossing between gotk4 and PyGObject, in windows created and destroyed"},
+		{Name: "asyncio", NeedsDisplay: true, CanCrashBroken: true, Run: Asyncio,
+			Description: "asyncio on the duet loop: Python awaiting Go async funcs made every round, tasks cancelled, Go awaiting Python"},
 		{Name: "exit", Run: Exit,
 			Description: "short processes that use Python from several goroutines and exit"},
 	}
