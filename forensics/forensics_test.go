@@ -126,8 +126,21 @@ func TestCrossingsRecordTheBoundary(t *testing.T) {
 	r, err = l.CallMethod("sort")
 	require.NoError(t, err)
 	r.Close()
+	require.NoError(t, pygi.Exec(`
+from gi.repository import GObject
+class RingEmitter(GObject.Object):
+    __gsignals__ = {"ping": (GObject.SignalFlags.RUN_LAST, None, ())}
+emitter = RingEmitter()
+`, g))
+	emitter, err := g.Item("emitter")
+	require.NoError(t, err)
+	_, err = callbacks.Connect(emitter, "ping", func() {}, false, callbacks.Name("on_ping"))
+	require.NoError(t, err)
+	r, err = emitter.CallMethod("emit", "ping")
+	require.NoError(t, err)
+	r.Close()
 
-	cs := forensics.Crossings(16)
+	cs := forensics.Crossings(24)
 	require.NotEmpty(t, cs)
 	var lines []string
 	for _, c := range cs {
@@ -137,6 +150,7 @@ func TestCrossingsRecordTheBoundary(t *testing.T) {
 	joined := strings.Join(lines, "\n")
 	assert.Contains(t, joined, "Python calls Go ring_probe")
 	assert.Contains(t, joined, "call list sort")
+	assert.Contains(t, joined, "signal calls Go on_ping ping builtins+RingEmitter", "the callback, the signal, the emitter's GType")
 	for i := 1; i < len(cs); i++ {
 		assert.Less(t, cs[i-1].Seq, cs[i].Seq, "oldest first")
 	}

@@ -133,6 +133,7 @@ extern int duet_ring_on;
 extern __thread void *duet_ring_cur;
 void duet_ring_record(const char *kind);
 void duet_ring_what(const char *a, const char *b, size_t blen);
+void duet_ring_more(const char *c); // appends " c"
 #define DUET_RING(kind)                                                           \
 	do {                                                                          \
 		if (__builtin_expect(__atomic_load_n(&duet_ring_on, __ATOMIC_RELAXED), 0)) \
@@ -143,6 +144,10 @@ void duet_ring_what(const char *a, const char *b, size_t blen);
 #define DUET_RING_WHAT(a, b, blen) \
 	do {                           \
 		if (duet_ring_cur) duet_ring_what(a, b, blen); \
+	} while (0)
+#define DUET_RING_MORE(c) \
+	do {                  \
+		if (duet_ring_cur) duet_ring_more(c); \
 	} while (0)
 
 // Freed callbacks: freed now, or kept in quarantine with every way in

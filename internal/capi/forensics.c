@@ -75,6 +75,14 @@ void duet_ring_what(const char *a, const char *b, size_t blen) {
 	}
 }
 
+void duet_ring_more(const char *c) {
+	ring_entry *e = duet_ring_cur;
+	if (!e || !c) return;
+	size_t at = strnlen(e->what, sizeof e->what - 1);
+	if (at) at = append(e->what, at, sizeof e->what, " ", 1);
+	append(e->what, at, sizeof e->what, c, SIZE_MAX);
+}
+
 // duet_ring_read copies up to max entries, oldest first, into out; for
 // tests and for Go's view of the ring (forensics.Crossings).
 int duet_ring_read(duet_crossing *out, int max) {

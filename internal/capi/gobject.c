@@ -310,6 +310,7 @@ static void closure_marshal(GClosure *closure, GValue *ret, guint n, const GValu
 		duet_callback_dead(cb, signame, inst ? G_OBJECT_TYPE_NAME(inst) : NULL, (uintptr_t)inst);
 	DUET_RING("signal calls Go");
 	if (cb) DUET_RING_WHAT(cb->def.ml_name, signame, SIZE_MAX);
+	if (inst) DUET_RING_MORE(G_OBJECT_TYPE_NAME(inst));
 	int k = c->nargs < 0 ? (int)n : c->nargs;
 	// The arguments are made here and owned here (objs); Go borrows them
 	// through slots that live for this call only, as in the trampoline.
