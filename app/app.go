@@ -12,6 +12,7 @@ import (
 
 	"github.com/diamondburned/gotk4/pkg/gtk/v4"
 
+	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/forensics"
 	"github.com/duet-gtk/duet/pygi"
@@ -195,8 +196,13 @@ func (a *App) showCensus() {
 func (a *App) AddAction(name string, accels []string, fn func()) error {
 	return onMain("app.AddAction", func() error {
 		var b pygi.Block
+		handler, err := callbacks.New(func(_, _ *pygi.Object) { fn() }, callbacks.Name("action_"+name))
+		if err != nil {
+			return err
+		}
+		defer handler.Close()
 		act := b.Call(b.Import("gi.repository.Gio"), "SimpleAction.new", name, nil)
-		b.Call(act, "connect", "activate", func(_, _ *pygi.Object) { fn() })
+		b.Call(act, "connect", "activate", handler)
 		b.Call(a.py, "add_action", act)
 		if len(accels) > 0 {
 			b.Call(a.py, "set_accels_for_action", "app."+name, accels)

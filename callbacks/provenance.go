@@ -48,12 +48,16 @@ var libraryPrefixes = []string{
 
 // created says where the callback was made: file:line of the user's call
 // site when provenance was on, else where its Go function was written.
+// duet's own callbacks (their function is in duet's library, as those
+// duet makes for itself, lazily, inside whatever call of yours came first)
+// say where duet wrote them.
 func (e *entry) created() string {
-	if e.site[0] != 0 {
+	f := runtime.FuncForPC(e.code)
+	if e.site[0] != 0 && (f == nil || !duetOwn(f.Name())) {
 		frames := runtime.CallersFrames(e.site[:])
 		for {
 			f, more := frames.Next()
-			if f.Function != "" && !stdlib(f.Function) && !slices.ContainsFunc(libraryPrefixes, func(p string) bool { return strings.HasPrefix(f.Function, p) }) {
+			if f.Function != "" && !stdlib(f.Function) && !library(f.Function) {
 				return fmt.Sprintf("%s:%d", shortFile(f.File), f.Line)
 			}
 			if !more {
@@ -61,12 +65,22 @@ func (e *entry) created() string {
 			}
 		}
 	}
-	f := runtime.FuncForPC(e.code)
 	if f == nil {
 		return "?"
 	}
 	file, line := f.FileLine(e.code)
 	return fmt.Sprintf("%s:%d", shortFile(file), line)
+}
+
+// duetOwn tells a function of duet's library (not its tests) from the
+// program's, and from reflect's stubs (callbacks.Async's).
+func duetOwn(function string) bool {
+	return strings.HasPrefix(function, "github.com/duet-gtk/duet/") && library(function) &&
+		!strings.Contains(function, "_test.")
+}
+
+func library(function string) bool {
+	return slices.ContainsFunc(libraryPrefixes, func(p string) bool { return strings.HasPrefix(function, p) })
 }
 
 // stdlib tells Go's own packages (no dot in the first path element) from
