@@ -3,7 +3,6 @@ package widgets
 import (
 	_ "embed"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/duet-gtk/duet/callbacks"
@@ -15,10 +14,7 @@ import (
 //go:embed census.py
 var censusSource string
 
-var censusHelper struct {
-	mu  sync.Mutex
-	mod *Module
-}
+var censusHelper = &helperModule{name: "duet_census", src: censusSource}
 
 // ShowCensus opens the census window, or raises the one already open: the
 // tables of forensics.TakeCensus (Go callbacks by name and creation site,
@@ -34,7 +30,7 @@ func ShowCensus(parent *pygi.Object) (*Widget, error) {
 	if err := eventloop.RequireMain("widgets.ShowCensus"); err != nil {
 		return nil, err
 	}
-	m, err := censusModule()
+	m, err := censusHelper.get()
 	if err != nil {
 		return nil, err
 	}
@@ -61,9 +57,7 @@ func CloseCensus() error {
 	if err := eventloop.RequireMain("widgets.CloseCensus"); err != nil {
 		return err
 	}
-	censusHelper.mu.Lock()
-	m := censusHelper.mod
-	censusHelper.mu.Unlock()
+	m := censusHelper.loaded()
 	if m == nil {
 		return nil
 	}
@@ -95,17 +89,4 @@ func censusTable() (map[string]any, error) {
 		"quarantined": c.Quarantined,
 		"at":          float64(c.At) / float64(time.Second),
 	}, nil
-}
-
-func censusModule() (*Module, error) {
-	censusHelper.mu.Lock()
-	defer censusHelper.mu.Unlock()
-	if censusHelper.mod == nil {
-		m, err := load("duet_census", censusSource, "<duet_census>")
-		if err != nil {
-			return nil, err
-		}
-		censusHelper.mod = m
-	}
-	return censusHelper.mod, nil
 }

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/pygi"
@@ -15,10 +14,7 @@ import (
 //go:embed ui.py
 var uiSource string
 
-var uiHelper struct {
-	mu  sync.Mutex
-	mod *Module
-}
+var uiHelper = &helperModule{name: "duet_ui", src: uiSource}
 
 // A UI is a GtkBuilder interface (a .ui file) whose signal handlers are Go
 // funcs: the way Gtk.Template works in PyGObject and CompositeTemplate in
@@ -44,7 +40,7 @@ func LoadUI(xml string, handlers map[string]any) (*UI, error) {
 	if err := hookConnect(); err != nil {
 		return nil, err
 	}
-	m, err := uiModule()
+	m, err := uiHelper.get()
 	if err != nil {
 		return nil, err
 	}
@@ -108,17 +104,4 @@ func (u *UI) Object(id string) (*Widget, error) {
 		return nil, fmt.Errorf("widgets: the interface has no object %q", id)
 	}
 	return &Widget{o}, nil
-}
-
-func uiModule() (*Module, error) {
-	uiHelper.mu.Lock()
-	defer uiHelper.mu.Unlock()
-	if uiHelper.mod == nil {
-		m, err := load("duet_ui", uiSource, "<duet_ui>")
-		if err != nil {
-			return nil, err
-		}
-		uiHelper.mod = m
-	}
-	return uiHelper.mod, nil
 }
