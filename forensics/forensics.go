@@ -22,11 +22,13 @@ import (
 // callback provenance. Safe to call again (to change the file).
 func EnableCrashReports(path string) (string, error) { return diag.EnableCrashReports(path) }
 
-// CrashReportPath is the report file, or "" when crash reports are off.
+// CrashReportPath is the report file, or "" when there is none (crash
+// reports off, or closed by CloseCrashReports).
 func CrashReportPath() string { return diag.CrashReportPath() }
 
 // CloseCrashReports is for a process that ends cleanly: an empty report
-// file is removed. app.Run and looptest.Main call it.
+// file is removed, and a crash after it reports to stderr only. app.Run,
+// looptest.Main and the stress harness call it.
 func CloseCrashReports() { diag.CloseCrashReports() }
 
 // SetProvenance turns the recording of callbacks' creation sites on or

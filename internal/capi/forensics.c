@@ -7,16 +7,16 @@
 // increment and a bounded copy; it is off until crash reports are on.
 //
 // The crash report: with crash reports on, Go is asked to crash (not just
-// exit) on a fatal error or a fatal signal in C code, which ends in
-// SIGABRT after the Go runtime has printed every goroutine (to stderr and
-// to the report file, through debug.SetCrashOutput). duet's SIGABRT
-// handler, installed after Go's and chaining to it, then appends the ring
-// and every Python thread's traceback (CPython's faulthandler dumper), and
-// hands the signal on. An abort() from C code (Py_FatalError, g_error)
-// takes the same handler first. See on_quit for why a crash ends there
-// rather than after the runtime's 10 s wait.
-// Everything in the handlers is async-signal-safe: write(2) and number
-// formatting by hand.
+// exit) on a fatal error or a fatal signal in C code, and to copy what it
+// prints (every goroutine) to the report file (debug.SetCrashOutput).
+// duet's part (the ring and every Python thread's traceback, written by
+// CPython's faulthandler dumper) follows Go's: for a fatal signal at the
+// runtime's first SIGQUIT relay, which ends the process (see on_quit); for
+// a fatal Go error in the SIGABRT the runtime ends with. An abort() from C
+// code (Py_FatalError, g_error, the use-after-free diagnosis) gets duet's
+// part first. The handlers are installed after Go's and chain to them.
+// Everything in them is async-signal-safe: write(2) and number formatting
+// by hand.
 #define Py_BUILD_CORE 1
 #include <Python.h>
 #include <internal/pycore_traceback.h>

@@ -55,7 +55,8 @@ func EnableCrashReports(path string) (string, error) {
 	return path, nil
 }
 
-// CrashReportPath is the report file, or "" when crash reports are off.
+// CrashReportPath is the report file, or "" when there is none (crash
+// reports off, or closed by CloseCrashReports).
 func CrashReportPath() string {
 	crash.mu.Lock()
 	defer crash.mu.Unlock()
@@ -63,7 +64,8 @@ func CrashReportPath() string {
 }
 
 // CloseCrashReports is for a clean end of the process: the report file is
-// removed if nothing was written to it. Crash reports stay on (to stderr).
+// removed if nothing was written to it, and from then on reports go to
+// stderr only.
 func CloseCrashReports() {
 	crash.mu.Lock()
 	defer crash.mu.Unlock()
@@ -71,7 +73,11 @@ func CloseCrashReports() {
 		return
 	}
 	if st, err := crash.file.Stat(); err == nil && st.Size() == 0 {
+		capi.InstallCrashHandler(-1, "")
+		debug.SetCrashOutput(nil, debug.CrashOptions{})
+		crash.file.Close()
 		os.Remove(crash.path)
+		crash.file, crash.path = nil, ""
 	}
 }
 
