@@ -117,7 +117,7 @@ func startAsync(fv reflect.Value, name string, split func([]reflect.Value) (any,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	call[0] = reflect.ValueOf(ctx)
-	cancelCb, err := newCallback(func() { cancel() }, false, []Option{Name(name + ".cancel")}, site{})
+	cancelCb, err := newCallback(func() { cancel() }, false, []Option{Name(name + ".cancel")}, nil)
 	if err != nil {
 		cancel()
 		fut.Close()

@@ -119,11 +119,11 @@ func NewMethod(fn any, opts ...Option) (*pygi.Object, error) {
 
 // entry is what a callback's handle designates: immutable after creation.
 type entry struct {
-	sig    *signature
+	sig    signature
 	name   string
 	handle uintptr
 	code   uintptr // the Go function's entry PC: where its code is, resolved only when shown
-	site   site    // the callers of New or Connect, with provenance on
+	site   *site   // the callers of New or Connect, with provenance on
 }
 
 // registry holds the live callbacks and the counters.
@@ -149,21 +149,28 @@ func releaseCallback(h uintptr) {
 
 // prepare checks fn and works out its adaptation and configuration; no
 // Python involved.
-func prepare(fn any, method bool, opts []Option) (*signature, config, uintptr, error) {
+func prepare(fn any, method bool, opts []Option) (signature, config, uintptr, error) {
 	cfg := config{method: method}
 	v := reflect.ValueOf(fn)
 	if !v.IsValid() || v.Kind() != reflect.Func || v.IsNil() {
-		return nil, cfg, 0, fmt.Errorf("callbacks: want a non-nil func, got %T", fn)
+		return signature{}, cfg, 0, fmt.Errorf("callbacks: want a non-nil func, got %T", fn)
 	}
 	cfg.name, cfg.module = funcName(v)
-	for _, o := range opts {
-		o(&cfg)
+	if len(opts) > 0 {
+		// Options see a heap copy, so that cfg itself stays on the stack
+		// for the common call without options.
+		c := new(config)
+		*c = cfg
+		for _, o := range opts {
+			o(c)
+		}
+		cfg = *c
 	}
 	sig, err := analyze(v, cfg)
 	return sig, cfg, v.Pointer(), err
 }
 
-func newCallback(fn any, method bool, opts []Option, where site) (*pygi.Object, error) {
+func newCallback(fn any, method bool, opts []Option, where *site) (*pygi.Object, error) {
 	sig, cfg, code, err := prepare(fn, method, opts)
 	if err != nil {
 		return nil, err
@@ -175,7 +182,8 @@ func newCallback(fn any, method bool, opts []Option, where site) (*pygi.Object, 
 	// The function's own code address says where the handler was written
 	// (a func literal: the line of its func keyword), at no cost here;
 	// walking the stack to the caller would cost ~150 ns a callback.
-	h := register(&entry{sig: sig, name: cfg.name, code: code, site: where})
+	e := &entry{sig: sig, name: cfg.name, code: code, site: where}
+	h := register(e)
 	flags := 0
 	if method {
 		flags |= capi.CallbackMethod
@@ -183,7 +191,7 @@ func newCallback(fn any, method bool, opts []Option, where site) (*pygi.Object, 
 	if cfg.ownership == GoOwnedBroken {
 		flags |= capi.CallbackBroken
 	}
-	ref, native, st, exc := capi.NewCallback(h, cfg.name, sig.doc(cfg), cfg.module, flags)
+	ref, native, st, exc := capi.NewCallback(h, cfg.name, e.sig.doc(cfg), cfg.module, flags)
 	if st != capi.OK {
 		releaseCallback(h) // a no-op if the capsule destructor already ran
 		return nil, bridge.NewError(exc)

@@ -50,8 +50,9 @@ func Connect(obj *pygi.Object, signal string, fn any, after bool, opts ...Option
 	if err != nil {
 		return 0, err
 	}
-	h := register(&entry{sig: sig, name: cfg.name, code: code, site: captureSite(2)})
-	id, st, exc := capi.ConnectNew(o, signal, h, cfg.name, sig.doc(cfg), cfg.module, after, nargsOf(sig))
+	e := &entry{sig: sig, name: cfg.name, code: code, site: captureSite(2)}
+	h := register(e)
+	id, st, exc := capi.ConnectNew(o, signal, h, cfg.name, e.sig.doc(cfg), cfg.module, after, nargsOf(&e.sig))
 	runtime.KeepAlive(obj)
 	switch st {
 	case capi.OK:
@@ -89,7 +90,7 @@ func connectCallback(obj *pygi.Object, signal string, cb *pygi.Object, after boo
 	if e == nil {
 		return 0, errors.New("callbacks: Connect: not a Go callback (want a Go func or a callback New made)")
 	}
-	id, st, exc := capi.ConnectNative(o, signal, c, after, nargsOf(e.sig))
+	id, st, exc := capi.ConnectNative(o, signal, c, after, nargsOf(&e.sig))
 	runtime.KeepAlive(obj)
 	runtime.KeepAlive(cb)
 	switch st {

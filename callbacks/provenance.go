@@ -26,10 +26,12 @@ type site [siteDepth]uintptr
 
 // captureSite records the callers above the public entry point; skip
 // counts the frames to leave out (captureSite's own included).
-func captureSite(skip int) (s site) {
-	if diag.Provenance() {
-		runtime.Callers(skip+1, s[:])
+func captureSite(skip int) *site {
+	if !diag.Provenance() {
+		return nil // the common case costs a nil pointer, not 64 bytes an entry
 	}
+	s := new(site)
+	runtime.Callers(skip+1, s[:])
 	return s
 }
 
@@ -53,7 +55,7 @@ var libraryPrefixes = []string{
 // say where duet wrote them.
 func (e *entry) created() string {
 	f := runtime.FuncForPC(e.code)
-	if e.site[0] != 0 && (f == nil || !duetOwn(f.Name())) {
+	if e.site != nil && (f == nil || !duetOwn(f.Name())) {
 		frames := runtime.CallersFrames(e.site[:])
 		for {
 			f, more := frames.Next()

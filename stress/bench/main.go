@@ -25,6 +25,7 @@ import (
 	"github.com/diamondburned/gotk4/pkg/gtk/v4"
 
 	"github.com/duet-gtk/duet/callbacks"
+	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/forensics"
 	"github.com/duet-gtk/duet/pygi"
 )
@@ -128,6 +129,8 @@ func run() error {
 			measure(t.ring, 1, withRing(false, func() (float64, error) { return callDuet(count(1000000)) })),
 			measure(t.provenance, 0, withProvenance(true, func() (float64, error) { return createFreeDuet(count(100000)) })),
 			measure(t.provenance, 1, withProvenance(false, func() (float64, error) { return createFreeDuet(count(100000)) })),
+			measure(t.await, 0, func() (float64, error) { return awaitDuet("go_async", count(10000)) }),
+			measure(t.await, 1, func() (float64, error) { return awaitDuet("sleep0", count(10000)) }),
 			func() error { return startup(progs["duet"], nil, t.start, t.rss, 0) },
 			func() error { return startup(*python, []string{script, "startup"}, t.start, t.rss, 1) },
 			func() error { return startup(progs["gotk4"], nil, t.start, t.rss, 2) },
@@ -238,6 +241,54 @@ func backDuet(n int) (float64, error) { return pyLoop("f()", n, pygi.Kw{"f": fun
 // *pygi.Object.
 func backObjDuet(n int) (float64, error) {
 	return pyLoop("f(x)", n, pygi.Kw{"f": func(*pygi.Object) {}, "x": []int{1}})
+}
+
+// awaitDuet runs the loop (asyncio runs on it only then) while a
+// goroutine awaits a Python coroutine that times n awaits of its kind.
+func awaitDuet(kind string, n int) (float64, error) {
+	var ns float64
+	var err error
+	go func() {
+		defer eventloop.Quit()
+		for !eventloop.Running() {
+			time.Sleep(time.Millisecond)
+		}
+		var fn *pygi.Object
+		err = eventloop.InvokeWait(context.Background(), func() error {
+			one, err := callbacks.Async(func(ctx context.Context) int { return 1 })
+			if err != nil {
+				return err
+			}
+			var b pygi.Block
+			g := b.Globals(pygi.Kw{"one": one})
+			b.Exec(`
+import asyncio, time
+async def go_async(n):
+    t = time.perf_counter_ns()
+    for _ in range(n):
+        await one()
+    return (time.perf_counter_ns() - t) / n
+async def sleep0(n):
+    t = time.perf_counter_ns()
+    for _ in range(n):
+        await asyncio.sleep(0)
+    return (time.perf_counter_ns() - t) / n
+`, g)
+			fn = b.Item(g, kind)
+			return b.Err()
+		})
+		if err != nil {
+			return
+		}
+		var r *pygi.Object
+		if r, err = eventloop.Await(context.Background(), fn, n); err == nil {
+			ns, err = r.Float()
+		}
+	}()
+	if rerr := eventloop.Run(context.Background()); rerr != nil {
+		return 0, rerr
+	}
+	return ns, err
 }
 
 // withRing runs fn with the ring of crossings (crash reports) on or off.

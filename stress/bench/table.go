@@ -51,7 +51,8 @@ func median(v []float64) float64 {
 // benchTable is every row make bench prints, in order.
 type benchTable struct {
 	emit, emitFloor, emitHandler, emitGotk4, call, call3, back, backObj, createFree, create, start, rss, invoke, idle *comparison
-	ring, provenance                                                                                                  *comparison   // forensics' costs
+	ring, provenance                                                                                                  *comparison // forensics' costs
+	await                                                                                                             *comparison
 	load                                                                                                              []*comparison // 0, 1, 2, 4 busy goroutines
 }
 
@@ -83,6 +84,8 @@ func newTable() *benchTable {
 			sides: []string{"duet: ring on", "ring off"}},
 		provenance: &comparison{title: "callback provenance: create + free with the creation site recorded vs not (100 000)", unit: "ns/cycle",
 			sides: []string{"duet: provenance on", "provenance off"}},
+		await: &comparison{title: "an await from a Python coroutine on the duet loop: a trivial Go async func (callbacks.Async) vs asyncio.sleep(0) (10 000)", unit: "ns/await",
+			sides: []string{"duet: Go async func", "asyncio.sleep(0)"}},
 		start: &comparison{title: "start-up to the first frame (window + button, whole process)", unit: "ms",
 			aim: "≤ 0.9× PyGObject", sides: []string{"duet app", "PyGObject script", "gotk4 program"}},
 		rss: &comparison{title: "peak RSS of the start-up programs", unit: "MB",
@@ -109,7 +112,7 @@ func newTable() *benchTable {
 
 func (t *benchTable) rows() []*comparison {
 	return append([]*comparison{t.emit, t.emitFloor, t.emitHandler, t.emitGotk4, t.call, t.call3, t.back, t.backObj, t.createFree, t.create,
-		t.ring, t.provenance, t.start, t.rss, t.invoke}, append(t.load, t.idle)...)
+		t.ring, t.provenance, t.await, t.start, t.rss, t.invoke}, append(t.load, t.idle)...)
 }
 
 // render writes the table. Rows with one side show its median; rows with
