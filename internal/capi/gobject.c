@@ -304,13 +304,18 @@ static void closure_marshal(GClosure *closure, GValue *ret, guint n, const GValu
 	}
 	Py_INCREF(fn);
 	duet_cb *cb = PyCapsule_GetPointer(PyCFunction_GET_SELF(fn), CB_CAPSULE);
-	GObject *inst = n > 0 && G_VALUE_HOLDS_OBJECT(&params[0]) ? g_value_get_object(&params[0]) : NULL;
-	const char *signame = hint ? g_signal_name(((GSignalInvocationHint *)hint)->signal_id) : NULL;
-	if (cb && (cb->flags & DUET_CB_DEAD))
-		duet_callback_dead(cb, signame, inst ? G_OBJECT_TYPE_NAME(inst) : NULL, (uintptr_t)inst);
+	// What forensics wants to know (the signal's name takes GLib's signal
+	// lock, the emitter's type a type check): looked up only when it is
+	// wanted, never on the plain path.
 	DUET_RING("signal calls Go");
-	if (cb) DUET_RING_WHAT(cb->def.ml_name, signame, SIZE_MAX);
-	if (inst) DUET_RING_MORE(G_OBJECT_TYPE_NAME(inst));
+	if ((cb && (cb->flags & DUET_CB_DEAD)) || duet_ring_cur) {
+		GObject *inst = n > 0 && G_VALUE_HOLDS_OBJECT(&params[0]) ? g_value_get_object(&params[0]) : NULL;
+		const char *signame = hint ? g_signal_name(((GSignalInvocationHint *)hint)->signal_id) : NULL;
+		if (cb && (cb->flags & DUET_CB_DEAD))
+			duet_callback_dead(cb, signame, inst ? G_OBJECT_TYPE_NAME(inst) : NULL, (uintptr_t)inst);
+		if (cb) DUET_RING_WHAT(cb->def.ml_name, signame, SIZE_MAX);
+		if (inst) DUET_RING_MORE(G_OBJECT_TYPE_NAME(inst));
+	}
 	int k = c->nargs < 0 ? (int)n : c->nargs;
 	// The arguments are made here and owned here (objs); Go borrows them
 	// through slots that live for this call only, as in the trampoline.
