@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/duet-gtk/duet/callbacks"
@@ -23,10 +24,51 @@ var asyncioSource string
 var AsyncioGrace = 2 * time.Second
 
 var aio struct {
-	once sync.Once
-	err  error
-	mod  *pygi.Object // the duet_asyncio module
+	once   sync.Once
+	err    error
+	mod    *pygi.Object // the duet_asyncio module
+	loaded atomic.Bool  // mod was loaded (the first import may be on any thread)
+
+	bootOnce sync.Once
+	bootErr  error
+	boot     *pygi.Object // the bootstrap's globals
 }
+
+// asyncioBoot is what runs when the loop starts: a finder that loads
+// asyncio.py (compiling it costs milliseconds of start-up) only when the
+// program imports asyncio, or the load now if it already has.
+const asyncioBoot = `
+import sys, _thread
+
+class DuetAsyncioFinder:
+    def find_spec(self, name, path=None, target=None):
+        if name != "asyncio":
+            return None
+        try:
+            sys.meta_path.remove(self)
+        except ValueError:
+            pass
+        m = load()
+        m.install(ui)
+        f = m._state["finder"]
+        return f.find_spec(name, path, target) if f is not None else None
+
+def boot():
+    global ui
+    ui = _thread.get_ident()
+    if "asyncio" in sys.modules:
+        load().install(ui)
+        return None
+    f = DuetAsyncioFinder()
+    sys.meta_path.insert(0, f)
+    return f
+
+def unboot(f):
+    try:
+        sys.meta_path.remove(f)
+    except ValueError:
+        pass
+`
 
 func asyncioModule() (*pygi.Object, error) {
 	aio.once.Do(func() {
@@ -36,6 +78,7 @@ func asyncioModule() (*pygi.Object, error) {
 			"exec(compile(src, '<duet asyncio>', 'exec'), m.__dict__)\nsys.modules['duet_asyncio'] = m\n", g)
 		aio.mod = b.Import("duet_asyncio")
 		aio.err = b.Err()
+		aio.loaded.Store(aio.err == nil)
 	})
 	return aio.mod, aio.err
 }
@@ -43,22 +86,33 @@ func asyncioModule() (*pygi.Object, error) {
 // startAsyncio runs on the UI thread when the loop starts; the function it
 // returns runs when the loop is about to return.
 func startAsyncio() (stop func(), err error) {
-	m, err := asyncioModule()
-	if err != nil {
+	aio.bootOnce.Do(func() {
+		var b pygi.Block
+		load := func() (*pygi.Object, error) { return asyncioModule() }
+		aio.boot = b.Globals(pygi.Kw{"load": load})
+		b.Exec(asyncioBoot, aio.boot)
+		aio.bootErr = b.Err()
+	})
+	if aio.bootErr != nil {
+		return nil, fmt.Errorf("eventloop: asyncio: %w", aio.bootErr)
+	}
+	var b pygi.Block
+	finder := b.Call(b.Item(aio.boot, "boot"), "")
+	if err := b.Err(); err != nil {
 		return nil, fmt.Errorf("eventloop: asyncio: %w", err)
 	}
-	r, err := m.CallMethod("install")
-	if err != nil {
-		return nil, fmt.Errorf("eventloop: asyncio: %w", err)
-	}
-	r.Close()
 	return func() {
-		r, err := m.CallMethod("uninstall", AsyncioGrace.Seconds())
-		if err != nil {
-			reportPanic(fmt.Sprintf("eventloop: closing the asyncio loop: %v", err), nil)
-			return
+		var b pygi.Block
+		if !finder.IsNone() {
+			b.Call(b.Item(aio.boot, "unboot"), "", finder)
 		}
-		r.Close()
+		if aio.loaded.Load() {
+			m, _ := asyncioModule()
+			b.Call(m, "uninstall", AsyncioGrace.Seconds())
+		}
+		if err := b.Err(); err != nil {
+			reportPanic(fmt.Sprintf("eventloop: closing the asyncio loop: %v", err), nil)
+		}
 	}, nil
 }
 
@@ -83,6 +137,13 @@ func StartTask(fn *pygi.Object, args ...any) (*Task, error) {
 	}
 	t := &Task{done: make(chan struct{})}
 	err := InvokeWait(context.Background(), func() error {
+		// The first use of asyncio may be this one: importing it starts
+		// the loop's asyncio (through the bootstrap's finder).
+		a, err := pygi.Import("asyncio")
+		if err != nil {
+			return err
+		}
+		a.Close()
 		m, err := asyncioModule()
 		if err != nil {
 			return err

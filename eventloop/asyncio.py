@@ -10,11 +10,12 @@
 # iteration of asyncio (_run_once) without blocking. No second loop, no
 # thread, no polling: an idle loop sleeps in GLib's poll.
 #
-# Nothing here is imported until the program imports asyncio: install()
-# only sets a finder that starts the loop right after asyncio is first
-# imported, so apps that never use asyncio pay nothing.
+# Nothing here is loaded until the program imports asyncio (eventloop's
+# bootstrap finder loads this module then), so apps that never use asyncio
+# pay nothing; install() then starts the loop right after asyncio's own
+# import.
+import _thread
 import sys
-import threading
 
 _state = {"loop": None, "finder": None, "running": False, "ui": None}
 
@@ -151,7 +152,7 @@ def _make_classes():
         def _attach(self):
             self._glib_source.loop = self
             self._glib_source.attach(GLib.MainContext.default())
-            self._thread_id = threading.get_ident()
+            self._thread_id = _thread.get_ident()
             self._old_agen_hooks = sys.get_asyncgen_hooks()
             sys.set_asyncgen_hooks(firstiter=self._asyncgen_firstiter_hook, finalizer=self._asyncgen_finalizer_hook)
             events._set_running_loop(self)
@@ -245,7 +246,7 @@ class _Finder:
 
             def exec_module(self, module):
                 exec_module(module)
-                if threading.get_ident() == _state["ui"]:
+                if _thread.get_ident() == _state["ui"]:
                     _start()
                 else:
                     # Imported on another thread: the UI thread starts the
@@ -264,10 +265,11 @@ def _start_once():
     return False
 
 
-def install():
-    """Called on the UI thread when the duet loop starts."""
+def install(ui):
+    """Called when the duet loop runs and the program imports asyncio (or
+    had); ui is the UI thread's identity."""
     _state["running"] = True
-    _state["ui"] = threading.get_ident()
+    _state["ui"] = ui
     if "asyncio" in sys.modules:
         _start()
     elif _state["finder"] is None:

@@ -477,6 +477,39 @@ print("after import:", type(asyncio.get_running_loop()).__name__)
 		})
 		return eventloop.Run(context.Background())
 	}
+	// Go awaiting a coroutine can be the program's first use of asyncio.
+	lifetimeChildren["asyncio-await-first"] = func() error {
+		g, err := pygi.NewGlobals()
+		if err != nil {
+			return err
+		}
+		if err := pygi.Exec("async def main(x):\n    return x + 1\n", g); err != nil {
+			return err
+		}
+		main, err := g.Item("main")
+		if err != nil {
+			return err
+		}
+		var runErr error
+		go func() {
+			defer eventloop.Quit()
+			for !eventloop.Running() {
+				time.Sleep(time.Millisecond)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			r, err := eventloop.Await(ctx, main, 41)
+			if err != nil {
+				runErr = err
+				return
+			}
+			fmt.Println("awaited:", r)
+		}()
+		if err := eventloop.Run(context.Background()); err != nil {
+			return err
+		}
+		return runErr
+	}
 	// An idle loop with asyncio in use (a listening server, a far timer)
 	// dispatches nothing: GLib sleeps in its poll.
 	lifetimeChildren["asyncio-idle"] = func() error {
@@ -529,6 +562,10 @@ func TestAsyncioIsLazyAndIdle(t *testing.T) {
 	require.Equal(t, 0, code, "stderr:\n%s", errOut)
 	assert.Contains(t, out, "imported at start: False")
 	assert.Contains(t, out, "after import: GLibEventLoop")
+
+	out, errOut, code = runLifetimeChild(t, "asyncio-await-first")
+	require.Equal(t, 0, code, "stderr:\n%s", errOut)
+	assert.Contains(t, out, "awaited: 42")
 
 	out, errOut, code = runLifetimeChild(t, "asyncio-idle")
 	require.Equal(t, 0, code, "stderr:\n%s", errOut)
