@@ -50,6 +50,13 @@ async def echo(x):
 // goroutine awaits Python coroutines, all under forced collections; at the
 // end the loop's shutdown cancels what is left.
 func Asyncio(env *harness.Env) error {
+	// Imported before the loop starts, so that the loop loads its asyncio
+	// support as it starts, before the census's mark: set-up, not growth.
+	aio, err := pygi.Import("asyncio")
+	if err != nil {
+		return err
+	}
+	aio.Close()
 	return runApp(env, "asyncio", func(a *app.App) (func(), error) {
 		makeAsync := func() (*pygi.Object, error) {
 			return callbacks.Async(func(ctx context.Context, n int) int { return n + 1 },
