@@ -122,7 +122,7 @@ var ErrNotRunning = errors.New("eventloop: the loop is not running")
 // A Task is a Python coroutine running as an asyncio task on the loop,
 // started from Go.
 type Task struct {
-	task *pygi.Object // the asyncio.Task; touched on the UI thread only
+	task *pygi.Object // the asyncio.Task, owned by this Task (released with it); used on the UI thread only
 	done chan struct{}
 	res  *pygi.Object
 	err  error

@@ -28,6 +28,8 @@ func Ring(max int) []Crossing {
 	if max <= 0 {
 		return nil
 	}
+	// C copies the entries into buf (Go memory holding no Go pointers);
+	// kind points at a C string literal, which lives as long as the program.
 	buf := make([]C.duet_crossing, max)
 	n := int(C.duet_ring_read(&buf[0], C.int(max)))
 	out := make([]Crossing, n)
@@ -40,8 +42,9 @@ func Ring(max int) []Crossing {
 }
 
 // InstallCrashHandler makes fd the report file (-1: stderr only), named
-// path on stderr, and puts the SIGABRT handler in place (once; later calls
-// change the file).
+// path on stderr, and puts duet's handlers for SIGABRT, SIGQUIT and the
+// fatal signals in place, chained to Go's (once; later calls change the
+// file). C copies path.
 func InstallCrashHandler(fd int, path string) bool {
 	cs := C.CString(path)
 	defer C.free(unsafe.Pointer(cs))
