@@ -52,7 +52,7 @@
 // instead of freeing it, so that a call into it stops with a diagnosis
 // instead of a bare SIGSEGV:
 //
-//	duet: use after free: callback on_click (scenarios.go:140), freed by
+//	duet: use after free: callback on_click (scenarios/scenarios.go:149), freed by
 //	the Go GC (GoOwnedBroken ownership) at 0.12 s, called from signal
 //	'clicked' of GtkButton 0x…
 //
