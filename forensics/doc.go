@@ -52,9 +52,9 @@
 // instead of freeing it, so that a call into it stops with a diagnosis
 // instead of a bare SIGSEGV:
 //
-//	duet: use after free: callback on_click (scenarios/scenarios.go:149), freed by
-//	the Go GC (GoOwnedBroken ownership) at 0.12 s, called from signal
-//	'clicked' of GtkButton 0x…
+//	duet: use after free: callback on_click (scenarios/scenarios.go:149),
+//	freed by the Go GC (GoOwnedBroken ownership) at 0.34 s, called from
+//	signal 'clicked' of GtkToggleButton 0x…
 //
 // and then aborts (with the crash report, when on). Only the broken
 // ownership mode or a bug frees a callback Python can still call.
