@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/duet-gtk/duet/forensics"
 )
 
 func TestSlope(t *testing.T) {
@@ -84,4 +86,29 @@ func TestPlotAndReport(t *testing.T) {
 	assert.Contains(t, string(b), "no samples")
 	_, err = os.Stat(js)
 	assert.NoError(t, err)
+}
+
+// The plot names what the census saw grow; the crash part of a child's
+// stderr is read into the report.
+func TestPlotMarksGrowthAndCrashPartsAreRead(t *testing.T) {
+	grew := &Report{Scenario: "leaky", Samples: []Sample{{T: 0, RSS: 1 << 20}, {T: 1, RSS: 2 << 20}},
+		Census: CensusSpan{Start: &forensics.Census{}, End: &forensics.Census{},
+			Grew: []forensics.Change{{Table: "gobjects", Name: "GtkLabel", From: 1, To: 13}}}}
+	clean := &Report{Scenario: "clean", Samples: grew.Samples,
+		Census: CensusSpan{Start: &forensics.Census{}, End: &forensics.Census{}}}
+	svg := Plot([]*Report{grew, clean})
+	assert.Contains(t, svg, "census grew: gobjects GtkLabel +12")
+	assert.Contains(t, svg, "census: nothing grew from start to end")
+
+	stderr := "noise\nduet: use after free: callback on_click (x.go:3), freed by Python at 1.00 s, called from Python\n\n" +
+		"=== duet crash report ===\nlast boundary crossings, oldest first (#, thread, kind, what):\n" +
+		"  #1 thread 7 (main)  call  list sort\n  #2 thread 7 (main)  Python calls Go  on_click\n" +
+		"Python threads (most recent call first):\n  File \"app.py\", line 3 in main\n" +
+		"the whole report is in /tmp/r.txt\n=== end of duet's part; ...\nSIGABRT: abort\n"
+	var c Crash
+	readDuetPart(&c, stderr)
+	assert.Equal(t, "callback on_click (x.go:3), freed by Python at 1.00 s, called from Python", c.Diagnosis)
+	assert.Equal(t, []string{"#1 thread 7 (main)  call  list sort", "#2 thread 7 (main)  Python calls Go  on_click"}, c.LastCrossings)
+	assert.Equal(t, `File "app.py", line 3 in main`, c.Python)
+	assert.True(t, strings.HasPrefix(crashText(stderr), "duet: use after free:"), "the crash text starts at duet's first line")
 }
