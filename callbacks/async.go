@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"reflect"
 	"runtime/debug"
+	"sync"
+	"sync/atomic"
 
 	"github.com/duet-gtk/duet/internal/bridge"
 	"github.com/duet-gtk/duet/internal/lifetime"
@@ -13,9 +15,10 @@ import (
 )
 
 var (
-	ctxType = reflect.TypeFor[context.Context]()
-	errType = reflect.TypeFor[error]()
-	objType = reflect.TypeFor[*pygi.Object]()
+	ctxType     = reflect.TypeFor[context.Context]()
+	errType     = reflect.TypeFor[error]()
+	objType     = reflect.TypeFor[*pygi.Object]()
+	uintptrType = reflect.TypeFor[uintptr]()
 )
 
 // Async makes fn, a func(ctx context.Context, args...) returning (T,
@@ -28,8 +31,9 @@ var (
 // before the goroutine starts; *pygi.Object arguments are fn's to keep.
 //
 // The coroutine function is owned by Python like every callback: it, and
-// what fn captured, live as long as Python holds it. Each await holds one
-// more callback (the cancel hook) until it ends.
+// what fn captured, live as long as Python holds it. It holds two
+// callbacks (NAME, which starts an await, and NAME.cancel); an await in
+// flight is an entry in a Go table, gone when its goroutine ends.
 func Async(fn any, opts ...Option) (*pygi.Object, error) {
 	fv := reflect.ValueOf(fn)
 	if !fv.IsValid() || fv.Kind() != reflect.Func || fv.IsNil() {
@@ -53,24 +57,47 @@ func Async(fn any, opts ...Option) (*pygi.Object, error) {
 	for i := 1; i < ft.NumIn(); i++ {
 		in = append(in, ft.In(i))
 	}
-	startType := reflect.FuncOf(in, []reflect.Type{objType, errType}, ft.IsVariadic())
+	startType := reflect.FuncOf(in, []reflect.Type{uintptrType, errType}, ft.IsVariadic())
 	start := reflect.MakeFunc(startType, func(args []reflect.Value) []reflect.Value {
-		cancelCb, err := startAsync(fv, name, split, args)
+		token, err := startAsync(fv, name, split, args)
 		if err != nil {
-			return []reflect.Value{reflect.Zero(objType), reflect.ValueOf(&err).Elem()}
+			return []reflect.Value{reflect.Zero(uintptrType), reflect.ValueOf(&err).Elem()}
 		}
-		return []reflect.Value{reflect.ValueOf(cancelCb), reflect.Zero(errType)}
+		return []reflect.Value{reflect.ValueOf(token), reflect.Zero(errType)}
 	})
-	startCb, err := newCallback(start.Interface(), false, append([]Option{Name(name)}, opts...), captureSite(2))
+	return makeAsync(start.Interface(), name, opts)
+}
+
+// makeAsync makes the two callbacks and the coroutine function over them.
+func makeAsync(start any, name string, opts []Option) (*pygi.Object, error) {
+	startCb, err := newCallback(start, false, append([]Option{Name(name)}, opts...), captureSite(3))
 	if err != nil {
 		return nil, err
 	}
 	defer startCb.Close()
+	cancelCb, err := newCallback(cancelAwait, false, []Option{Name(name + ".cancel")}, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer cancelCb.Close()
 	m, err := excModule()
 	if err != nil {
 		return nil, err
 	}
-	return m.CallMethod("make_async", startCb, name)
+	return m.CallMethod("make_async", startCb, cancelCb, name)
+}
+
+// awaits holds the cancel funcs of awaits in flight, by token.
+var awaits struct {
+	m    sync.Map // uintptr -> context.CancelFunc
+	next atomic.Uintptr
+}
+
+// cancelAwait is NAME.cancel: Python's task was cancelled while awaiting.
+func cancelAwait(token uintptr) {
+	if c, ok := awaits.m.Load(token); ok {
+		c.(context.CancelFunc)()
+	}
 }
 
 // asyncResults checks fn's results and returns how to read them.
@@ -96,12 +123,12 @@ func asyncResults(ft reflect.Type) (func([]reflect.Value) (any, error), error) {
 
 // startAsync runs inside the start callback (with the GIL): args[0] is the
 // future to settle, the rest fn's arguments. It starts fn on a goroutine
-// and returns the cancel hook.
-func startAsync(fv reflect.Value, name string, split func([]reflect.Value) (any, error), args []reflect.Value) (*pygi.Object, error) {
+// and returns the await's token for NAME.cancel.
+func startAsync(fv reflect.Value, name string, split func([]reflect.Value) (any, error), args []reflect.Value) (uintptr, error) {
 	// Arguments are lent for the duration of the call: keep what outlives it.
 	fut, err := args[0].Interface().(*pygi.Object).Clone()
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	call := []reflect.Value{{}}
 	for _, a := range args[1:] {
@@ -109,7 +136,7 @@ func startAsync(fv reflect.Value, name string, split func([]reflect.Value) (any,
 			c, err := a.Interface().(*pygi.Object).Clone()
 			if err != nil {
 				fut.Close()
-				return nil, err
+				return 0, err
 			}
 			a = reflect.ValueOf(c)
 		}
@@ -117,14 +144,13 @@ func startAsync(fv reflect.Value, name string, split func([]reflect.Value) (any,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	call[0] = reflect.ValueOf(ctx)
-	cancelCb, err := newCallback(func() { cancel() }, false, []Option{Name(name + ".cancel")}, nil)
-	if err != nil {
-		cancel()
-		fut.Close()
-		return nil, err
-	}
+	token := awaits.next.Add(1)
+	awaits.m.Store(token, cancel)
 	go func() {
-		defer cancel()
+		defer func() {
+			awaits.m.Delete(token)
+			cancel()
+		}()
 		var value any
 		err := func() (err error) {
 			defer func() {
@@ -149,7 +175,7 @@ func startAsync(fv reflect.Value, name string, split func([]reflect.Value) (any,
 			return nil
 		})
 	}()
-	return cancelCb, nil
+	return token, nil
 }
 
 // settle sets the future's result, or its exception for err.

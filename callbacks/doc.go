@@ -42,10 +42,8 @@
 // see package eventloop) runs the func on a goroutine of its own, without
 // the GIL, and the await returns its result or raises GoError/GoPanic;
 // cancelling the awaiting task cancels ctx. The coroutine function is a
-// callback like any other, owned by Python; each await in flight holds one
-// more (NAME.cancel in the census). A cancelled await's frame sits in a
-// reference cycle with its CancelledError, as in any asyncio program, so
-// that one is freed by Python's next collection, not at once.
+// callback like any other, owned by Python: it holds two (NAME and
+// NAME.cancel) for its life, and an await in flight costs no callback.
 //
 // # Signals
 //

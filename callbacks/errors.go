@@ -26,23 +26,22 @@ def make(cls, message, handle, stack):
     e.go_stack = stack
     return e
 
-def make_async(start, name):
+def make_async(start, cancel, name):
     """A coroutine function over a Go async func (callbacks.Async): start
     runs the Go func on a goroutine, which settles the future on the loop
     (duet's Invoke, not call_soon_threadsafe: no GIL taken off the UI
-    thread, no self-pipe); start returns the hook that cancels its context."""
+    thread, no self-pipe), and returns the await's token; cancel(token)
+    cancels the Go func's context."""
     import asyncio
 
     async def call(*args):
         fut = asyncio.get_running_loop().create_future()
-        cancel = start(fut, *args)
+        token = start(fut, *args)
         try:
             return await fut
         except asyncio.CancelledError:
-            cancel()
+            cancel(token)
             raise
-        finally:
-            del cancel
 
     call.__name__ = call.__qualname__ = name
     return call
@@ -64,22 +63,7 @@ var exc struct {
 
 func excModule() (*pygi.Object, error) {
 	exc.once.Do(func() {
-		g, err := pygi.NewGlobals()
-		if err != nil {
-			exc.err = err
-			return
-		}
-		defer g.Close()
-		if err := g.SetItem("src", excSource); err != nil {
-			exc.err = err
-			return
-		}
-		if err := pygi.Exec("import sys, types\nm = types.ModuleType('duet_callbacks')\n"+
-			"exec(compile(src, '<duet callbacks>', 'exec'), m.__dict__)\nsys.modules['duet_callbacks'] = m\n", g); err != nil {
-			exc.err = err
-			return
-		}
-		exc.mod, exc.err = pygi.Import("duet_callbacks")
+		exc.mod, exc.err = pygi.ExecModule("duet_callbacks", excSource, "<duet callbacks>")
 	})
 	return exc.mod, exc.err
 }

@@ -72,12 +72,7 @@ def unboot(f):
 
 func asyncioModule() (*pygi.Object, error) {
 	aio.once.Do(func() {
-		var b pygi.Block
-		g := b.Globals(pygi.Kw{"src": asyncioSource})
-		b.Exec("import sys, types\nm = types.ModuleType('duet_asyncio')\n"+
-			"exec(compile(src, '<duet asyncio>', 'exec'), m.__dict__)\nsys.modules['duet_asyncio'] = m\n", g)
-		aio.mod = b.Import("duet_asyncio")
-		aio.err = b.Err()
+		aio.mod, aio.err = pygi.ExecModule("duet_asyncio", asyncioSource, "<duet asyncio>")
 		aio.loaded.Store(aio.err == nil)
 	})
 	return aio.mod, aio.err
@@ -138,12 +133,15 @@ func StartTask(fn *pygi.Object, args ...any) (*Task, error) {
 	t := &Task{done: make(chan struct{})}
 	err := InvokeWait(context.Background(), func() error {
 		// The first use of asyncio may be this one: importing it starts
-		// the loop's asyncio (through the bootstrap's finder).
-		a, err := pygi.Import("asyncio")
-		if err != nil {
-			return err
+		// the loop's asyncio (through the bootstrap's finder). Once loaded,
+		// each loop start installs it.
+		if !aio.loaded.Load() {
+			a, err := pygi.Import("asyncio")
+			if err != nil {
+				return err
+			}
+			a.Close()
 		}
-		a.Close()
 		m, err := asyncioModule()
 		if err != nil {
 			return err

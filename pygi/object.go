@@ -541,6 +541,38 @@ func ExecFile(src, filename string, globals *Object) error {
 	return err
 }
 
+// ExecModule runs src as a new module called name (filename in its
+// tracebacks and __file__), registered in sys.modules so that Python code
+// can import it, and returns the module. If src raises, the module is
+// removed again and the error comes back as *Error.
+func ExecModule(name, src, filename string) (*Object, error) {
+	g, err := NewGlobals()
+	if err != nil {
+		return nil, err
+	}
+	defer g.Close()
+	for k, v := range map[string]any{"name": name, "src": src, "filename": filename} {
+		if err := g.SetItem(k, v); err != nil {
+			return nil, err
+		}
+	}
+	if err := ExecFile(`
+import sys, types
+m = types.ModuleType(name)
+m.__file__ = filename
+code = compile(src, filename, "exec")
+sys.modules[name] = m
+try:
+    exec(code, m.__dict__)
+except BaseException:
+    del sys.modules[name]
+    raise
+`, "<duet module loader>", g); err != nil {
+		return nil, err
+	}
+	return g.Item("m")
+}
+
 // Eval evaluates one Python expression with globals (a dict; nil for a
 // fresh one).
 func Eval(expr string, globals *Object) (*Object, error) {

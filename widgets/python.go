@@ -108,34 +108,9 @@ func load(name, src, filename string) (*Module, error) {
 			return nil, err
 		}
 	}
-	g, err := pygi.NewGlobals()
-	if err != nil {
-		return nil, err
-	}
-	defer g.Close()
-	for k, v := range map[string]any{"name": name, "src": src, "filename": filename} {
-		if err := g.SetItem(k, v); err != nil {
-			return nil, err
-		}
-	}
-	err = pygi.Exec(`
-import sys, types
-m = types.ModuleType(name)
-m.__file__ = filename
-code = compile(src, filename, "exec")
-sys.modules[name] = m
-try:
-    exec(code, m.__dict__)
-except BaseException:
-    del sys.modules[name]
-    raise
-`, g)
+	m, err := pygi.ExecModule(name, src, filename)
 	if err != nil {
 		return nil, fmt.Errorf("widgets: loading %s: %w", filename, err)
-	}
-	m, err := g.Item("m")
-	if err != nil {
-		return nil, err
 	}
 	return &Module{Object: m, Name: name}, nil
 }
