@@ -58,10 +58,10 @@ func RequireMain(what string) error { return lifetime.RequireMain(what) }
 // called, ctx ends, or SIGINT/SIGTERM asks for the ordered shutdown (the
 // error is then a *SignalError; see "Signals" in the package doc). It
 // returns nil after Quit.
-func Run(ctx context.Context) error {
+func Run(ctx context.Context, opts ...Option) error {
 	l := capi.NewMainLoop()
 	defer l.Unref()
-	return Drive(ctx, l.Run, l.Quit)
+	return Drive(ctx, l.Run, l.Quit, opts...)
 }
 
 // Drive makes run, a call that blocks iterating the default main context
@@ -69,9 +69,13 @@ func Run(ctx context.Context) error {
 // Invoke, timers, the release of Python references Go dropped and the
 // signal handling all work through it, and quit ends it. app uses it to run
 // a GApplication. Same rules as Run: main thread, one at a time.
-func Drive(ctx context.Context, run func(), quit func()) error {
+func Drive(ctx context.Context, run func(), quit func(), opts ...Option) error {
 	if err := RequireMain("eventloop.Run"); err != nil {
 		return err
+	}
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
 	}
 	state.mu.Lock()
 	if state.running.Load() {
@@ -129,14 +133,17 @@ func Drive(ctx context.Context, run func(), quit func()) error {
 	}
 	defer stopGC()
 
-	sh := &signalHandling{stop: stop}
-	lifetime.SetSignalPolicy(sh.onSignal)
+	owned := loopSignals(cfg)
+	sh := newSignalHandling(stop, owned)
 	state.mu.Lock()
 	state.signals = sh
 	state.mu.Unlock()
+	lifetime.SetSignalPolicy(sh.onSignal, owned...)
+	lifetime.SetKeyboardInterruptHook(keyboardInterrupt)
 	defer func() {
-		lifetime.SetSignalPolicy(nil)
+		lifetime.SetKeyboardInterruptHook(nil)
 		sh.loopReturned()
+		lifetime.SetSignalPolicy(nil)
 		state.mu.Lock()
 		state.signals = nil
 		state.mu.Unlock()

@@ -126,11 +126,8 @@ func reportPython(exc *pygi.Object) bool {
 		fmt.Fprintln(os.Stderr, "eventloop: cannot describe a Python exception:", err)
 		return false
 	}
-	if e.Matches("KeyboardInterrupt") {
-		// SIGINT interrupted Python code on the loop and nothing caught it:
-		// as in a python3 GTK app, the app quits (in order).
-		keyboardInterrupt()
-	}
+	// A KeyboardInterrupt nobody caught has quit the loop already: pygi
+	// tells the loop of every one that becomes a Go error.
 	return deliverPython(e)
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -16,53 +17,99 @@ import (
 )
 
 // SignalError reports that a signal ended the loop (SIGINT or SIGTERM with
-// Python's default disposition, or Python's handler raising
-// KeyboardInterrupt).
+// Python's default disposition, or a KeyboardInterrupt raised by SIGINT).
 type SignalError struct{ Signal os.Signal }
 
 func (e *SignalError) Error() string { return "eventloop: quit on " + e.Signal.String() }
 
-// The grace a signal gives the UI thread: after a signal, the UI thread must
-// come back (run the signal's Python handler, or finish the loop for the
-// ordered shutdown) within it, or the process ends.
+// The grace a signal gives the UI thread: after SIGINT or SIGTERM, the UI
+// thread must come back (run the signal's Python handler, or end the loop
+// for the ordered shutdown) within it, or the signal is handed back.
 var signalGrace atomic.Int64
 
 func init() { signalGrace.Store(int64(3 * time.Second)) }
 
 // SetSignalGrace sets how long the UI thread has, after SIGINT or SIGTERM,
-// to come back before the process ends with 128+n; it returns the previous
-// value (default 3 s).
+// to come back before duet hands the signal back to the process (see
+// "Signals" in the package doc); it returns the previous value (default
+// 3 s).
 func SetSignalGrace(d time.Duration) time.Duration { return time.Duration(signalGrace.Swap(int64(d))) }
 
+// Option changes how Run and Drive run the loop.
+type Option func(*config)
+
+type config struct{ hostSignals bool }
+
+// HostSignals leaves SIGINT and SIGTERM to the program: the loop does not
+// subscribe to them, so they do what the program makes them do (its own
+// signal.Notify or signal.NotifyContext, whose context it can give to Run;
+// without one they end the process). Python handlers for them still run.
+func HostSignals() Option { return func(c *config) { c.hostSignals = true } }
+
+// loopSignals are the signals the loop owns while it runs: the ordered
+// shutdown. One the process started with ignored (nohup, a background
+// job) stays ignored, as python3 leaves it.
+func loopSignals(c config) []syscall.Signal {
+	if c.hostSignals {
+		return nil
+	}
+	var out []syscall.Signal
+	for _, s := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		if !signal.Ignored(s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // signalHandling is the running loop's signal policy (internal/lifetime,
-// rule 8). Each signal Python handles is handed to Python as if it had
-// arrived, and its handler is then run on the UI thread if no Python code
-// there ran it first: SIGINT's default handler raises KeyboardInterrupt,
-// which starts the ordered shutdown; a handler of Python code's own does
-// what it does. A signal whose Python disposition is the default starts
-// the ordered shutdown directly. Meanwhile the UI thread has the grace to
-// come back; a second signal before it has ends the process at once.
+// rule 8). Each arrival goes to Python as if it had arrived, and its
+// handler then runs on the UI thread if no Python code there ran it first.
+// For the signals the loop owns (SIGINT, SIGTERM): SIGINT's default
+// handler raises KeyboardInterrupt, which quits the loop wherever it comes
+// out into Go; a SIG_DFL disposition starts the ordered shutdown at once;
+// a Python handler of its own does what it does. Meanwhile the UI thread
+// has the grace to come back; if it does not, or the signal comes again
+// first, duet hands the signal back (lifetime.HandBackSignal). A signal
+// Python handles that the loop does not own just runs its handler.
 type signalHandling struct {
-	stop func(error)
+	stop  func(error)
+	owned map[syscall.Signal]bool
 
 	mu       sync.Mutex
-	waiting  syscall.Signal // a signal whose handling the UI thread has not reached yet
+	waiting  syscall.Signal // an owned signal whose handling the UI thread has not reached yet
 	quitting syscall.Signal // the signal that started the ordered shutdown
 	timer    *time.Timer
 	returned bool
+}
+
+func newSignalHandling(stop func(error), owned []syscall.Signal) *signalHandling {
+	h := &signalHandling{stop: stop, owned: map[syscall.Signal]bool{}}
+	for _, s := range owned {
+		h.owned[s] = true
+	}
+	return h
 }
 
 func (h *signalHandling) onSignal(sig syscall.Signal, kind lifetime.SignalKind) {
 	if kind == lifetime.SignalIgnored {
 		return
 	}
+	if !h.owned[sig] {
+		if kind == lifetime.SignalPython || kind == lifetime.SignalDefaultInt {
+			lifetime.InterruptPython(sig)
+			h.onPythonMain(func() { h.runHandler(sig) })
+		}
+		return
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.returned {
-		exitNow(sig, "after the loop ended")
+		return // the loop has ended; its subscription is going away
 	}
 	if h.waiting != 0 || h.quitting != 0 {
-		exitNow(sig, "again before the UI thread came back")
+		h.handBack(sig, "again before the UI thread came back")
+		return
 	}
 	h.arm(sig)
 	if kind == lifetime.SignalDefaultInt && !capi.PythonMainIsUI() {
@@ -76,11 +123,17 @@ func (h *signalHandling) onSignal(sig syscall.Signal, kind lifetime.SignalKind) 
 		return
 	}
 	h.waiting = sig
-	capi.SignalInterrupt(int(sig))
-	if !capi.PythonMainIsUI() && lifetime.OnPythonMain(func() { h.runHandler(sig) }) {
+	lifetime.InterruptPython(sig)
+	h.onPythonMain(func() { h.runHandler(sig) })
+}
+
+// onPythonMain runs fn where Python's signal handlers run: the UI thread,
+// or Python's own thread when it started off the main thread.
+func (h *signalHandling) onPythonMain(fn func()) {
+	if !capi.PythonMainIsUI() && lifetime.OnPythonMain(fn) {
 		return
 	}
-	Invoke(func() { h.runHandler(sig) })
+	Invoke(fn)
 }
 
 // arm starts the grace period. Called with h.mu held.
@@ -88,9 +141,29 @@ func (h *signalHandling) arm(sig syscall.Signal) {
 	if h.timer != nil {
 		h.timer.Stop()
 	}
-	h.timer = time.AfterFunc(time.Duration(signalGrace.Load()), func() {
-		exitNow(sig, fmt.Sprintf("and the UI thread did not come back within %v", time.Duration(signalGrace.Load())))
+	grace := time.Duration(signalGrace.Load())
+	h.timer = time.AfterFunc(grace, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if !h.returned {
+			h.handBack(sig, fmt.Sprintf("and the UI thread did not come back within %v", grace))
+		}
 	})
+}
+
+// handBack gives up on sig: the loop's subscription goes, and the signal,
+// raised again, does what it does without duet (ends the process, or
+// reaches the program's own handler). Called with h.mu held.
+func (h *signalHandling) handBack(sig syscall.Signal, why string) {
+	if !h.owned[sig] {
+		return
+	}
+	delete(h.owned, sig)
+	if h.timer != nil {
+		h.timer.Stop()
+	}
+	fmt.Fprintf(os.Stderr, "duet: %v %s: the signal is no longer handled by duet and is raised again\n", sig, why)
+	lifetime.HandBackSignal(sig)
 }
 
 // runHandler runs on Python's main thread (the UI thread, normally):
@@ -99,31 +172,37 @@ func (h *signalHandling) arm(sig syscall.Signal) {
 func (h *signalHandling) runHandler(sig syscall.Signal) {
 	err := runPythonSignalHandlers()
 	h.mu.Lock()
-	h.waiting = 0
-	if h.quitting == 0 && h.timer != nil {
-		h.timer.Stop()
+	if h.waiting == sig {
+		h.waiting = 0
+		if h.quitting == 0 && h.timer != nil {
+			h.timer.Stop()
+		}
 	}
 	h.mu.Unlock()
 	var pe *pygi.Error
 	switch {
 	case err == nil:
-	case errors.As(err, &pe) && (pe.Matches("KeyboardInterrupt") || pe.Matches("SystemExit")):
+	case errors.As(err, &pe) && pe.Matches("SystemExit"):
 		h.quit(sig, err)
+	case errors.As(err, &pe) && pe.Matches("KeyboardInterrupt"):
+		h.quit(syscall.SIGINT, nil)
 	default:
 		reportHandlerError(err)
 	}
 }
 
-// quit starts the ordered shutdown because Python said so.
+// quit starts the ordered shutdown because Python said so: err (a
+// SystemExit) when given, else a SignalError for sig.
 func (h *signalHandling) quit(sig syscall.Signal, err error) {
 	h.mu.Lock()
 	if h.quitting == 0 {
 		h.quitting = sig
-		h.arm(sig)
+		if h.owned[sig] {
+			h.arm(sig)
+		}
 	}
 	h.mu.Unlock()
-	var pe *pygi.Error
-	if errors.As(err, &pe) && pe.Matches("SystemExit") {
+	if err != nil {
 		h.stop(err)
 		return
 	}
@@ -139,9 +218,10 @@ func (h *signalHandling) loopReturned() {
 	h.mu.Unlock()
 }
 
-// keyboardInterrupt is told that KeyboardInterrupt escaped Python code on
-// the loop (a handler interrupted by SIGINT, say): as in a python3 GTK app,
-// the app quits.
+// keyboardInterrupt is told that a KeyboardInterrupt came out of Python
+// code into Go (pygi's errors) or reached a hook nobody caught it in: as in
+// a python3 GTK app, the app quits, whatever the Go code does with the
+// error. Only Python's main thread gets KeyboardInterrupt from SIGINT.
 func keyboardInterrupt() {
 	state.mu.Lock()
 	h := state.signals
@@ -162,11 +242,6 @@ func runPythonSignalHandlers() error {
 		return bridge.NewError(exc)
 	}
 	return nil
-}
-
-func exitNow(sig syscall.Signal, why string) {
-	fmt.Fprintf(os.Stderr, "duet: %v %s: exiting\n", sig, why)
-	os.Exit(128 + int(sig))
 }
 
 func reportHandlerError(err error) {

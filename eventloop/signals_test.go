@@ -39,9 +39,13 @@ var signalChildren = map[string]func() error{
 		fmt.Println("table", r.String())
 		return pygi.Finalize()
 	},
-	// No loop; Python code busy on the main thread: SIGINT raises
-	// KeyboardInterrupt in it, also in a blocking sleep.
+	// No loop; Python code that asked for SIGINT (a handler of its own that
+	// raises KeyboardInterrupt) busy on the main thread: SIGINT raises it
+	// there, also in a blocking sleep.
 	"sigint-busy-python": func() error {
+		if err := pygi.Exec("import signal\ndef _ki(n, f):\n    raise KeyboardInterrupt\nsignal.signal(signal.SIGINT, _ki)\n", nil); err != nil {
+			return err
+		}
 		for _, code := range []string{"while True: pass", "import time; time.sleep(60)"} {
 			err := pygi.Exec("print('ready', flush=True)\n"+code+"\n", nil)
 			var pe *pygi.Error
@@ -117,7 +121,8 @@ GLib.idle_add(busy)
 	},
 	// The UI thread is stuck in Python code that ignores KeyboardInterrupt
 	// and SIGTERM has the default disposition: the ordered shutdown cannot
-	// happen, so after the grace the process ends with 143.
+	// happen, so after the grace SIGTERM is handed back and ends the
+	// process as it ends a Go program.
 	"loop-stuck-sigterm": func() error {
 		eventloop.SetSignalGrace(time.Second)
 		if err := pygi.Exec(`
@@ -137,7 +142,8 @@ GLib.idle_add(stuck)
 		eventloop.Run(context.Background())
 		return errors.New("the loop returned")
 	},
-	// The UI thread is stuck in Go; a second SIGINT ends the process at once.
+	// The UI thread is stuck in Go; a second SIGINT is handed back at once
+	// and ends the process.
 	"loop-stuck-second-signal": func() error {
 		eventloop.SetSignalGrace(time.Minute)
 		eventloop.Invoke(func() {
@@ -148,7 +154,7 @@ GLib.idle_add(stuck)
 		return errors.New("the loop returned")
 	},
 	// No loop, the main thread busy in Go: SIGINT ends the process as it
-	// ends a Go program (status 130), Python or not.
+	// ends a Go program, Python or not.
 	"go-busy": func() error {
 		if _, err := pygi.Eval("1", nil); err != nil {
 			return err
@@ -169,16 +175,18 @@ GLib.idle_add(stuck)
 	},
 	// Python code runs its own GLib.MainLoop on the UI thread (inside a
 	// handler): PyGObject's own SIGINT handling quits it and raises
-	// KeyboardInterrupt, as under python3.
+	// KeyboardInterrupt, as under python3; coming out into Go, that ends
+	// duet's loop too.
 	"nested-python-mainloop": func() error {
 		var got error
 		eventloop.Invoke(func() {
 			got = pygi.Exec("from gi.repository import GLib\nloop = GLib.MainLoop()\n"+
 				"GLib.idle_add(lambda: print('ready', flush=True))\nloop.run()\n", nil)
-			eventloop.Quit()
 		})
-		if err := eventloop.Run(context.Background()); err != nil {
-			return err
+		err := eventloop.Run(context.Background())
+		var se *eventloop.SignalError
+		if !errors.As(err, &se) || se.Signal != syscall.SIGINT {
+			return fmt.Errorf("want a SIGINT SignalError, got %v", err)
 		}
 		var pe *pygi.Error
 		if !errors.As(got, &pe) || !pe.Matches("KeyboardInterrupt") {
@@ -194,8 +202,9 @@ const signalTable = `(lambda signal: sorted((int(s), str(signal.getsignal(s))) f
 
 type signalRun struct {
 	out, err string
-	code     int
-	took     time.Duration // from the first signal to the exit
+	code     int            // exit status; -1 when a signal ended it
+	killedBy syscall.Signal // the signal that ended it, if one did
+	took     time.Duration  // from the first signal to the exit
 }
 
 // signalChild starts a child, waits for its "ready" line, sends sigs (with
@@ -245,12 +254,15 @@ func signalChild(t *testing.T, name string, sigs ...syscall.Signal) signalRun {
 	took := time.Since(start)
 	out.WriteString(<-rest)
 	require.NoError(t, ctx.Err(), "child hung; stderr:\n%s", errb.String())
-	code := 0
+	code, killedBy := 0, syscall.Signal(0)
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		code = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			killedBy = ws.Signal()
+		}
 	}
-	return signalRun{out.String(), errb.String(), code, took}
+	return signalRun{out.String(), errb.String(), code, killedBy, took}
 }
 
 func TestPythonSeesPython3sSignalTable(t *testing.T) {
@@ -264,28 +276,29 @@ func TestPythonSeesPython3sSignalTable(t *testing.T) {
 
 func TestSignals(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		sigs    []syscall.Signal
-		code    int
-		out     string
-		maxTook time.Duration
+		name     string
+		sigs     []syscall.Signal
+		code     int            // the exit status, when killedBy is 0
+		killedBy syscall.Signal // else the signal that must end it
+		out      string
+		maxTook  time.Duration
 	}{
-		{"python-handler", []syscall.Signal{syscall.SIGUSR1}, 0, "handled", 10 * time.Second},
-		{"loop-python-handler", []syscall.Signal{syscall.SIGUSR1, syscall.SIGINT}, 0, "handler ran on the main thread: [True]", 10 * time.Second},
-		{"loop-busy-python-sigint", []syscall.Signal{syscall.SIGINT}, 0, "", 10 * time.Second},
-		{"loop-stuck-sigterm", []syscall.Signal{syscall.SIGTERM}, 143, "", 10 * time.Second},
-		{"loop-stuck-second-signal", []syscall.Signal{syscall.SIGINT, syscall.SIGINT}, 130, "", 10 * time.Second},
-		{"nested-python-mainloop", []syscall.Signal{syscall.SIGINT}, 0, "nested loop interrupted", 10 * time.Second},
-		{"go-busy", []syscall.Signal{syscall.SIGINT}, 130, "", 10 * time.Second},
-		{"sigint-ignored", []syscall.Signal{syscall.SIGINT}, 0, "still here", 10 * time.Second},
+		{"python-handler", []syscall.Signal{syscall.SIGUSR1}, 0, 0, "handled", 10 * time.Second},
+		{"loop-python-handler", []syscall.Signal{syscall.SIGUSR1, syscall.SIGINT}, 0, 0, "handler ran on the main thread: [True]", 10 * time.Second},
+		{"loop-busy-python-sigint", []syscall.Signal{syscall.SIGINT}, 0, 0, "", 10 * time.Second},
+		{"loop-stuck-sigterm", []syscall.Signal{syscall.SIGTERM}, 0, syscall.SIGTERM, "", 10 * time.Second},
+		{"loop-stuck-second-signal", []syscall.Signal{syscall.SIGINT, syscall.SIGINT}, 0, syscall.SIGINT, "", 10 * time.Second},
+		{"nested-python-mainloop", []syscall.Signal{syscall.SIGINT}, 0, 0, "nested loop interrupted", 10 * time.Second},
+		{"go-busy", []syscall.Signal{syscall.SIGINT}, 0, syscall.SIGINT, "", 10 * time.Second},
+		{"sigint-ignored", []syscall.Signal{syscall.SIGINT}, 0, 0, "still here", 10 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			r := signalChild(t, tc.name, tc.sigs...)
-			if tc.code >= 0 {
-				assert.Equal(t, tc.code, r.code, "stdout:\n%s\nstderr:\n%s", r.out, r.err)
+			if tc.killedBy != 0 {
+				assert.Equal(t, tc.killedBy, r.killedBy, "exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
 			} else {
-				assert.Equal(t, 0, r.code, "stdout:\n%s\nstderr:\n%s", r.out, r.err)
+				assert.Equal(t, tc.code, r.code, "stdout:\n%s\nstderr:\n%s", r.out, r.err)
 			}
 			assert.Contains(t, r.out, tc.out)
 			assert.Less(t, r.took, tc.maxTook)
@@ -325,7 +338,7 @@ func TestSIGINTInterruptsPythonOnTheMainThread(t *testing.T) {
 }
 
 // timeout -s TERM on an app whose UI thread is stuck in Python: the process
-// ends, promptly, with 143.
+// ends, promptly, killed by SIGTERM (timeout reports 143).
 func TestTimeoutTermOnAStuckUIThread(t *testing.T) {
 	timeoutCmd, err := exec.LookPath("timeout")
 	if err != nil {

@@ -22,6 +22,10 @@ var (
 	ErrLoopRunning = lifetime.ErrLoopRunning
 	// ErrInsideCall: Finalize was called from inside a Python call or Do scope.
 	ErrInsideCall = lifetime.ErrInsideCall
+	// ErrFlushFailed: Finalize finalised Python, but flushing sys.stdout or
+	// sys.stderr failed (a full disk, a closed pipe), so output was lost;
+	// python3 exits with status 120 then.
+	ErrFlushFailed = lifetime.ErrFlushFailed
 	// ErrWrongThread: Finalize must run on the thread that started Python
 	// (the main thread) unless the event loop is running to take it there.
 	ErrWrongThread = errors.New("pygi: Finalize must run on the OS thread that initialised Python (the main thread)")
@@ -118,6 +122,11 @@ func newError(exc capi.Ref) error {
 	}
 	e.Type, e.Message, e.Traceback, e.MRO = parts.name, parts.msg, parts.tb, parts.mro
 	e.cause = lifetime.ErrorCause(exc)
+	if e.Matches("KeyboardInterrupt") {
+		// Out of Python into Go: the running loop ends, as python3's would,
+		// whatever the Go code that gets this error does with it.
+		lifetime.KeyboardInterruptReachedGo()
+	}
 	return e
 }
 

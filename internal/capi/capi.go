@@ -19,6 +19,7 @@ import "C"
 
 import (
 	"errors"
+	"reflect"
 	"runtime"
 	"sync/atomic"
 	"unsafe"
@@ -122,6 +123,7 @@ func Init(args []string, venv string) error {
 		cvenv = C.CString(venv)
 		defer C.free(unsafe.Pointer(cvenv))
 	}
+	setGoText()
 	// argv's array is Go memory holding C pointers only, read during the call.
 	var msg *C.char
 	if C.duet_init(C.int(len(args)), unsafe.SliceData(argv), cvenv, &msg) != 0 {
@@ -132,8 +134,39 @@ func Init(args []string, venv string) error {
 }
 
 // Finalize runs Py_FinalizeEx. It must run on the thread that called Init,
-// with no Python call in flight anywhere.
-func Finalize() { C.duet_finalize() }
+// with no Python call in flight anywhere. False: flushing buffered data
+// (sys.stdout, sys.stderr) failed, and what they held is lost.
+func Finalize() bool { return C.duet_finalize() == 0 }
+
+// setGoText tells signals.c where Go's code is, so that faulthandler's
+// front can leave faults in Go code (Go's panics) to Go: the range in which
+// the runtime finds Go functions, found by bisection from one Go function
+// (nil below the first and from the end on).
+func setGoText() {
+	isGo := func(pc uintptr) bool { return runtime.FuncForPC(pc) != nil }
+	pc := reflect.ValueOf(setGoText).Pointer()
+	if !isGo(pc) {
+		return
+	}
+	lo, hi := uintptr(0), pc // !isGo(lo), isGo(hi)
+	for hi-lo > 1 {
+		if m := lo + (hi-lo)/2; isGo(m) {
+			hi = m
+		} else {
+			lo = m
+		}
+	}
+	start := hi
+	lo, hi = pc, uintptr(1)<<47 // isGo(lo), !isGo(hi)
+	for hi-lo > 1 {
+		if m := lo + (hi-lo)/2; isGo(m) {
+			lo = m
+		} else {
+			hi = m
+		}
+	}
+	C.duet_set_go_text(C.uintptr_t(start), C.uintptr_t(hi))
+}
 
 // Attached reports whether a duet scope holds the GIL on the calling OS
 // thread: an operation, a batch scope, or a Go callback Python is running.
@@ -407,10 +440,6 @@ func duetSignalKind(sig, kind C.int) {
 // SignalInterrupt hands a signal to Python, as if it had arrived (any
 // thread, no GIL needed).
 func SignalInterrupt(sig int) { C.duet_signal_interrupt(C.int(sig)) }
-
-// MainInPython reports whether Python's main thread is inside Python code
-// now (a hint).
-func MainInPython() bool { return C.duet_main_in_python() != 0 }
 
 // PythonMainIsUI reports whether Python's main thread, where its signal
 // handlers run, is the process's main thread (Python started there).

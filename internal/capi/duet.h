@@ -66,7 +66,7 @@ enum {
 // Lifecycle (runtime.c). duet_init and duet_finalize must run on the same
 // OS thread.
 int duet_init(int argc, char **argv, const char *venv, char **errmsg);
-void duet_finalize(void);
+int duet_finalize(void);
 
 // Batch scopes: duet_attach returns the state to hand back to duet_detach.
 int duet_attach(void);
@@ -186,7 +186,8 @@ void duet_raise_msg(int kind, const char *msg, int64_t len);
 void duet_signals_save(void);        // before Python starts: Go's handlers
 int duet_signals_install(void);      // at start-up, main thread, GIL held
 void duet_signal_interrupt(int sig); // a signal for Python (any thread)
-int duet_main_in_python(void);       // Python's main thread is inside Python code now
+void duet_signals_finalized(void);  // after Py_FinalizeEx: Go's fatal-signal handlers back
+void duet_set_go_text(uintptr_t lo, uintptr_t hi); // where Go's code is (faulthandler's front)
 int duet_python_main_is_process_main(void); // Python's main thread is the UI thread
 duet_res duet_check_signals(void);   // run arrived signals' Python handlers (runtime.c)
 

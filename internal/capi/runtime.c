@@ -1,5 +1,6 @@
 // runtime.c: the interpreter's life (start, finalisation), attaching threads
 // to it, and which thread is which.
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -83,13 +84,28 @@ int duet_init(int argc, char **argv, const char *venv, char **errmsg) {
 	return 0;
 }
 
-void duet_finalize(void) {
+// duet_finalize returns Py_FinalizeEx's result: -1 when flushing buffered
+// data (sys.stdout, sys.stderr) failed, as python3 then exits 120.
+int duet_finalize(void) {
 	(void)PyGILState_Ensure();
 	duet_depth++; // Go code run by atexit functions and __del__ is attached
-	Py_FinalizeEx();
+	// CPython's finalisation sets SIG_DFL at the OS level for every signal
+	// whose Python handler was a callable (default_int_handler on SIGINT
+	// among them), over Go's handlers: put back what was there.
+	static struct sigaction before[NSIG];
+	for (int i = 1; i < NSIG; i++) sigaction(i, NULL, &before[i]);
+	int rc = Py_FinalizeEx();
 	duet_initialized = 0;
+	for (int i = 1; i < NSIG; i++) {
+		struct sigaction now;
+		if (sigaction(i, NULL, &now) == 0 && !(now.sa_flags & SA_SIGINFO) && now.sa_handler == SIG_DFL &&
+		    ((before[i].sa_flags & SA_SIGINFO) || before[i].sa_handler != SIG_DFL))
+			sigaction(i, &before[i], NULL);
+	}
+	duet_signals_finalized();
 	duet_depth = 0;
 	// The interpreter is gone; every thread state with it.
+	return rc;
 }
 
 int duet_attached(void) { return duet_initialized && duet_depth > 0; }

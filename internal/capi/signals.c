@@ -1,65 +1,200 @@
-// signals.c: Python's view of signals, with Go keeping the process's signal
-// handlers. Go's handlers run on an alternate stack (SA_ONSTACK), which a
-// handler installed by CPython does not, so CPython must not keep any. Yet
-// Python code must see what python3 gives it: default_int_handler for
-// SIGINT, its own handlers registered with signal.signal and run, and
-// KeyboardInterrupt raised in Python code running on the main thread.
+// signals.c: Python's view of signals, in a process whose signal handlers
+// belong to the Go program that embeds it.
 //
-// So: Go's handlers are saved before Python starts; signal.signal is
-// wrapped so that after CPython records the handler (and installs its own
-// at the OS level) Go's is put back, and Go is told what Python now wants
-// for that signal (duetSignalKind). When such a signal arrives, Go calls
-// duet_signal_interrupt, which is CPython's PyErr_SetInterruptEx (made to
-// simulate a signal's arrival: the handler runs in the main thread at its
-// next check, and a wakeup fd set with signal.set_wakeup_fd is written, as
-// PyGObject relies on) plus a nudge that interrupts a blocking call on
-// Python's main thread (time.sleep, select), as the real signal would.
+// The rule (pygi/signals.go states it for users): embedding Python changes
+// no process-wide signal state, and Python gets only the signals Python code
+// asked for. CPython must not keep an OS-level handler of its own: Go's need
+// SA_ONSTACK and feed os/signal, the host's signal.Notify included. Yet
+// Python code must see what python3 gives it: python3's table of
+// dispositions (getsignal), its own handlers registered with signal.signal
+// and run on its main thread, KeyboardInterrupt from default_int_handler.
+//
+// So signal.signal is wrapped: CPython records the handler in its table and
+// installs its own at the OS level, and the wrapper puts back whatever was
+// at the OS level before the call (duet_signal_set), then tells Go what
+// Python now wants for that signal (duetSignalKind). Go subscribes to the
+// signals Python handles; when one arrives, Go calls duet_signal_interrupt,
+// CPython's PyErr_SetInterruptEx (made to simulate a signal's arrival: the
+// handler runs on the main thread at its next check, and a wakeup fd set
+// with signal.set_wakeup_fd is written, as PyGObject relies on) plus a
+// nudge that interrupts a blocking call on Python's main thread (sleep,
+// select), as the real signal would.
+//
+// faulthandler installs its handlers for the fatal signals (SIGSEGV,
+// SIGBUS, SIGFPE, SIGILL, SIGABRT) with sigaction, in front of Go's. In
+// front, it would turn a nil dereference in Go code (which Go makes a
+// recoverable panic) into "Fatal Python error". So faulthandler.enable and
+// disable are wrapped too: what faulthandler installs is kept aside and a
+// small front handler takes its place; the front hands a fault whose
+// program counter is outside Go's code (a native crash: CPython, GTK, C)
+// to faulthandler first, which writes its tracebacks to its file, and
+// every fault then to what was there before (Go's handler), which decides
+// as it would without Python.
+#define _GNU_SOURCE
 #define Py_BUILD_CORE 1
 #include <Python.h>
 #include <internal/pycore_interp.h>
 #include <internal/pycore_runtime.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "_cgo_export.h"
 #include "duet.h"
 
-static struct sigaction go_actions[NSIG]; // saved before Python starts
-static PyThreadState *main_tstate;        // Python's main thread
+static PyThreadState *main_tstate; // Python's main thread
 static pid_t main_tid;
+static PyObject *orig_signal;    // CPython's signal.signal
+static struct sigaction at_init[NSIG]; // the OS-level actions before Python started
 
-void duet_signals_save(void) {
-	for (int i = 1; i < NSIG; i++) sigaction(i, NULL, &go_actions[i]);
+// ---- signal.signal ------------------------------------------------------------
+
+// set(signalnum, handler, kind, report): CPython's signal.signal, with the
+// OS-level action kept as it was; kind (0 SIG_DFL, 1 SIG_IGN,
+// 2 default_int_handler, 3 another callable) goes to Go when report is set.
+static PyObject *signal_set(PyObject *self, PyObject *args) {
+	int n, kind, report;
+	PyObject *handler;
+	if (!PyArg_ParseTuple(args, "iOii", &n, &handler, &kind, &report)) return NULL;
+	struct sigaction cur;
+	int have = n > 0 && n < NSIG && sigaction(n, NULL, &cur) == 0;
+	PyObject *old = PyObject_CallFunction(orig_signal, "iO", n, handler);
+	if (have) sigaction(n, &cur, NULL);
+	if (!old) return NULL;
+	if (report) duetSignalKind(n, kind);
+	return old;
 }
 
-// hook(signum, kind) runs after CPython's signal.signal: kind 0 SIG_DFL,
-// 1 SIG_IGN, 2 default_int_handler, 3 another Python callable.
-static PyObject *hook(PyObject *self, PyObject *args) {
-	int n, kind;
-	if (!PyArg_ParseTuple(args, "ii", &n, &kind)) return NULL;
-	if (n > 0 && n < NSIG) sigaction(n, &go_actions[n], NULL);
-	duetSignalKind(n, kind);
-	Py_RETURN_NONE;
+// ---- faulthandler -----------------------------------------------------------------
+
+static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+#define N_FATAL (sizeof fatal_signals / sizeof fatal_signals[0])
+
+static struct sigaction fault_py[NSIG];    // faulthandler's handler, while enabled
+static volatile int fault_on[NSIG];        // faulthandler enabled for the signal
+static struct sigaction fault_under[NSIG]; // what the front chains to
+static int front_installed[NSIG];
+static uintptr_t go_text_lo, go_text_hi;   // Go's code, [lo, hi)
+
+void duet_set_go_text(uintptr_t lo, uintptr_t hi) {
+	go_text_lo = lo;
+	go_text_hi = hi;
 }
 
-static PyMethodDef hook_def = {"_duet_signal_hook", hook, METH_VARARGS, "Gives a signal back to Go (duet)."};
+static void call_action(const struct sigaction *a, int sig, siginfo_t *info, void *ctx) {
+	if (a->sa_flags & SA_SIGINFO) {
+		a->sa_sigaction(sig, info, ctx);
+		return;
+	}
+	if (a->sa_handler == SIG_IGN) return;
+	if (a->sa_handler != SIG_DFL) {
+		a->sa_handler(sig);
+		return;
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
 
-// The wrapper, and python3's initial table: SIGINT to default_int_handler,
+static uintptr_t fault_pc(void *ctx) {
+	ucontext_t *uc = ctx;
+	if (!uc) return 0;
+#if defined(__x86_64__)
+	return (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+	return (uintptr_t)uc->uc_mcontext.pc;
+#else
+	return 0;
+#endif
+}
+
+static int in_go(void *ctx) {
+#if defined(__x86_64__) || defined(__aarch64__)
+	uintptr_t pc = fault_pc(ctx);
+	return go_text_hi == 0 || (pc >= go_text_lo && pc < go_text_hi);
+#else
+	(void)ctx;
+	return 1; // unknown: never risk Go's panics
+#endif
+}
+
+static void fault_front(int sig, siginfo_t *info, void *ctx) {
+	if (fault_on[sig] && !in_go(ctx)) {
+		// faulthandler writes its tracebacks, puts back what it found when
+		// enabled (this front) and re-raises; the re-raised signal stays
+		// pending while this handler runs, and Go decides first.
+		struct sigaction py = fault_py[sig];
+		fault_on[sig] = 0;
+		call_action(&py, sig, info, ctx);
+	}
+	call_action(&fault_under[sig], sig, info, ctx);
+}
+
+static int same_action(const struct sigaction *a, const struct sigaction *b) {
+	return a->sa_sigaction == b->sa_sigaction && a->sa_handler == b->sa_handler;
+}
+
+// take_fault_handlers: after faulthandler changed the fatal signals'
+// handlers (before[] being what was there), keep its handlers aside and put
+// the front in place, chained to before[].
+static void take_fault_handlers(const struct sigaction *before) {
+	for (size_t i = 0; i < N_FATAL; i++) {
+		int sig = fatal_signals[i];
+		struct sigaction now;
+		if (sigaction(sig, NULL, &now) != 0 || same_action(&now, &before[sig])) continue;
+		if (now.sa_sigaction == fault_front) continue;
+		fault_py[sig] = now;
+		if (before[sig].sa_sigaction != fault_front) fault_under[sig] = before[sig];
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+		sigfillset(&sa.sa_mask);
+		sa.sa_sigaction = fault_front;
+		__atomic_store_n(&fault_on[sig], 1, __ATOMIC_SEQ_CST);
+		sigaction(sig, &sa, NULL);
+		front_installed[sig] = 1;
+	}
+}
+
+// fault(fn, args, kwargs): faulthandler.enable or disable, with the fatal
+// signals' OS-level handlers kept in Go's order.
+static PyObject *fault_call(PyObject *self, PyObject *args) {
+	PyObject *fn, *a, *kw;
+	int enable;
+	if (!PyArg_ParseTuple(args, "OOOi", &fn, &a, &kw, &enable)) return NULL;
+	struct sigaction before[NSIG];
+	for (size_t i = 0; i < N_FATAL; i++) sigaction(fatal_signals[i], NULL, &before[fatal_signals[i]]);
+	PyObject *r = PyObject_Call(fn, a, kw == Py_None ? NULL : kw);
+	if (enable) {
+		take_fault_handlers(before);
+	} else {
+		for (size_t i = 0; i < N_FATAL; i++) {
+			int sig = fatal_signals[i];
+			__atomic_store_n(&fault_on[sig], 0, __ATOMIC_SEQ_CST);
+			sigaction(sig, &before[sig], NULL); // the front stays, a pass-through
+		}
+	}
+	return r;
+}
+
+static PyMethodDef set_def = {"_duet_signal_set", signal_set, METH_VARARGS, "signal.signal, OS-level action kept (duet)."};
+static PyMethodDef fault_def = {"_duet_fault", fault_call, METH_VARARGS, "faulthandler.enable/disable behind Go's handlers (duet)."};
+
+// The wrappers, and python3's initial table: SIGINT to default_int_handler,
 // SIGPIPE and SIGXFSZ ignored, every other signal Go handles (which Python
 // found as "not installed from Python", None) to SIG_DFL, as python3 reports
-// them. Signals ignored when the process started stay ignored.
+// them; none of that reaches Go. Signals ignored when the process started
+// stay ignored.
 static const char wrap_src[] =
-    "import signal as _signal\n"
-    "_orig = _signal.signal\n"
+    "import signal as _signal, faulthandler as _fh\n"
     "def _kind(h):\n"
     "    if h is _signal.default_int_handler: return 2\n"
     "    if callable(h): return 3\n"
     "    return 1 if h == _signal.SIG_IGN else 0\n"
+    "_orig = _signal.signal\n"
     "def signal(signalnum, handler):\n"
-    "    old = _orig(signalnum, handler)\n"
-    "    _hook(int(signalnum), _kind(handler))\n"
-    "    return old\n"
+    "    return _set(int(signalnum), handler, _kind(handler), 1)\n"
     "signal.__doc__ = _orig.__doc__\n"
     "signal.__wrapped__ = _orig\n"
     "_signal.signal = signal\n"
@@ -69,26 +204,61 @@ static const char wrap_src[] =
     "    _h = _signal.default_int_handler if _s == _signal.SIGINT else \\\n"
     "        _signal.SIG_IGN if _s in (_signal.SIGPIPE, _signal.SIGXFSZ) else _signal.SIG_DFL\n"
     "    try:\n"
-    "        signal(_s, _h)\n"
+    "        _set(int(_s), _h, 0, 0)\n"
     "    except (OSError, ValueError):\n"
-    "        pass\n";
+    "        pass\n"
+    "def _wrap_fault(f, enable):\n"
+    "    def w(*args, **kwargs):\n"
+    "        return _fault(f, args, kwargs, enable)\n"
+    "    w.__name__, w.__doc__, w.__wrapped__ = f.__name__, f.__doc__, f\n"
+    "    return w\n"
+    "_fh.enable = _wrap_fault(_fh.enable, 1)\n"
+    "_fh.disable = _wrap_fault(_fh.disable, 0)\n";
+
+void duet_signals_save(void) {
+	for (int i = 1; i < NSIG; i++) sigaction(i, NULL, &at_init[i]);
+}
 
 // duet_signals_install runs on Python's main thread, GIL held, at start-up.
 int duet_signals_install(void) {
 	main_tstate = PyThreadState_Get();
 	main_tid = syscall(SYS_gettid);
+	// CPython's own start-up may have enabled faulthandler
+	// (PYTHONFAULTHANDLER, -X faulthandler): behind Go's handlers with it.
+	take_fault_handlers(at_init);
 	PyObject *g = PyDict_New();
-	PyObject *f = PyCFunction_New(&hook_def, NULL);
+	PyObject *set = PyCFunction_New(&set_def, NULL);
+	PyObject *fault = PyCFunction_New(&fault_def, NULL);
+	PyObject *sig = PyImport_ImportModule("signal");
 	int rc = -1;
-	if (g && f && PyDict_SetItemString(g, "_hook", f) == 0) {
+	if (sig) orig_signal = PyObject_GetAttrString(sig, "signal"); // kept for the interpreter's life
+	if (g && set && fault && orig_signal && PyDict_SetItemString(g, "_set", set) == 0 &&
+	    PyDict_SetItemString(g, "_fault", fault) == 0) {
 		PyObject *r = PyRun_String(wrap_src, Py_file_input, g, g);
 		if (r) rc = 0;
 		Py_XDECREF(r);
 	}
 	if (rc < 0) PyErr_Print();
-	Py_XDECREF(f);
+	Py_XDECREF(sig);
+	Py_XDECREF(set);
+	Py_XDECREF(fault);
 	Py_XDECREF(g);
 	return rc;
+}
+
+// duet_signals_finalized runs after Py_FinalizeEx: faulthandler is gone,
+// and so is the front's reason to be (Go's handlers go back in place).
+void duet_signals_finalized(void) {
+	for (size_t i = 0; i < N_FATAL; i++) {
+		int sig = fatal_signals[i];
+		__atomic_store_n(&fault_on[sig], 0, __ATOMIC_SEQ_CST);
+		struct sigaction now;
+		if (front_installed[sig] && sigaction(sig, NULL, &now) == 0 && now.sa_sigaction == fault_front)
+			sigaction(sig, &fault_under[sig], NULL);
+		front_installed[sig] = 0;
+	}
+	orig_signal = NULL; // gone with the interpreter: only forgotten
+	main_tstate = NULL;
 }
 
 // duet_signal_interrupt: any thread, no GIL needed.
@@ -104,15 +274,6 @@ void duet_signal_interrupt(int sig) {
 	// (sleep, select: never restarted); a preemption request does that
 	// without side effects, Go's handler ignoring it outside Go code.
 	if (main_tid) syscall(SYS_tgkill, getpid(), main_tid, SIGURG);
-}
-
-// duet_main_in_python reports whether Python's main thread is inside Python
-// code now (running it, or in a call made from it such as time.sleep): the
-// innermost frame of its thread state. A racy read, a hint for deciding
-// what a signal does when no loop runs.
-int duet_main_in_python(void) {
-	PyThreadState *t = main_tstate;
-	return t && t->cframe && t->cframe->current_frame != NULL;
 }
 
 // duet_python_main_is_process_main: whether Python's main thread (where its

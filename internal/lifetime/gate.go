@@ -47,6 +47,7 @@ var (
 	ErrFinalized   = errors.New("pygi: Python is finalized")
 	ErrLoopRunning = errors.New("pygi: Finalize while the event loop runs: quit the loop first; app.Run and looptest.Main finalise after their loop returns")
 	ErrInsideCall  = errors.New("pygi: Finalize called from inside a Python call or Do scope")
+	ErrFlushFailed = errors.New("pygi: Python was finalised, but flushing sys.stdout or sys.stderr failed: buffered output was lost")
 )
 
 // gate is the interpreter's phase and the number of entries in flight, in
@@ -215,13 +216,18 @@ func Finalize(ctx context.Context, run func(finish func()) error) error {
 		backoff = min(backoff*2, 10*time.Millisecond)
 	}
 	endClosing()
+	flushed := true
 	err := run(func() {
 		drain() // nothing unattached is in flight: Finalize waited for it
-		capi.Finalize()
+		flushed = capi.Finalize()
 	})
 	if err != nil {
 		return err // run could not reach the thread; cannot happen once checked by the caller
 	}
 	move(Finalizing, Finalized)
+	pythonSignalsGone()
+	if !flushed {
+		return ErrFlushFailed
+	}
 	return nil
 }

@@ -1,11 +1,30 @@
 package lifetime
 
 import (
+	"os"
+	"os/signal"
+	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/duet-gtk/duet/internal/capi"
 )
 
-// SignalKind is what Python code wants for a signal (rule 8 in doc.go).
+// Signals (rule 8). The process's signal handlers are the Go program's.
+// duet subscribes (signal.Notify, one channel per signal, so that each can
+// be dropped alone with signal.Stop) only to
+//
+//   - the signals Python code handles or ignores with signal.signal
+//     (SIG_DFL, and default_int_handler on SIGINT, are Python's defaults:
+//     they hand the signal back), and
+//   - while the event loop runs, the signals the loop owns (SIGINT and
+//     SIGTERM, unless the program declined).
+//
+// It never calls signal.Reset or signal.Ignore (they would drop the host's
+// own subscriptions) and never exits the process: a signal duet gives up
+// (HandBackSignal) is raised again, to do what it does without duet.
+
+// SignalKind is what Python code wants for a signal.
 type SignalKind int
 
 // Kinds, as signal.signal sets them.
@@ -16,25 +35,220 @@ const (
 	SignalPython     SignalKind = 3 // a handler Python code registered
 )
 
-var signalPolicy atomic.Pointer[func(syscall.Signal, SignalKind)]
-
-// SetSignalPolicy registers what happens to a signal while the event loop
-// runs (the loop's policy); nil removes it. pygi delivers every signal
-// Python or duet handles to it, one at a time.
-func SetSignalPolicy(f func(syscall.Signal, SignalKind)) {
-	if f == nil {
-		signalPolicy.Store(nil)
-		return
-	}
-	signalPolicy.Store(&f)
+var sigs struct {
+	mu     sync.Mutex
+	python map[syscall.Signal]SignalKind // set by Python code since start-up
+	owned  map[syscall.Signal]bool       // the running loop's
+	policy func(syscall.Signal, SignalKind)
+	subs   map[syscall.Signal]chan os.Signal
 }
 
-// SignalPolicy returns the registered policy, or nil.
-func SignalPolicy() func(syscall.Signal, SignalKind) {
-	if f := signalPolicy.Load(); f != nil {
-		return *f
+// PythonSignal records what Python code just set for sig with
+// signal.signal (pygi calls it from the wrapper, on Python's main thread).
+func PythonSignal(sig syscall.Signal, kind SignalKind) {
+	if sig == syscall.SIGKILL || sig == syscall.SIGSTOP || !forwardable(sig) {
+		return // Go's own (synchronous signals, SIGURG, SIGPROF): Python's table only
 	}
-	return nil
+	sigs.mu.Lock()
+	defer sigs.mu.Unlock()
+	if sigs.python == nil {
+		sigs.python = map[syscall.Signal]SignalKind{}
+	}
+	sigs.python[sig] = kind
+	resubscribe(sig)
+}
+
+// forwardable: the signals Python code may take from Go. Go's own
+// (SIGURG for preemption, SIGPROF, the synchronous ones) only change in
+// Python's table.
+func forwardable(sig syscall.Signal) bool {
+	switch sig {
+	case syscall.SIGURG, syscall.SIGPROF, syscall.SIGSEGV, syscall.SIGBUS, syscall.SIGFPE,
+		syscall.SIGILL, syscall.SIGTRAP, syscall.SIGSYS, syscall.SIGSTKFLT, syscall.SIGABRT:
+		return false
+	}
+	return sig > 0 && sig < 65
+}
+
+// PythonSignalKind is what Python's table says for sig now: what Python
+// code set, or python3's start-up table (default_int_handler for SIGINT
+// unless the process started with it ignored; SIGPIPE and SIGXFSZ
+// ignored; the rest default).
+func PythonSignalKind(sig syscall.Signal) SignalKind {
+	sigs.mu.Lock()
+	defer sigs.mu.Unlock()
+	return kindLocked(sig)
+}
+
+func kindLocked(sig syscall.Signal) SignalKind {
+	if k, ok := sigs.python[sig]; ok {
+		return k
+	}
+	switch sig {
+	case syscall.SIGINT:
+		if signal.Ignored(sig) {
+			return SignalIgnored
+		}
+		return SignalDefaultInt
+	case syscall.SIGPIPE, syscall.SIGXFSZ:
+		return SignalIgnored
+	}
+	return SignalDefault
+}
+
+// pythonAsked: whether Python code's choice for sig needs the signal
+// delivered to duet (a handler, or ignoring a signal the process would not
+// ignore by itself).
+func pythonAsked(sig syscall.Signal) bool {
+	k, ok := sigs.python[sig]
+	if !ok {
+		return false
+	}
+	switch k {
+	case SignalPython:
+		return true
+	case SignalDefaultInt:
+		return sig != syscall.SIGINT // on SIGINT it is Python's default
+	case SignalIgnored:
+		return !signal.Ignored(sig) && sig != syscall.SIGPIPE && sig != syscall.SIGXFSZ
+	}
+	return false
+}
+
+// resubscribe makes duet's subscription to sig what Python and the loop
+// need. Called with sigs.mu held.
+func resubscribe(sig syscall.Signal) {
+	need := sigs.owned[sig] || pythonAsked(sig)
+	ch := sigs.subs[sig]
+	switch {
+	case need && ch == nil:
+		if sigs.subs == nil {
+			sigs.subs = map[syscall.Signal]chan os.Signal{}
+		}
+		ch = make(chan os.Signal, 16)
+		sigs.subs[sig] = ch
+		signal.Notify(ch, sig)
+		go func() {
+			for range ch {
+				deliver(sig)
+			}
+		}()
+	case !need && ch != nil:
+		signal.Stop(ch) // only this channel: the host's subscriptions stay
+		close(ch)       // no send can follow Stop
+		delete(sigs.subs, sig)
+	}
+}
+
+// deliver hands one arrival of sig on: to the loop's policy while a loop
+// runs and the signal is the loop's or Python's, else to Python's handler.
+func deliver(sig syscall.Signal) {
+	sigs.mu.Lock()
+	kind := kindLocked(sig)
+	policy := sigs.policy
+	owned := sigs.owned[sig]
+	sigs.mu.Unlock()
+	if kind == SignalIgnored {
+		return
+	}
+	if policy != nil {
+		policy(sig, kind)
+		return
+	}
+	if owned || kind == SignalPython || kind == SignalDefaultInt {
+		InterruptPython(sig)
+	}
+}
+
+// InterruptPython hands sig to Python as if it had arrived: its handler
+// runs on Python's main thread at the next check. Nothing happens once
+// Python is being finalised (its handlers are going away): the call is
+// counted in flight, so Finalize waits for it.
+func InterruptPython(sig syscall.Signal) {
+	s := gate.state.Add(1)
+	defer gate.state.Add(-1)
+	if phaseOf(s) == Ready {
+		capi.SignalInterrupt(int(sig))
+	}
+}
+
+// SetSignalPolicy registers what happens to signals while the event loop
+// runs, and which signals the loop itself owns (subscribed for as long as
+// the policy stays); nil removes both.
+func SetSignalPolicy(f func(syscall.Signal, SignalKind), owned ...syscall.Signal) {
+	sigs.mu.Lock()
+	defer sigs.mu.Unlock()
+	old := sigs.owned
+	sigs.policy, sigs.owned = f, nil
+	if f != nil {
+		sigs.owned = map[syscall.Signal]bool{}
+		for _, s := range owned {
+			sigs.owned[s] = true
+			resubscribe(s)
+		}
+	}
+	for s := range old {
+		resubscribe(s)
+	}
+}
+
+// HandBackSignal drops every subscription duet has to sig (the loop's and
+// Python's) and raises sig again, so that it does what it does in the
+// program without duet: end the process, or reach the program's own
+// signal.Notify.
+func HandBackSignal(sig syscall.Signal) {
+	sigs.mu.Lock()
+	delete(sigs.owned, sig)
+	if sigs.python != nil {
+		sigs.python[sig] = SignalDefault
+	}
+	resubscribe(sig)
+	sigs.mu.Unlock()
+	syscall.Kill(os.Getpid(), sig)
+}
+
+// pythonSignalsGone forgets what Python code asked for (after
+// Py_FinalizeEx: its handlers are gone) and drops those subscriptions.
+func pythonSignalsGone() {
+	sigs.mu.Lock()
+	defer sigs.mu.Unlock()
+	old := sigs.python
+	sigs.python = nil
+	for s := range old {
+		resubscribe(s)
+	}
+}
+
+// Subscribed reports the signals duet is subscribed to now (for tests).
+func Subscribed() []syscall.Signal {
+	sigs.mu.Lock()
+	defer sigs.mu.Unlock()
+	var out []syscall.Signal
+	for s := range sigs.subs {
+		out = append(out, s)
+	}
+	return out
+}
+
+var keyboardInterrupt atomic.Pointer[func()]
+
+// SetKeyboardInterruptHook registers what runs when a KeyboardInterrupt
+// comes out of Python into Go (the running loop's: it quits, as python3's
+// would, whatever Go code does with the error); nil removes it.
+func SetKeyboardInterruptHook(f func()) {
+	if f == nil {
+		keyboardInterrupt.Store(nil)
+		return
+	}
+	keyboardInterrupt.Store(&f)
+}
+
+// KeyboardInterruptReachedGo is called by pygi when a KeyboardInterrupt
+// becomes a Go error.
+func KeyboardInterruptReachedGo() {
+	if f := keyboardInterrupt.Load(); f != nil {
+		(*f)()
+	}
 }
 
 var pythonMain atomic.Pointer[func(func())]
