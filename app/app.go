@@ -58,9 +58,10 @@ type App struct {
 	opts Options
 	py   *pygi.Object // the Gtk.Application (or Adw.Application) wrapper
 
-	mu      sync.Mutex
-	gtkApp  *gtk.Application // set by New, never changed
-	running bool
+	mu       sync.Mutex
+	gtkApp   *gtk.Application // set by New, never changed
+	running  bool
+	handlers []uint64 // duet's connections on the application, undone before Python goes
 }
 
 // onMain runs fn on the main thread: directly when called there, through the
@@ -267,7 +268,15 @@ func (a *App) Gtk() *gtk.Application { return a.gtkApp }
 func (a *App) connect(signal string, fn any) error {
 	return onMain("app.On"+signal, func() error {
 		r, err := a.py.CallMethod("connect", signal, fn)
-		r.Close()
+		if err != nil {
+			return err
+		}
+		id, err := r.Int()
+		if err == nil {
+			a.mu.Lock()
+			a.handlers = append(a.handlers, uint64(id))
+			a.mu.Unlock()
+		}
 		return err
 	})
 }
@@ -442,7 +451,11 @@ func (a *App) RunContext(ctx context.Context, args []string) int {
 	}
 	if err := a.shutdown(); err != nil {
 		fmt.Fprintln(os.Stderr, "app: shutdown:", err)
-		if status == 0 {
+		switch {
+		case status != 0:
+		case errors.Is(err, pygi.ErrFlushFailed):
+			status = 120 // as python3 exits when its final flush fails
+		default:
 			status = 1
 		}
 	}
@@ -481,8 +494,10 @@ func (a *App) shutdown() error {
 		fmt.Fprintln(os.Stderr, "app: closing the census window:", err)
 	}
 	// Destroy what is left while Python is alive: destroying a window runs
-	// its signal handlers' destroy notifications, which touch Python.
-	if ws, err := a.Windows(); err == nil {
+	// its signal handlers' destroy notifications, which touch Python. Every
+	// toplevel, the application's or not: a window left for after Run could
+	// hold Python widgets whose code GTK would call with Python gone.
+	if ws, err := toplevels(); err == nil {
 		for _, w := range ws {
 			if r, err := w.CallMethod("destroy"); err == nil {
 				r.Close()
@@ -492,6 +507,17 @@ func (a *App) shutdown() error {
 	}
 	if _, err := eventloop.Flush(1000); err != nil {
 		return err
+	}
+	// The application outlives Python (gotk4 keeps it): its handlers that
+	// duet connected, Python closures, go before Python does.
+	a.mu.Lock()
+	hs := a.handlers
+	a.handlers = nil
+	a.mu.Unlock()
+	for _, id := range hs {
+		if r, err := a.py.CallMethod("disconnect", id); err == nil {
+			r.Close()
+		}
 	}
 	a.py.Close()
 	for range 3 {
@@ -511,4 +537,13 @@ func (a *App) shutdown() error {
 		return fmt.Errorf("Python not finalised: %w", err)
 	}
 	return nil
+}
+
+// toplevels returns every toplevel window GTK has, as PyGObject objects.
+func toplevels() ([]*pygi.Object, error) {
+	l, err := pygi.Eval("__import__('gi.repository.Gtk', fromlist=['Gtk']).Window.list_toplevels()", nil)
+	if err != nil {
+		return nil, err
+	}
+	return pygi.As[[]*pygi.Object](l)
 }

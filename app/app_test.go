@@ -212,6 +212,11 @@ func childMain(name string) int {
 	if !ok {
 		return 2
 	}
+	if path := os.Getenv("STDOUT_TO"); path != "" {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		must(err)
+		must(syscall.Dup2(int(f.Fd()), 1))
+	}
 	return fn()
 }
 
@@ -220,14 +225,14 @@ type result struct {
 	code     int
 }
 
-func runChild(t *testing.T, name string, during func(cmd *exec.Cmd, stdout io.Reader)) result {
+func runChild(t *testing.T, name string, during func(cmd *exec.Cmd, stdout io.Reader), env ...string) result {
 	t.Helper()
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := testutil.Command(ctx, exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), "APP_CHILD="+name, "GTK_A11Y=none")
+	cmd.Env = append(append(os.Environ(), "APP_CHILD="+name, "GTK_A11Y=none"), env...)
 	var errb strings.Builder
 	cmd.Stderr = &errb
 	pr, pw := io.Pipe()

@@ -35,3 +35,21 @@ def interpreter_info():
         sys.prefix,
         sys.path,
     )
+
+
+def waiting_threads(timeout):
+    """Joins, for at most timeout seconds, the threads that are not daemons
+    (threading's shutdown inside Py_FinalizeEx would wait for them for
+    ever); returns the names of those still running."""
+    import threading
+    import time
+
+    end = time.monotonic() + timeout
+    me = threading.current_thread()
+    while True:
+        left = [t for t in threading.enumerate()
+                if t is not me and t is not threading.main_thread() and not t.daemon and t.is_alive()]
+        rest = end - time.monotonic()
+        if not left or rest <= 0:
+            return [t.name for t in left]
+        left[0].join(rest)

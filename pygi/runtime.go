@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"runtime"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/diag"
@@ -284,7 +286,39 @@ func FinalizeContext(ctx context.Context) error {
 	default:
 		return ErrWrongThread
 	}
+	if lifetime.Current() == lifetime.Ready {
+		if err := joinThreads(ctx); err != nil {
+			return err
+		}
+	}
 	return lifetime.Finalize(ctx, run)
+}
+
+// ErrThreadsRunning: FinalizeContext gave up because Python threads that
+// are not daemons were still running when its context ended (Py_FinalizeEx
+// would wait for them for ever, as python3 waits at exit).
+var ErrThreadsRunning = errors.New("pygi: Python threads that are not daemons are still running")
+
+// joinThreads waits, while ctx lasts, for Python's non-daemon threads to
+// end: Py_FinalizeEx's own wait for them has no bound.
+func joinThreads(ctx context.Context) error {
+	for {
+		slice := 100 * time.Millisecond
+		if d, ok := ctx.Deadline(); ok {
+			slice = min(slice, time.Until(d))
+		}
+		names, err := interp.helper.CallMethod("waiting_threads", max(slice, 0).Seconds())
+		if err != nil {
+			return fmt.Errorf("pygi: Finalize: waiting for Python threads: %w", err)
+		}
+		left, err := As[[]string](names)
+		if err != nil || len(left) == 0 {
+			return err
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w (%s); Finalize gave up waiting for them: %w", ErrThreadsRunning, strings.Join(left, ", "), ctx.Err())
+		}
+	}
 }
 
 // Phase is where the interpreter is in its life.

@@ -2,6 +2,8 @@ package widgets
 
 import (
 	_ "embed"
+	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"unsafe"
@@ -135,6 +137,13 @@ func startMonitor() error {
 	if err != nil {
 		return err
 	}
+	lifetime.AtFinalize(func() {
+		if r, err := m.CallMethod("uninstall"); err != nil {
+			fmt.Fprintln(os.Stderr, "widgets: disconnecting from GTK's toplevels:", err)
+		} else {
+			r.Close()
+		}
+	})
 	rec, err := callbacks.New(recordHandler, callbacks.Name("duet_record_handler"))
 	if err != nil {
 		return err

@@ -2,10 +2,23 @@
 from gi.repository import GObject, Gtk
 
 
+_installed = []
+
+
 def install(on_change):
     model = Gtk.Window.get_toplevels()
-    model.connect("items-changed", lambda m, pos, removed, added: on_change(removed, added))
+    hid = model.connect("items-changed", lambda m, pos, removed, added: on_change(removed, added))
+    _installed.append((model, hid))
     return model
+
+
+def uninstall():
+    """Before Python goes: the toplevels list lives as long as GTK, and a
+    window made after Python is gone would run the handler."""
+    while _installed:
+        model, hid = _installed.pop()
+        if GObject.signal_handler_is_connected(model, hid):
+            model.disconnect(hid)
 
 
 def windows(model):

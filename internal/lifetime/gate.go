@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -219,6 +220,8 @@ func Finalize(ctx context.Context, run func(finish func()) error) error {
 	flushed := true
 	err := run(func() {
 		drain() // nothing unattached is in flight: Finalize waited for it
+		runAtFinalize()
+		drain()
 		flushed = capi.Finalize()
 	})
 	if err != nil {
@@ -230,4 +233,43 @@ func Finalize(ctx context.Context, run func(finish func()) error) error {
 		return ErrFlushFailed
 	}
 	return nil
+}
+
+var atFinalize struct {
+	mu  sync.Mutex
+	fns []func()
+}
+
+// AtFinalize registers fn to run just before Py_FinalizeEx, on the thread
+// that finalises, attached, with Python still whole: where duet's packages
+// take back what they installed in objects that outlive the interpreter
+// (a handler on a GTK list that lives for the process, say), so that no
+// Python code stays reachable from them. The last registered runs first;
+// each runs once, for this interpreter.
+func AtFinalize(fn func()) {
+	atFinalize.mu.Lock()
+	atFinalize.fns = append(atFinalize.fns, fn)
+	atFinalize.mu.Unlock()
+}
+
+func runAtFinalize() {
+	atFinalize.mu.Lock()
+	fns := atFinalize.fns
+	atFinalize.fns = nil
+	atFinalize.mu.Unlock()
+	if len(fns) == 0 {
+		return
+	}
+	st := capi.Attach()
+	defer capi.Detach(st)
+	for i := len(fns) - 1; i >= 0; i-- {
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					fmt.Fprintf(os.Stderr, "duet: before finalising Python: panic: %v\n", p)
+				}
+			}()
+			fns[i]()
+		}()
+	}
 }
