@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/diamondburned/gotk4/pkg v0.2.2
 	github.com/stretchr/testify v1.12.1
+	golang.org/x/sys v0.50.0
 	golang.org/x/tools v0.52.0
 )
 

@@ -38,8 +38,9 @@ type Options struct {
 	FinalizeTimeout time.Duration
 	// Venv is a Python virtual environment (python3 -m venv) whose packages
 	// the app's Python code uses, as that environment's python3 would see
-	// them; empty means $VIRTUAL_ENV when set. It needs New to be the first
-	// use of Python (see pygi.Configure).
+	// them; empty means none ($VIRTUAL_ENV is not read: pass
+	// os.Getenv("VIRTUAL_ENV") to follow the user's shell). It needs New to
+	// be the first use of Python (see pygi.Configure).
 	Venv string
 	// CrashReport turns crash reports on (forensics.EnableCrashReports with
 	// the default file): a crash then says which callbacks and crossings

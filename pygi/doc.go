@@ -94,8 +94,9 @@
 //	sys.executable,        the python3 of the embedded libpython (so code
 //	_base_executable,      that starts sys.executable, such as
 //	prefix                 multiprocessing's spawn, starts Python); a virtual
-//	                       environment's when one is configured (Configure,
-//	                       $VIRTUAL_ENV), with its site-packages
+//	                       environment's when one is configured (Configure;
+//	                       $VIRTUAL_ENV only when the app passes it), with
+//	                       its site-packages
 //	sys.argv, orig_argv    the app's command line (Options.Args)
 //	sys.path, site         python3's; nothing from the working directory
 //	sys.flags, stdio,      python3's defaults, PYTHON* variables honoured

@@ -131,6 +131,23 @@ assert got == [32, 9], got
 			}
 			return Finalize()
 		},
+		// $VIRTUAL_ENV alone (a user's activated shell) changes nothing: as
+		// python3, which ignores it, the app imports what it imports without.
+		"venv-env-ignored": func() error {
+			if os.Getenv("VIRTUAL_ENV") == "" {
+				return errors.New("the test sets VIRTUAL_ENV")
+			}
+			if _, err := Import("duet_venv_probe"); err == nil {
+				return errors.New("imported duet_venv_probe from $VIRTUAL_ENV's site-packages")
+			}
+			if err := compare(systemPython, "sys.prefix", "__import__('sys').prefix"); err != nil {
+				return err
+			}
+			if exe, err := evalText("__import__('sys').executable"); err != nil || strings.HasPrefix(exe, os.Getenv("VIRTUAL_ENV")) {
+				return fmt.Errorf("sys.executable is %q (%v), in $VIRTUAL_ENV", exe, err)
+			}
+			return Finalize()
+		},
 		// Start-up never imports from the working directory: planted gi.py
 		// and gc.py there are not what "import gi" and "import gc" find.
 		"cwd": func() error {
@@ -172,10 +189,14 @@ func TestIdentityChildProcesses(t *testing.T) {
 	for _, mod := range []string{"gi", "gc"} {
 		require.NoError(t, os.WriteFile(filepath.Join(cwd, mod+".py"), []byte("raise SystemExit('planted "+mod+" imported')\n"), 0o644))
 	}
-	for _, name := range []string{"identity", "spawn", "venv", "cwd"} {
+	for _, name := range []string{"identity", "spawn", "venv", "cwd", "venv-env-ignored"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			o, errOut, err := runChild(t, name, "DUET_TEST_VENV="+venv, "DUET_TEST_CWD="+cwd)
+			env := []string{"DUET_TEST_VENV=" + venv, "DUET_TEST_CWD=" + cwd}
+			if name == "venv-env-ignored" {
+				env = append(env, "VIRTUAL_ENV="+venv)
+			}
+			o, errOut, err := runChild(t, name, env...)
 			require.NoError(t, err, "exit status; stderr:\n%s", errOut)
 			assert.Contains(t, o, "ok")
 			assert.Empty(t, errOut)

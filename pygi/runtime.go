@@ -51,9 +51,12 @@ type Options struct {
 	// Venv is a virtual environment (a directory made by python3 -m venv)
 	// the interpreter behaves as, as that environment's python3 would: its
 	// site-packages (and the system's, with --system-site-packages),
-	// sys.prefix and sys.executable. Empty means $VIRTUAL_ENV when it names
-	// one, else none; then sys.executable is the system python3 that goes
-	// with the embedded libpython, never the app.
+	// sys.prefix and sys.executable. Empty means none: sys.executable is
+	// the system python3 that goes with the embedded libpython, never the
+	// app. $VIRTUAL_ENV is not read (python3 ignores it too: PATH picks the
+	// interpreter), so the environment a user's shell has activated does
+	// not change what an installed app imports; an app that wants it says
+	// so: Venv: os.Getenv("VIRTUAL_ENV").
 	Venv string
 }
 
@@ -109,12 +112,8 @@ func startOptions() (args []string, venv string, err error) {
 	if len(args) == 0 {
 		args = []string{"duet"}
 	}
-	switch {
-	case o.Venv != "":
+	if o.Venv != "" {
 		venv, err = venvPython(o.Venv)
-	case os.Getenv("VIRTUAL_ENV") != "":
-		// As activated shells mean it; one that is not a venv is ignored.
-		venv, _ = venvPython(os.Getenv("VIRTUAL_ENV"))
 	}
 	return args, venv, err
 }

@@ -204,7 +204,7 @@ void duet_ring_enable(int on);
 int duet_ring_read(duet_crossing *out, int max);
 // The report file (append mode; -1 for stderr only) and the SIGABRT
 // handler, chained to Go's; 0 or -1 (sigaction failed).
-int duet_crash_install(int fd, const char *path);
+int duet_crash_install(int fd, int dirfd, const char *name, const char *path);
 void duet_debug_set(int callbacks); // DUET_DEBUG=callbacks: quarantine freed callbacks
 int duet_quarantined(void);         // callbacks in quarantine now
 duet_res duet_census_refs(void);    // {type name: count} of the references Go holds

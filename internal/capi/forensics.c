@@ -20,6 +20,7 @@
 #define Py_BUILD_CORE 1
 #include <Python.h>
 #include <internal/pycore_traceback.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -182,9 +183,32 @@ static void chain(const struct sigaction *prev, int sig, siginfo_t *info, void *
 }
 
 static char report_path[1024];
+static char report_name[256]; // the unnamed report's name, given at the crash
+static int report_dirfd = -1;
+
+// name_report links the unnamed report file into its directory (linkat
+// creates the name and never follows a link there); the report then
+// exists under its name from the first line on. 0 on success.
+static int name_report(void) {
+	if (report_dirfd < 0 || report_fd < 0 || !report_name[0]) return 0;
+	char proc[32] = "/proc/self/fd/";
+	char digits[12];
+	int n = 0, v = report_fd;
+	do {
+		digits[n++] = '0' + v % 10;
+		v /= 10;
+	} while (v && n < (int)sizeof digits);
+	size_t at = strlen(proc);
+	while (n > 0 && at + 1 < sizeof proc) proc[at++] = digits[--n];
+	proc[at] = 0;
+	if (linkat(AT_FDCWD, proc, report_dirfd, report_name, AT_SYMLINK_FOLLOW) == 0) return 0;
+	// Without /proc: the same by descriptor (needs CAP_DAC_READ_SEARCH).
+	return linkat(report_fd, "", report_dirfd, report_name, AT_EMPTY_PATH);
+}
 
 static void report_once(void) {
 	if (__atomic_exchange_n(&reporting, 1, __ATOMIC_SEQ_CST)) return;
+	int unnamed = name_report() != 0;
 	puts2("\n=== duet crash report ===\n");
 	dump_ring();
 	if (duet_initialized) {
@@ -192,9 +216,13 @@ static void report_once(void) {
 		_Py_DumpTracebackThreads(2, NULL, NULL);
 		if (report_fd >= 0) _Py_DumpTracebackThreads(report_fd, NULL, NULL);
 	}
-	if (report_path[0]) {
+	if (report_path[0] && !unnamed) {
 		// Only to stderr: the file knows its own name.
 		put(2, "the whole report is in ", 23);
+		put(2, report_path, strlen(report_path));
+		put(2, "\n", 1);
+	} else if (report_path[0]) {
+		put(2, "the report file could not be named ", 35);
 		put(2, report_path, strlen(report_path));
 		put(2, "\n", 1);
 	}
@@ -252,10 +280,12 @@ static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
 
 // duet_crash_install makes fd (open for appending, or -1) the report file
 // and puts the handlers in place once, each chained to Go's.
-int duet_crash_install(int fd, const char *path) {
+int duet_crash_install(int fd, int dirfd, const char *name, const char *path) {
 	report_fd = fd;
+	report_dirfd = dirfd;
 	// Copied, so that the handler reads no Go memory; a torn read of a path
 	// changed during a crash only garbles one line.
+	snprintf(report_name, sizeof report_name, "%s", name && dirfd >= 0 ? name : "");
 	snprintf(report_path, sizeof report_path, "%s", path ? path : "");
 	if (installed) return 0;
 	struct sigaction sa;

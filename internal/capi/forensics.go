@@ -41,14 +41,17 @@ func Ring(max int) []Crossing {
 	return out
 }
 
-// InstallCrashHandler makes fd the report file (-1: stderr only), named
-// path on stderr, and puts duet's handlers for SIGABRT, SIGQUIT and the
-// fatal signals in place, chained to Go's (once; later calls change the
-// file). C copies path.
-func InstallCrashHandler(fd int, path string) bool {
-	cs := C.CString(path)
-	defer C.free(unsafe.Pointer(cs))
-	return C.duet_crash_install(C.int(fd), cs) == 0
+// InstallCrashHandler makes fd the report file (-1: stderr only) and puts
+// duet's handlers for SIGABRT, SIGQUIT and the fatal signals in place,
+// chained to Go's (once; later calls change the file). When dirfd is not
+// -1, fd is an unnamed file (O_TMPFILE) that the crash handler links into
+// that directory as name before it writes; path is what stderr names. C
+// copies the strings.
+func InstallCrashHandler(fd, dirfd int, name, path string) bool {
+	cn, cp := C.CString(name), C.CString(path)
+	defer C.free(unsafe.Pointer(cn))
+	defer C.free(unsafe.Pointer(cp))
+	return C.duet_crash_install(C.int(fd), C.int(dirfd), cn, cp) == 0
 }
 
 // SetDebugCallbacks turns the quarantine of freed callbacks on or off.

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"unsafe"
+
+	"github.com/duet-gtk/duet/internal/diag"
 )
 
 // The black box is a small file the child maps into memory and writes its
@@ -69,7 +71,11 @@ func readBlackBox(path string) (iter int64, ops []string) {
 }
 
 func newBlackBoxFile() (string, error) {
-	f, err := os.CreateTemp("", "duet-stress-box-")
+	dir, err := diag.PrivateDir("stress") // never the shared /tmp
+	if err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(dir, "box-")
 	if err != nil {
 		return "", err
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/duet-gtk/duet/forensics"
+	"github.com/duet-gtk/duet/internal/diag"
 )
 
 // Options configure a parent run.
@@ -172,11 +173,11 @@ func RunScenario(sc Scenario, o Options) *Report {
 	cmd.Env = append(os.Environ(), "GTK_A11Y=none")
 	crashFile := ""
 	if _, set := os.LookupEnv("DUET_CRASH_REPORT"); !set {
-		dir := o.CrashDir
+		dir, err := o.CrashDir, error(nil)
 		if dir == "" {
-			dir = os.TempDir()
+			dir, err = diag.PrivateDir("stress") // never the shared /tmp
 		}
-		if f, err := os.CreateTemp(dir, "crash-"+sc.Name+"-*.txt"); err == nil {
+		if f, cerr := os.CreateTemp(dir, "crash-"+sc.Name+"-*.txt"); err == nil && cerr == nil {
 			crashFile = f.Name()
 			f.Close()
 			cmd.Env = append(cmd.Env, "DUET_CRASH_REPORT="+crashFile)

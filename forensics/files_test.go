@@ -1,0 +1,241 @@
+package forensics_test
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/duet-gtk/duet/callbacks"
+	"github.com/duet-gtk/duet/forensics"
+	"github.com/duet-gtk/duet/internal/testutil"
+)
+
+// Crash report files, tested as another local user would attack them:
+// nothing in the shared temporary directory, a private directory that is
+// really the user's, names no one can predict, files no one else can read,
+// and nothing of anyone's removed.
+
+func init() {
+	// A clean end by os.Exit inside a handler, crash reports on.
+	scenarios["exit-in-handler"] = func() error {
+		if _, err := forensics.EnableCrashReports(os.Getenv("REPORT")); err != nil {
+			return err
+		}
+		fmt.Println("path", forensics.CrashReportPath())
+		quit, err := callbacks.New(func() { os.Exit(0) }, callbacks.Name("quit_now"))
+		if err != nil {
+			return err
+		}
+		_, err = quit.Call()
+		return fmt.Errorf("os.Exit returned: %v", err)
+	}
+	// A clean end through CloseCrashReports, as app.Run and looptest end.
+	scenarios["clean-close"] = func() error {
+		path, err := forensics.EnableCrashReports(os.Getenv("REPORT"))
+		fmt.Println("path", path, "error", err)
+		forensics.CloseCrashReports()
+		return nil
+	}
+}
+
+// crashEnv is a child's environment with its own state and temporary
+// directories, nothing else of the user's.
+type crashEnv struct{ state, tmp string }
+
+func newCrashEnv(t *testing.T) crashEnv {
+	root := t.TempDir()
+	e := crashEnv{state: filepath.Join(root, "state"), tmp: filepath.Join(root, "tmp")}
+	require.NoError(t, os.Mkdir(e.state, 0o700))
+	require.NoError(t, os.Mkdir(e.tmp, 0o777))
+	return e
+}
+
+func (e crashEnv) vars(more ...string) []string {
+	return append([]string{"XDG_STATE_HOME=" + e.state, "TMPDIR=" + e.tmp, "DUET_CRASH_REPORT="}, more...)
+}
+
+func entries(t *testing.T, dir string) []string {
+	des, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	require.NoError(t, err)
+	var out []string
+	for _, d := range des {
+		out = append(out, d.Name())
+	}
+	return out
+}
+
+var reportLine = regexp.MustCompile(`the whole report is in (\S+)`)
+
+func TestCrashReportFilesArePrivate(t *testing.T) {
+	e := newCrashEnv(t)
+	var paths []string
+	for range 2 {
+		_, stderr, err := testutil.RunChild(t, append(e.vars("FORENSICS_CHILD=segv"), "REPORT=")...)
+		require.Error(t, err, "the child must crash")
+		m := reportLine.FindStringSubmatch(stderr)
+		require.NotNil(t, m, "stderr names the report\n%.3000s", stderr)
+		paths = append(paths, m[1])
+	}
+	dir := filepath.Join(e.state, "duet", "crash-reports")
+	for _, p := range paths {
+		assert.Equal(t, dir, filepath.Dir(p), "in the private directory")
+		st, err := os.Lstat(p)
+		require.NoError(t, err)
+		assert.Equal(t, fs.FileMode(0o600), st.Mode().Perm(), "readable by the user alone")
+		assert.True(t, st.Mode().IsRegular())
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		assert.Contains(t, string(b), "duet crash report")
+		assert.Contains(t, string(b), "goroutine ", "Go's part is in the file too")
+	}
+	assert.NotEqual(t, paths[0], paths[1])
+	assert.Regexp(t, `duet-crash-.+-\d+-[0-9a-f]{16}\.txt$`, paths[0], "a name no one can predict")
+	st, err := os.Stat(dir)
+	require.NoError(t, err)
+	assert.Equal(t, fs.FileMode(0o700), st.Mode().Perm())
+	assert.Empty(t, entries(t, e.tmp), "nothing in the shared temporary directory")
+}
+
+func TestCleanEndsLeaveNoReportFile(t *testing.T) {
+	for _, scenario := range []string{"exit-in-handler", "clean-close"} {
+		t.Run(scenario, func(t *testing.T) {
+			e := newCrashEnv(t)
+			stdout, stderr, err := testutil.RunChild(t, append(e.vars("FORENSICS_CHILD="+scenario), "REPORT=")...)
+			require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			assert.Contains(t, stdout, "path "+filepath.Join(e.state, "duet", "crash-reports"))
+			assert.Empty(t, entries(t, filepath.Join(e.state, "duet", "crash-reports")), "no empty report left behind")
+			assert.Empty(t, entries(t, e.tmp))
+		})
+	}
+}
+
+// nobody is the uid another local user's entries get when the test runs as
+// root; otherwise the attacker is played by the test's own user, and the
+// ownership checks cannot be shown.
+const nobody = 65534
+
+func TestCrashReportsRefuseAnAttackersDirectory(t *testing.T) {
+	attacker := t.TempDir()
+	require.NoError(t, os.Chmod(attacker, 0o777))
+	for _, tc := range []struct {
+		name   string
+		plant  func(t *testing.T, state string)
+		refuse bool
+		root   bool // needs root to play another user
+	}{
+		{"duet is a symbolic link", func(t *testing.T, state string) {
+			require.NoError(t, os.Symlink(attacker, filepath.Join(state, "duet")))
+		}, true, false},
+		{"crash-reports is a symbolic link", func(t *testing.T, state string) {
+			require.NoError(t, os.Mkdir(filepath.Join(state, "duet"), 0o700))
+			require.NoError(t, os.Symlink(attacker, filepath.Join(state, "duet", "crash-reports")))
+		}, true, false},
+		{"crash-reports belongs to another user", func(t *testing.T, state string) {
+			d := filepath.Join(state, "duet", "crash-reports")
+			require.NoError(t, os.MkdirAll(d, 0o777))
+			require.NoError(t, os.Chmod(d, 0o777))
+			require.NoError(t, os.Chown(d, nobody, nobody))
+		}, true, true},
+		{"crash-reports is open to everyone (the user's own)", func(t *testing.T, state string) {
+			d := filepath.Join(state, "duet", "crash-reports")
+			require.NoError(t, os.MkdirAll(d, 0o700))
+			require.NoError(t, os.Chmod(d, 0o777))
+		}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.root && os.Getuid() != 0 {
+				t.Skip("playing another user needs root")
+			}
+			e := newCrashEnv(t)
+			// No fallback to $XDG_RUNTIME_DIR: the refusal must show.
+			tc.plant(t, e.state)
+			before := entries(t, attacker)
+			_, stderr, err := testutil.RunChild(t, append(e.vars("FORENSICS_CHILD=segv", "XDG_RUNTIME_DIR="), "REPORT=")...)
+			require.Error(t, err, "the child must crash")
+			assert.Equal(t, before, entries(t, attacker), "nothing written where the attacker points")
+			if tc.refuse {
+				assert.Contains(t, stderr, "refused")
+				assert.NotContains(t, stderr, "the whole report is in")
+				assert.Contains(t, stderr, "duet crash report", "the report still goes to stderr")
+				return
+			}
+			m := reportLine.FindStringSubmatch(stderr)
+			require.NotNil(t, m, "stderr:\n%.3000s", stderr)
+			st, err := os.Stat(filepath.Dir(m[1]))
+			require.NoError(t, err)
+			assert.Equal(t, fs.FileMode(0o700), st.Mode().Perm(), "made private again")
+		})
+	}
+}
+
+func TestNamedReportFiles(t *testing.T) {
+	dir := t.TempDir()
+	t.Run("an existing empty file stays after a clean end", func(t *testing.T) {
+		p := filepath.Join(dir, "app.log")
+		require.NoError(t, os.WriteFile(p, nil, 0o644))
+		_, stderr, err := testutil.RunChild(t, "FORENSICS_CHILD=clean-close", "REPORT="+p, "DUET_CRASH_REPORT=")
+		require.NoError(t, err, stderr)
+		_, err = os.Stat(p)
+		assert.NoError(t, err, "duet removes only what it created")
+	})
+	t.Run("an existing file is appended to", func(t *testing.T) {
+		p := filepath.Join(dir, "kept.log")
+		require.NoError(t, os.WriteFile(p, []byte("the user's own line\n"), 0o644))
+		_, _, err := testutil.RunChild(t, "FORENSICS_CHILD=segv", "REPORT="+p, "DUET_CRASH_REPORT=")
+		require.Error(t, err)
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		assert.True(t, strings.HasPrefix(string(b), "the user's own line\n"))
+		assert.Contains(t, string(b), "duet crash report")
+	})
+	t.Run("a device stays", func(t *testing.T) {
+		if os.Getuid() != 0 {
+			t.Skip("mknod needs root")
+		}
+		p := filepath.Join(dir, "null")
+		require.NoError(t, syscall.Mknod(p, syscall.S_IFCHR|0o666, int(1<<8|3)))
+		_, stderr, err := testutil.RunChild(t, "FORENSICS_CHILD=clean-close", "REPORT="+p, "DUET_CRASH_REPORT=")
+		require.NoError(t, err, stderr)
+		st, err := os.Lstat(p)
+		require.NoError(t, err, "the device node is still there")
+		assert.NotZero(t, st.Mode()&fs.ModeCharDevice)
+	})
+	t.Run("a file that does not exist is created only by a crash", func(t *testing.T) {
+		p := filepath.Join(dir, "new.txt")
+		_, stderr, err := testutil.RunChild(t, "FORENSICS_CHILD=exit-in-handler", "REPORT="+p, "DUET_CRASH_REPORT=")
+		require.NoError(t, err, stderr)
+		_, err = os.Lstat(p)
+		assert.ErrorIs(t, err, fs.ErrNotExist)
+		_, _, err = testutil.RunChild(t, "FORENSICS_CHILD=segv", "REPORT="+p, "DUET_CRASH_REPORT=")
+		require.Error(t, err)
+		st, err := os.Lstat(p)
+		require.NoError(t, err)
+		assert.Equal(t, fs.FileMode(0o600), st.Mode().Perm())
+	})
+	t.Run("a symbolic link is refused", func(t *testing.T) {
+		target := filepath.Join(dir, "victim")
+		require.NoError(t, os.WriteFile(target, []byte("precious\n"), 0o644))
+		p := filepath.Join(dir, "link.txt")
+		require.NoError(t, os.Symlink(target, p))
+		_, stderr, err := testutil.RunChild(t, "FORENSICS_CHILD=segv", "REPORT="+p, "DUET_CRASH_REPORT=")
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee)
+		assert.Contains(t, stderr, "symbolic link")
+		b, err := os.ReadFile(target)
+		require.NoError(t, err)
+		assert.Equal(t, "precious\n", string(b), "the link's target untouched")
+	})
+}
