@@ -42,6 +42,11 @@ type Options struct {
 	// os.Getenv("VIRTUAL_ENV") to follow the user's shell). It needs New to
 	// be the first use of Python (see pygi.Configure).
 	Venv string
+	// HostSignals leaves SIGINT and SIGTERM to the program, which handles
+	// them itself (signal.Notify, or signal.NotifyContext with its context
+	// given to RunContext): Run then neither subscribes to them nor hands
+	// them back. By default Run owns them while it runs (see Run).
+	HostSignals bool
 	// CrashReport turns crash reports on (forensics.EnableCrashReports with
 	// the default file): a crash then says which callbacks and crossings
 	// led to it. DUET_CRASH_REPORT does the same without a rebuild.
@@ -383,15 +388,30 @@ func (a *App) Windows() ([]*pygi.Object, error) {
 
 // Run runs the application on the main thread until it quits (or SIGINT or
 // SIGTERM arrives, which quit it gracefully) and returns the exit status for
-// os.Exit. Then it shuts down in order: timers stopped, remaining windows
-// destroyed while Python is alive, Go's references to Python released, and
-// Python finalised on this thread (unless Options.SkipFinalize).
+// os.Exit. Then it shuts down in order: timers stopped, every remaining
+// toplevel window destroyed while Python is alive, duet's own handlers on
+// objects that outlive Python disconnected, Go's references to Python
+// released, and Python finalised on this thread (unless
+// Options.SkipFinalize).
+//
+// Signals: while Run runs it owns SIGINT and SIGTERM (unless
+// Options.HostSignals), as package eventloop describes; before and after,
+// they are the program's. Run never exits the process itself.
+//
+// Bounds: finalising waits at most Options.FinalizeTimeout, for Python
+// calls still in flight on other goroutines and for Python threads that
+// are not daemons (threading's shutdown would wait for those for ever);
+// past it, Python is left running and Run says which calls or threads
+// held it up.
 //
 // The status is the application's own (what GApplication's run returned),
 // except: 128+n after signal n ended it (130 for SIGINT, 143 for SIGTERM,
-// as a shell reports), and 1 when something failed, each failure printed
+// as a shell reports; also for a KeyboardInterrupt), 120 when Python's
+// final flush of sys.stdout or sys.stderr failed (output was lost; python3
+// exits 120 then), and 1 when something else failed, each failure printed
 // to stderr with its reason, including a shutdown that could not finalise
-// Python within Options.FinalizeTimeout (calls still in flight).
+// Python within Options.FinalizeTimeout. A status the signal or the app
+// set is kept; the failure is still printed.
 func (a *App) Run(args []string) int { return a.RunContext(context.Background(), args) }
 
 // RunContext is Run that also quits when ctx ends.
@@ -425,7 +445,7 @@ func (a *App) RunContext(ctx context.Context, args []string) int {
 			runErr = err
 		}
 		status = int(n)
-	}, a.Quit)
+	}, a.Quit, loopOptions(a.opts)...)
 	var se *eventloop.SignalError
 	switch {
 	case errors.As(err, &se):
@@ -547,4 +567,11 @@ func toplevels() ([]*pygi.Object, error) {
 		return nil, err
 	}
 	return pygi.As[[]*pygi.Object](l)
+}
+
+func loopOptions(o Options) []eventloop.Option {
+	if o.HostSignals {
+		return []eventloop.Option{eventloop.HostSignals()}
+	}
+	return nil
 }

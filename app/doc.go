@@ -11,22 +11,35 @@
 // become callbacks owned by Python through the signal connection.
 //
 // Run blocks on the main thread in g_application_run, which is the event
-// loop (eventloop.Drive): Invoke, timers and the release of Python references
-// work through it, and SIGINT or SIGTERM quits gracefully (the exit status
-// is then 130 or 143, as a shell reports). When it returns,
+// loop (eventloop.Drive): Invoke, timers and the release of Python
+// references work through it, and SIGINT or SIGTERM quits gracefully (the
+// exit status is then 130 or 143, as a shell reports). When it returns,
 // shutdown follows the order that keeps two garbage collectors from
-// crashing each other at exit: timers cancelled; remaining windows destroyed
-// and their disposal run while Python is alive; Go's references to Python
-// released and drained; Py_FinalizeEx on the main thread, after waiting
-// (bounded) for Python calls still in flight on other goroutines. After
-// that, Python calls from any goroutine return pygi.ErrFinalized, and the
-// process exits normally. If Python cannot be finalised in time, Run says
-// why on stderr and returns 1, and Python stays (goroutines see it open).
+// crashing each other at exit: timers cancelled; every remaining toplevel
+// window destroyed and its disposal run while Python is alive; duet's own
+// handlers on objects that outlive Python disconnected; Go's references to
+// Python released and drained; Py_FinalizeEx on the main thread, after
+// waiting, at most Options.FinalizeTimeout, for Python calls still in
+// flight on other goroutines and for Python threads that are not daemons.
+// After that, Python calls from any goroutine return pygi.ErrFinalized,
+// GTK can still be used from Go (an error dialog after the app, say), and
+// the process exits normally. If Python cannot be finalised in time, Run
+// says why on stderr (which calls, which threads) and returns 1, and
+// Python stays (goroutines see it open); if its final flush failed, Run
+// returns 120, as python3 exits.
 //
+// # Signals and the process
+//
+// The program owns the process: Run owns SIGINT and SIGTERM only while it
+// runs (Options.HostSignals declines even that, for a program with its own
+// handling, which can end Run through RunContext's context), and never
+// calls os.Exit. A UI thread that does not come back within the grace
+// (eventloop.SetSignalGrace), or a second signal, hands the signal back to
+// the process: it then does what it does in the program without duet.
 // # API
 //
-//	Making it        New, Options (ID, Adwaita, NonUnique, SkipFinalize,
-//	                 FinalizeTimeout)
+//	Making it        Main, New, Options (ID, Adwaita, NonUnique,
+//	                 SkipFinalize, FinalizeTimeout, HostSignals, Venv)
 //	Both views       Python (the PyGObject object), Gtk (gotk4's)
 //	Handlers         OnActivate, OnStartup, OnShutdown, OnCommandLine
 //	Running          Run, RunContext, Quit, Hold, Release, Windows

@@ -52,21 +52,40 @@
 //
 // # Signals
 //
-// Go keeps the process's signal handlers and Python sees what python3
-// shows: default_int_handler for SIGINT, its own signal.signal handlers
-// (which run), KeyboardInterrupt raised in Python code running on the UI
-// thread (also in a blocking sleep there). While the loop runs: SIGINT or
-// SIGTERM with Python's default disposition starts the ordered shutdown
-// (SIGINT through default_int_handler, so Python code that replaced it
-// decides); a KeyboardInterrupt nobody catches quits the app, as in a
-// python3 GTK app; Python's own GLib.MainLoop and Gtk.Application.run keep
-// PyGObject's Ctrl+C handling. The UI thread then has a grace
-// (SetSignalGrace, 3 s) to come back; if it does not, or a second signal
-// comes first, the process ends at once with 128+n (130, 143). Without a
-// loop, a signal Python handles goes to Python, and one it does not ends
-// the process with 128+n. No signal is dropped: each is delivered in turn. Drive lets another blocking loop
-// runner, such as g_application_run, be the loop (package app uses it).
-// Neither finalises Python: that is for their caller, after they return.
+// The process's signals belong to the program (see pygi's "Signals": Python
+// gets only the signals Python code asked for, and nothing of the host's
+// signal.Notify is ever dropped). While the loop runs it owns SIGINT and
+// SIGTERM (Run and Drive with HostSignals() leave them to the program; a
+// signal the process started with ignored, as under nohup, stays ignored):
+//
+//   - SIGINT goes through Python's disposition, so Python code that
+//     replaced it decides: with default_int_handler it raises
+//     KeyboardInterrupt in the Python code the UI thread runs (also in a
+//     blocking sleep there), or at the loop's next turn. A KeyboardInterrupt
+//     that comes out of Python into Go on the UI thread ends the loop (Run
+//     returns a *SignalError for SIGINT), whatever the Go code that got it
+//     as an error does with it; Python code that catches it keeps going, as
+//     under python3. Python's own GLib.MainLoop and Gtk.Application.run keep
+//     PyGObject's Ctrl+C handling.
+//   - SIGTERM (or SIGINT set to SIG_DFL) starts the ordered shutdown: Run
+//     returns a *SignalError.
+//   - The UI thread then has a grace (SetSignalGrace, 3 s) to come back. If
+//     it does not, or the same signal comes again first, duet hands the
+//     signal back: it stops handling it and raises it again, so that it
+//     does what it does in the program without duet (a Go program dies of
+//     it, status 128+n in a shell; a program that subscribed to it decides).
+//     duet never calls os.Exit.
+//
+// Every other signal Python code handles (SIGUSR1, SIGALRM, SIGCHLD,
+// asyncio's add_signal_handler ...) runs its Python handler on the UI
+// thread, however long the UI thread was busy, as often as CPython would
+// (it coalesces a signal that comes again before its handler ran): no
+// grace, no exit. A handler that raises SystemExit or KeyboardInterrupt
+// quits the loop. When the loop ends, its subscriptions end with it.
+//
+// Drive lets another blocking loop runner, such as g_application_run, be
+// the loop (package app uses it). Neither finalises Python: that is for
+// their caller, after they return.
 //
 // # asyncio
 //
@@ -94,7 +113,8 @@
 //
 // # API
 //
-//	Running the loop     Run, Drive, Quit, Running, Flush (UI thread, no loop)
+//	Running the loop     Run, Drive, Option, HostSignals, Quit, Running,
+//	                     Flush (UI thread, no loop)
 //	Work on the loop     Invoke, InvokeWait, After, Every, Timer.Cancel,
 //	                     CancelTimers
 //	The UI thread        IsMain, RequireMain, ErrNotMain

@@ -417,3 +417,48 @@ func init() {
 		return pygi.Finalize()
 	}
 }
+
+// Python's threads get python3's SIGPIPE and SIGXFSZ: a write to a closed
+// socket fails with BrokenPipeError instead of ending the process (Go lets
+// those signals kill a process on threads it does not know).
+func TestPythonThreadsGetBrokenPipeErrors(t *testing.T) {
+	out, errOut, code := runLifetimeChild(t, "python-thread-epipe")
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	assert.Contains(t, out, "results: ['BrokenPipeError', 'BrokenPipeError', 'BrokenPipeError']")
+}
+
+func init() {
+	lifetimeChildren["python-thread-epipe"] = func() error {
+		g, err := pygi.NewGlobals()
+		if err != nil {
+			return err
+		}
+		if err := pygi.Exec(`
+import socket, threading, _thread, concurrent.futures, time
+res = []
+def w():
+    a, b = socket.socketpair()
+    b.close()
+    try:
+        for _ in range(100):
+            a.send(b"x" * 65536)
+        res.append("no error")
+    except OSError as e:
+        res.append(type(e).__name__)
+t = threading.Thread(target=w); t.start(); t.join()
+with concurrent.futures.ThreadPoolExecutor(1) as ex:
+    ex.submit(w).result()
+done = threading.Event()
+_thread.start_new_thread(lambda: (w(), done.set()), ())
+done.wait(10)
+`, g); err != nil {
+			return err
+		}
+		res, err := pygi.Eval("res", g)
+		if err != nil {
+			return err
+		}
+		fmt.Println("results:", res.String())
+		return pygi.Finalize()
+	}
+}

@@ -353,6 +353,8 @@ func TestTimeoutTermOnAStuckUIThread(t *testing.T) {
 	var ee *exec.ExitError
 	require.True(t, errors.As(err, &ee), "want a failing status, got %v\n%s", err, out)
 	assert.Equal(t, 143, ee.ExitCode(), "%s", out)
-	assert.Contains(t, string(out), "did not come back")
+	// timeout(1) signals the child and then its process group: the second
+	// copy may arrive before the grace is over, or coalesce with the first.
+	assert.Regexp(t, "did not come back|again before the UI thread came back", string(out))
 	assert.Less(t, time.Since(start), 20*time.Second)
 }

@@ -8,7 +8,10 @@
 // duet program; on by default in looptest and in the stress harness).
 // Then a fatal signal in C code (SIGSEGV, SIGBUS), an abort, or a fatal Go
 // error (an unrecovered panic, a runtime throw) writes one report, to
-// stderr and to the report file:
+// stderr and to the report file, which no other local user can read or
+// redirect (a private directory of the user's, 0700, checked; a 0600 file
+// whose unpredictable name is made by the crash itself, so that a process
+// that ends any other way leaves nothing behind):
 //
 //   - the Go runtime's stacks of every goroutine (Go is asked to crash,
 //     debug.SetTraceback("crash"), instead of exiting, and to copy its

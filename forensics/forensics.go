@@ -16,19 +16,27 @@ import (
 	"github.com/duet-gtk/duet/pygi"
 )
 
-// EnableCrashReports turns crash reports on, written to path ("" for
-// duet-crash-<program>-<pid>.txt in the temporary directory) and to
-// stderr, and returns the path. It also turns on the ring of crossings and
-// callback provenance. Safe to call again (to change the file).
+// EnableCrashReports turns crash reports on, written to stderr and to a
+// file, and returns the file's path. With path "" the file is a new one in
+// duet's private directory ($XDG_STATE_HOME/duet/crash-reports, mode
+// 0700, the user's own), with a name no one can predict, and it exists
+// only once a crash has written it. A path names the file instead: one
+// that exists is appended to (and never removed), one that does not is
+// created by a crash; a symbolic link is refused. It also turns on the
+// ring of crossings and callback provenance. Safe to call again (to change
+// the file). When no file can be had, reports still go to stderr and the
+// error says why.
 func EnableCrashReports(path string) (string, error) { return diag.EnableCrashReports(path) }
 
-// CrashReportPath is the report file, or "" when there is none (crash
-// reports off, or closed by CloseCrashReports).
+// CrashReportPath is where the report file is, or will be when a crash
+// writes it; "" when there is none (crash reports off, or closed by
+// CloseCrashReports).
 func CrashReportPath() string { return diag.CrashReportPath() }
 
-// CloseCrashReports is for a process that ends cleanly: an empty report
-// file is removed, and a crash after it reports to stderr only. app.Run,
-// looptest.Main and the stress harness call it.
+// CloseCrashReports is for a process that ends cleanly: a crash after it
+// reports to stderr only, and no empty report file is left (duet removes
+// only a file it created). app.Run, looptest.Main and the stress harness
+// call it; a process that ends otherwise (os.Exit) leaves nothing either.
 func CloseCrashReports() { diag.CloseCrashReports() }
 
 // SetProvenance turns the recording of callbacks' creation sites on or

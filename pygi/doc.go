@@ -4,8 +4,8 @@
 //
 // There is one interpreter per process. It starts on first use (or when
 // Init is called) on the main OS thread, and the GIL is released as soon as
-// it has started. Go keeps the process's signal handlers; Python keeps its
-// view of them (see below). From then on any goroutine may call into Python: every operation
+// it has started. The process's signals stay the Go program's (see
+// Signals); Python keeps its view of them. From then on any goroutine may call into Python: every operation
 // attaches the calling OS thread to Python (taking the GIL) and detaches it
 // again inside a single cgo call. Each OS thread keeps the Python thread
 // state it first got, which makes attaching cheap (about 100 ns for a whole
@@ -47,6 +47,42 @@
 // for the calls in flight; goroutines entering meanwhile wait for its
 // outcome, so they see ErrFinalized only if Python really went away. When
 // FinalizeContext gives up (its context ended), the phase is ready again.
+// Before that, it waits, as long as its context lets it, for Python threads
+// that are not daemons (Py_FinalizeEx would wait for them for ever, as
+// python3 does at exit): ErrThreadsRunning names those that outlast it.
+// Finalisation that lost output (the final flush of sys.stdout or
+// sys.stderr failed) returns ErrFlushFailed. Nothing of Python's is left in
+// the process's signal handling afterwards.
+//
+// # Signals
+//
+// The process's signals belong to the Go program that embeds Python.
+// Starting Python changes no process-wide signal state: no disposition, no
+// signal.Notify of the program's own, nothing a child process inherits
+// (SIGPIPE stays as Go has it). Python code sees python3's table
+// (signal.getsignal: default_int_handler for SIGINT, SIGPIPE and SIGXFSZ
+// ignored) and gets the signals it asks for:
+//
+//   - A handler set with signal.signal runs on Python's main thread at its
+//     next check, as under python3 (a blocking sleep or select there is
+//     interrupted); duet subscribes to that signal alone, beside any
+//     signal.Notify of the program's.
+//   - signal.SIG_IGN set by Python code: the signal no longer ends the
+//     process.
+//   - SIG_DFL, and default_int_handler on SIGINT, are Python's defaults:
+//     the signal does what it does in the Go program (SIGINT, SIGTERM and
+//     SIGHUP end it; os/signal subscribers get it).
+//
+// So outside the event loop Ctrl+C ends a Go program as it always did, or
+// reaches its own handler; Python code that wants KeyboardInterrupt there
+// installs a handler that raises it. The loop (eventloop.Run, app.Run)
+// owns SIGINT and SIGTERM while it runs: see package eventloop.
+//
+// faulthandler works as documented (faulthandler.enable, -X faulthandler,
+// PYTHONFAULTHANDLER): a native crash writes Python's tracebacks to its
+// file, and a fault in Go code stays Go's (a nil dereference in a Go
+// callback is a recoverable panic). After Finalize, nothing of Python's is
+// left in the process's signal handling.
 //
 // # API
 //
@@ -68,7 +104,8 @@
 //	                       *PanicError (a Go panic at a boundary),
 //	                       ExceptionError; sentinels ErrClosed, ErrNilObject,
 //	                       ErrFinalized, ErrLoopRunning, ErrInsideCall,
-//	                       ErrWrongThread, ErrStarted, ErrNoGI, ErrConversion
+//	                       ErrWrongThread, ErrStarted, ErrNoGI, ErrConversion,
+//	                       ErrFlushFailed, ErrThreadsRunning
 //	Blocks                 Block (Import, Attr, Set, Call, Item, Eval,
 //	                       Exec, Globals, Int, Float, Text, Bool, Err,
 //	                       Fail), BlockAs: one error check for a block
@@ -103,9 +140,11 @@
 //	encodings, locale,     (PYTHONFAULTHANDLER enables faulthandler, ...),
 //	faulthandler           the same stdio encodings and buffering
 //	signals                python3's table (default_int_handler for SIGINT,
-//	                       SIGPIPE ignored); handlers run; KeyboardInterrupt
-//	                       on the main thread (Go keeps the OS handlers; see
-//	                       package eventloop for the loop's part)
+//	                       SIGPIPE ignored); handlers set with signal.signal
+//	                       run on the main thread; faulthandler as
+//	                       documented (the process's signal handling stays
+//	                       the Go program's: see Signals; package eventloop
+//	                       for the loop's part)
 //	excepthooks            python3's; while the event loop runs duet's, which
 //	                       print exactly as python3's unless Go subscribes
 //	gc                     python3's thresholds and switches; while the loop

@@ -213,7 +213,26 @@ static const char wrap_src[] =
     "    w.__name__, w.__doc__, w.__wrapped__ = f.__name__, f.__doc__, f\n"
     "    return w\n"
     "_fh.enable = _wrap_fault(_fh.enable, 1)\n"
-    "_fh.disable = _wrap_fault(_fh.disable, 0)\n";
+    "_fh.disable = _wrap_fault(_fh.disable, 0)\n"
+    // python3 ignores SIGPIPE and SIGXFSZ: a write to a closed pipe or past
+    // the file size limit fails with an error. In a Go process they are not
+    // ignored (that would reach child processes); Go turns them into that
+    // error on its own threads, but on a thread it does not know, such as
+    // Python's threads, it lets them end the process. So each Python
+    // thread blocks the two for itself: the kernel then fails the write.
+    "import _thread, threading as _threading\n"
+    "_start = _thread.start_new_thread\n"
+    "_quiet = {_signal.SIGPIPE, _signal.SIGXFSZ}\n"
+    "def _quiet_thread(function, args, kwargs):\n"
+    "    _signal.pthread_sigmask(_signal.SIG_BLOCK, _quiet)\n"
+    "    return function(*args, **kwargs)\n"
+    "def start_new_thread(function, args, kwargs={}):\n"
+    "    return _start(_quiet_thread, (function, args, kwargs))\n"
+    "start_new_thread.__doc__ = _start.__doc__\n"
+    "start_new_thread.__wrapped__ = _start\n"
+    "_thread.start_new_thread = _thread.start_new = start_new_thread\n"
+    "if getattr(_threading, '_start_new_thread', None) is _start:\n"
+    "    _threading._start_new_thread = start_new_thread\n";
 
 void duet_signals_save(void) {
 	for (int i = 1; i < NSIG; i++) sigaction(i, NULL, &at_init[i]);

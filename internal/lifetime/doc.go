@@ -37,8 +37,13 @@
 //  7. Finalisation never runs while the loop runs, nor from a thread other
 //     than the one that started Python: the interpreter's life has one
 //     owner, the code that runs the loop (app.Run, looptest.Main, or main).
-//  8. Go owns the process's signal handlers; Python owns its view of them.
-//     Every signal Python code handles (and SIGINT and SIGTERM always)
-//     reaches Python through pygi: while the loop runs, through the loop's
-//     policy (SetSignalPolicy), otherwise as python3 would deliver it.
+//  8. The process's signals are the Go program's: duet changes no
+//     disposition and drops no signal.Notify of the host's. It subscribes
+//     (one channel per signal) only to the signals Python code handles or
+//     ignores and, while the loop runs, to the ones the loop owns (SIGINT,
+//     SIGTERM). Each arrival goes through the loop's policy
+//     (SetSignalPolicy) while one runs, otherwise to Python as python3
+//     would deliver it. duet never exits the process on a signal: one it
+//     gives up is handed back (HandBackSignal). AtFinalize hooks take back
+//     what duet installed in GTK objects that outlive Python.
 package lifetime
