@@ -146,16 +146,18 @@ func deliver(sig syscall.Signal) {
 	sigs.mu.Lock()
 	kind := kindLocked(sig)
 	policy := sigs.policy
-	owned := sigs.owned[sig]
+	wanted := sigs.owned[sig] || pythonAsked(sig)
 	sigs.mu.Unlock()
-	if kind == SignalIgnored {
-		return
-	}
-	if policy != nil {
+	switch {
+	case !wanted:
+		// It came as the subscription ended (the loop returned, Python
+		// gave the signal back), and without duet it would have reached
+		// the process: it does now.
+		syscall.Kill(os.Getpid(), sig)
+	case kind == SignalIgnored:
+	case policy != nil:
 		policy(sig, kind)
-		return
-	}
-	if owned || kind == SignalPython || kind == SignalDefaultInt {
+	case kind == SignalPython || kind == SignalDefaultInt:
 		InterruptPython(sig)
 	}
 }
@@ -246,6 +248,11 @@ func SetKeyboardInterruptHook(f func()) {
 // KeyboardInterruptReachedGo is called by pygi when a KeyboardInterrupt
 // becomes a Go error.
 func KeyboardInterruptReachedGo() {
+	// Only on Python's main thread does SIGINT raise it; elsewhere an
+	// uncaught KeyboardInterrupt ends a thread, not the program (python3).
+	if !IsMain() {
+		return
+	}
 	if f := keyboardInterrupt.Load(); f != nil {
 		(*f)()
 	}
