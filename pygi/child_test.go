@@ -1,9 +1,11 @@
 package pygi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -199,6 +201,97 @@ func TestChildProcesses(t *testing.T) {
 			require.NoError(t, err, "exit status; stderr:\n%s", errOut)
 			assert.Contains(t, out, "ok")
 			assert.Empty(t, errOut)
+		})
+	}
+}
+
+// threading's shutdown as python3 runs it, bounded: executors' idle
+// workers and threads that wait for the main thread to end are told to
+// stop; a call holding the GIL, or a thread started by a call still in
+// flight, cannot stretch the bound; Finalize inside a call is refused on
+// Python's own thread too.
+func init() {
+	finalizeIn := func(d time.Duration) (time.Duration, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		start := time.Now()
+		err := FinalizeContext(ctx)
+		return time.Since(start), err
+	}
+	childScenarios["threads-stdlib"] = func() error {
+		if err := Exec(`
+import concurrent.futures, threading, time
+pool = concurrent.futures.ThreadPoolExecutor(max_workers=2)
+assert pool.submit(pow, 2, 10).result() == 1024
+def watch():
+    while threading.main_thread().is_alive():
+        time.sleep(0.01)
+threading.Thread(target=watch, name="watcher").start()
+`, nil); err != nil {
+			return err
+		}
+		took, err := finalizeIn(3 * time.Second)
+		if err != nil || took > 2*time.Second {
+			return fmt.Errorf("FinalizeContext: %v after %v", err, took)
+		}
+		fmt.Println("stdlib threads stopped")
+		return nil
+	}
+	childScenarios["threads-bounded"] = func() error {
+		go Eval("sum(range(10**10))", nil) // holds the GIL in C for minutes
+		time.Sleep(100 * time.Millisecond)
+		took, err := finalizeIn(time.Second)
+		if err == nil || took > 3*time.Second || !strings.Contains(err.Error(), "1 calls in flight") {
+			return fmt.Errorf("with the GIL held: %v after %v", err, took)
+		}
+		fmt.Println("bounded with the GIL held")
+		return nil
+	}
+	childScenarios["threads-late"] = func() error {
+		go Exec("import threading, time\ntime.sleep(0.3)\nthreading.Thread(target=time.sleep, args=(30,), name='late', daemon=False).start()\n", nil)
+		time.Sleep(50 * time.Millisecond)
+		took, err := finalizeIn(time.Second)
+		if !errors.Is(err, ErrThreadsRunning) || !strings.Contains(err.Error(), "late") || took > 3*time.Second {
+			return fmt.Errorf("a thread started late: %v after %v", err, took)
+		}
+		fmt.Println("late thread named")
+		return nil
+	}
+	childScenarios["finalize-inside-home"] = func() error {
+		done := make(chan error)
+		go func() {
+			done <- Do(func() error {
+				if err := Finalize(); !errors.Is(err, ErrInsideCall) {
+					return fmt.Errorf("Finalize inside Do on Python's own thread: %v", err)
+				}
+				return nil
+			})
+		}()
+		select {
+		case err := <-done:
+			if err != nil {
+				return err
+			}
+		case <-time.After(10 * time.Second):
+			return errors.New("Finalize inside Do hung")
+		}
+		go func() { done <- Finalize() }()
+		return <-done
+	}
+}
+
+func TestThreadingShutdown(t *testing.T) {
+	for name, want := range map[string]string{
+		"threads-stdlib":       "stdlib threads stopped",
+		"threads-bounded":      "bounded with the GIL held",
+		"threads-late":         "late thread named",
+		"finalize-inside-home": "ok",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			out, errOut, err := runChild(t, name)
+			require.NoError(t, err, "stdout:\n%s\nstderr:\n%.2000s", out, errOut)
+			assert.Contains(t, out, want)
 		})
 	}
 }

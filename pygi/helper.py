@@ -37,6 +37,69 @@ def interpreter_info():
     )
 
 
+_threads_stopping = None  # the thread running threading's atexit functions
+
+
+def shutdown_threads(timeout):
+    """threading's own shutdown (what Py_FinalizeEx runs, and python3 at
+    exit: its atexit functions, such as the executors' that stop idle
+    workers, the main thread marked stopped, then a wait for every thread
+    that is not a daemon), bounded by timeout seconds this call. Returns the
+    names of the threads still running; [] when done. Called again, it goes
+    on where it stopped."""
+    import threading
+    import time
+
+    global _threads_stopping
+    end = time.monotonic() + timeout
+    main = threading.main_thread()
+    locks = getattr(threading, "_shutdown_locks", None)
+    guard = getattr(threading, "_shutdown_locks_lock", None)
+    if _threads_stopping is None:
+        atexits = list(reversed(getattr(threading, "_threading_atexits", [])))
+
+        def run_atexits():
+            for call in atexits:
+                try:
+                    call()
+                except BaseException:
+                    print("Exception ignored on threading shutdown:", file=sys.stderr)
+                    traceback.print_exc()
+
+        threading._SHUTTING_DOWN = True
+        # On a thread of its own, so that an executor's join of a busy
+        # worker cannot outlast the bound.
+        _threads_stopping = threading.Thread(target=run_atexits, name="threading shutdown", daemon=True)
+        _threads_stopping.start()
+    _threads_stopping.join(max(end - time.monotonic(), 0))
+    if not _threads_stopping.is_alive() and not main._is_stopped and main.ident == threading.get_ident():
+        tlock = getattr(main, "_tstate_lock", None)
+        if tlock is not None and tlock.locked():
+            tlock.release()
+        main._stop()
+
+    def running():
+        me = threading.current_thread()
+        return [t.name for t in threading.enumerate()
+                if t is not me and t is not main and not t.daemon and t.is_alive()]
+
+    if _threads_stopping.is_alive():
+        return running() or ["threading's atexit functions"]
+    if locks is None or guard is None:
+        return waiting_threads(max(end - time.monotonic(), 0))
+    while True:
+        with guard:
+            pending = list(locks)
+        if not pending:
+            return []
+        for lock in pending:
+            if not lock.acquire(timeout=max(end - time.monotonic(), 0)):
+                return running() or ["a thread ending"]
+            lock.release()
+            with guard:
+                locks.discard(lock)
+
+
 def waiting_threads(timeout):
     """Joins, for at most timeout seconds, the threads that are not daemons
     (threading's shutdown inside Py_FinalizeEx would wait for them for

@@ -255,42 +255,42 @@ func WithoutGIL(fn func()) {
 // wait for its outcome: ErrFinalized, or their operation when it gives up.
 func Finalize() error { return FinalizeContext(context.Background()) }
 
-// FinalizeContext is Finalize with a bound on the wait for calls in flight.
-// When ctx ends first, the interpreter stays open (Phase is Ready again)
-// and the error wraps ctx's error and says how many calls were in flight.
+// FinalizeContext is Finalize with a bound on its waits: for the calls in
+// flight, then for Python's threads that are not daemons (threading's
+// shutdown, as python3 runs it at exit, bounded). When ctx ends first, the
+// interpreter stays open (Phase is Ready again) and the error says what
+// held it up: it wraps ctx's error and counts the calls in flight, or it
+// is ErrThreadsRunning and names the threads. threading's shutdown has
+// begun by then (its atexit functions ran, executors take no new work), as
+// it would have in python3.
 func FinalizeContext(ctx context.Context) error {
 	if lifetime.LoopRunning() {
 		return ErrLoopRunning
 	}
-	var run func(func()) error
+	if lifetime.Current() == lifetime.Ready && capi.Attached() {
+		return ErrInsideCall // on any thread: this scope holds the GIL
+	}
+	var onThread func(func())
+	home := interp.home
 	switch tid := syscall.Gettid(); {
-	case lifetime.Current() != lifetime.Ready:
-		run = func(f func()) error { f(); return nil } // nothing to run: never started, or done
-	case tid == interp.initTID:
-		if capi.Attached() {
-			return ErrInsideCall
-		}
-		run = func(f func()) error { f(); return nil }
-	case interp.home != nil:
-		home := interp.home
-		run = func(f func()) error {
+	case lifetime.Current() != lifetime.Ready, tid == interp.initTID:
+		onThread = func(f func()) { f() } // here (or nothing to run: never started, or done)
+	case home != nil:
+		onThread = func(f func()) {
 			done := make(chan struct{})
 			home <- func() { f(); close(done) }
 			<-done
-			lifetime.SetPythonMain(nil)
-			close(home)
-			interp.home = nil
-			return nil
 		}
 	default:
 		return ErrWrongThread
 	}
-	if lifetime.Current() == lifetime.Ready {
-		if err := joinThreads(ctx); err != nil {
-			return err
-		}
+	err := lifetime.Finalize(ctx, onThread)
+	if home != nil && lifetime.Current() == lifetime.Finalized {
+		lifetime.SetPythonMain(nil)
+		close(home)
+		interp.home = nil
 	}
-	return lifetime.Finalize(ctx, run)
+	return err
 }
 
 // ErrThreadsRunning: FinalizeContext gave up because Python threads that
@@ -298,17 +298,20 @@ func FinalizeContext(ctx context.Context) error {
 // would wait for them for ever, as python3 waits at exit).
 var ErrThreadsRunning = errors.New("pygi: Python threads that are not daemons are still running")
 
-// joinThreads waits, while ctx lasts, for Python's non-daemon threads to
-// end: Py_FinalizeEx's own wait for them has no bound.
-func joinThreads(ctx context.Context) error {
+func init() { lifetime.SetThreadShutdown(shutdownThreads) }
+
+// shutdownThreads runs threading's shutdown (its atexit functions, then
+// the wait for non-daemon threads) while ctx lasts, on the finalizing
+// thread, attached, once no Go call is in flight.
+func shutdownThreads(ctx context.Context) error {
 	for {
 		slice := 100 * time.Millisecond
 		if d, ok := ctx.Deadline(); ok {
 			slice = min(slice, time.Until(d))
 		}
-		names, err := interp.helper.CallMethod("waiting_threads", max(slice, 0).Seconds())
+		names, err := interp.helper.CallMethod("shutdown_threads", max(slice, 0).Seconds())
 		if err != nil {
-			return fmt.Errorf("pygi: Finalize: waiting for Python threads: %w", err)
+			return fmt.Errorf("pygi: Finalize: threading's shutdown: %w", err)
 		}
 		left, err := As[[]string](names)
 		if err != nil || len(left) == 0 {

@@ -181,14 +181,16 @@ func waitChange() {
 	}
 }
 
-// Finalize runs the interpreter's end (rules 2, 3 and 7): Ready to Closing;
-// waits until nothing is in flight and moves to Finalizing in the same
-// atomic step; then run(finish) runs finish (release queue, Py_FinalizeEx)
-// on the thread the caller chose and the phase becomes Finalized. When ctx
-// ends first, the phase goes back to Ready and ctx's error is returned,
-// with the number of calls still in flight. Never started: Finalized at
-// once.
-func Finalize(ctx context.Context, run func(finish func()) error) error {
+// Finalize runs the interpreter's end (rules 2, 3 and 7): Ready to
+// Closing; waits until nothing is in flight; then on the thread the caller
+// chose (onThread), attached, threading's shutdown (the hook pygi
+// registers: Python's non-daemon threads, which may still call Go, nested
+// entries going ahead); then moves to Finalizing at a moment when nothing
+// is in flight, runs finish (the release queue, AtFinalize hooks,
+// Py_FinalizeEx) there, and the phase becomes Finalized. When ctx ends
+// first, the phase goes back to Ready and the error says what held it up.
+// Never started: Finalized at once.
+func Finalize(ctx context.Context, onThread func(func())) error {
 	gate.mu.Lock()
 	defer gate.mu.Unlock()
 	switch Current() {
@@ -205,28 +207,52 @@ func Finalize(ctx context.Context, run func(finish func()) error) error {
 		return fmt.Errorf("pygi: Finalize in phase %v", Current())
 	}
 	endClosing := func() { close(ch) }
-	for backoff := time.Microsecond; !gate.state.CompareAndSwap(int64(Closing)<<phaseShift, int64(Finalizing)<<phaseShift); {
-		select {
-		case <-ctx.Done():
-			n := InFlight()
-			move(Closing, Ready)
-			endClosing()
-			return fmt.Errorf("pygi: Finalize gave up waiting for %d calls in flight: %w", n, ctx.Err())
-		case <-time.After(backoff):
+	giveUp := func(err error) error {
+		move(Closing, Ready)
+		endClosing()
+		return err
+	}
+	waitIdle := func(final bool) error {
+		for backoff := time.Microsecond; ; {
+			if final && gate.state.CompareAndSwap(int64(Closing)<<phaseShift, int64(Finalizing)<<phaseShift) {
+				return nil
+			}
+			if !final && InFlight() == 0 {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return giveUp(fmt.Errorf("pygi: Finalize gave up waiting for %d calls in flight: %w", InFlight(), ctx.Err()))
+			case <-time.After(backoff):
+			}
+			backoff = min(backoff*2, 10*time.Millisecond)
 		}
-		backoff = min(backoff*2, 10*time.Millisecond)
+	}
+	if err := waitIdle(false); err != nil {
+		return err
+	}
+	if f := threadShutdown.Load(); f != nil {
+		var err error
+		onThread(func() {
+			st := capi.Attach()
+			defer capi.Detach(st)
+			err = (*f)(ctx)
+		})
+		if err != nil {
+			return giveUp(err)
+		}
+	}
+	if err := waitIdle(true); err != nil {
+		return err
 	}
 	endClosing()
 	flushed := true
-	err := run(func() {
+	onThread(func() {
 		drain() // nothing unattached is in flight: Finalize waited for it
 		runAtFinalize()
 		drain()
 		flushed = capi.Finalize()
 	})
-	if err != nil {
-		return err // run could not reach the thread; cannot happen once checked by the caller
-	}
 	move(Finalizing, Finalized)
 	pythonSignalsGone()
 	if !flushed {
@@ -234,6 +260,12 @@ func Finalize(ctx context.Context, run func(finish func()) error) error {
 	}
 	return nil
 }
+
+var threadShutdown atomic.Pointer[func(context.Context) error]
+
+// SetThreadShutdown registers threading's bounded shutdown (pygi's), run
+// by Finalize once no Go call is in flight.
+func SetThreadShutdown(f func(context.Context) error) { threadShutdown.Store(&f) }
 
 var atFinalize struct {
 	mu  sync.Mutex
