@@ -433,6 +433,20 @@ func (a *App) RunContext(ctx context.Context, args []string) int {
 	}
 	status := 0
 	var runErr error
+	restoreSIGINT := func() {}
+	if a.opts.HostSignals {
+		// Gtk.Application.run installs PyGObject's own Ctrl+C handling when
+		// Python's SIGINT is default_int_handler; the program handles SIGINT
+		// itself, so for the run Python's table says SIG_DFL.
+		if restore, err := pygi.Eval(hostSIGINT, nil); err == nil {
+			restoreSIGINT = func() {
+				if r, err := restore.Call(); err == nil {
+					r.Close()
+				}
+				restore.Close()
+			}
+		}
+	}
 	err := eventloop.Drive(ctx, func() {
 		r, err := a.py.CallMethod("run", args)
 		if err != nil {
@@ -446,6 +460,7 @@ func (a *App) RunContext(ctx context.Context, args []string) int {
 		}
 		status = int(n)
 	}, a.Quit, loopOptions(a.opts)...)
+	restoreSIGINT()
 	var se *eventloop.SignalError
 	switch {
 	case errors.As(err, &se):
@@ -575,3 +590,10 @@ func loopOptions(o Options) []eventloop.Option {
 	}
 	return nil
 }
+
+// hostSIGINT sets Python's SIGINT to SIG_DFL while it is Python's default,
+// and evaluates to the function that puts it back.
+const hostSIGINT = `(lambda signal: (lambda was: (
+    signal.signal(signal.SIGINT, signal.SIG_DFL) if was is signal.default_int_handler else None,
+    lambda: signal.signal(signal.SIGINT, was) if signal.getsignal(signal.SIGINT) is signal.SIG_DFL and was is signal.default_int_handler else None,
+)[1])(signal.getsignal(signal.SIGINT)))(__import__("signal"))`

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"os/signal"
 	"sync"
 	"syscall"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/duet-gtk/duet/app"
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/pygi"
+	"github.com/duet-gtk/duet/widgets"
 )
 
 // Shutdown's bounds and its reports: each path that used to hang, crash or
@@ -109,6 +111,7 @@ threading.Thread(target=time.sleep, args=(0.5,), name="short").start()
 	}
 	// GTK used after Run returned: an error dialog, a window. Nothing of
 	// Python's may still be reachable from GTK's objects then.
+	var adj *gtk.Adjustment
 	children["gtk-after-run"] = func() int {
 		a := mustNew(app.Options{ID: "org.duet.After", NonUnique: true, Census: true})
 		must(pygi.Exec("import asyncio\n", nil))                           // asyncio's source on the loop
@@ -124,7 +127,17 @@ stray = Gtk.Window(title="not the app's")
 stray.connect("destroy", lambda w: print("stray destroyed"))
 stray.present()
 GLib.timeout_add(150, lambda: print("tick", flush=True) or True)
+# Python handlers on objects that outlive Python: GTK's settings, and an
+# adjustment Go keeps.
+Gtk.Settings.get_default().connect("notify::gtk-application-prefer-dark-theme", lambda *a: print("theme"))
 `, nil))
+			adj = gtk.NewAdjustment(0, 0, 10, 1, 1, 0)
+			adjPy, err := widgets.ToPython(adj)
+			must(err)
+			onValue, err := pygi.Eval("lambda a: print('value', a.get_value())", nil)
+			must(err)
+			_, err = adjPy.CallMethod("connect", "value-changed", onValue)
+			must(err)
 			gw := gtk.NewApplicationWindow(a.Gtk())
 			gw.SetTitle("made in Go")
 			gw.Present()
@@ -133,6 +146,8 @@ GLib.timeout_add(150, lambda: print("tick", flush=True) or True)
 		status := a.Run(prog)
 		fmt.Println("phase", pygi.CurrentPhase())
 		time.Sleep(300 * time.Millisecond) // the Python timer is due
+		gtk.SettingsGetDefault().SetObjectProperty("gtk-application-prefer-dark-theme", true)
+		adj.SetValue(5)
 		for range 3 {
 			w := gtk.NewWindow()
 			w.SetTitle("after the app")
@@ -145,6 +160,30 @@ GLib.timeout_add(150, lambda: print("tick", flush=True) or True)
 		}
 		fmt.Println("toplevels left after Run:", len(gtk.WindowListToplevels()))
 		fmt.Println("windows made after Run")
+		return status
+	}
+	// HostSignals: SIGINT is the program's, even with PyGObject's own
+	// Ctrl+C handling in Gtk.Application.run; the app goes on until the
+	// program quits it.
+	children["host-signals"] = func() int {
+		a := mustNew(app.Options{ID: "org.duet.HostSignals", NonUnique: true, HostSignals: true, SkipFinalize: true})
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGINT)
+		must(a.OnActivate(func() {
+			pyWindow(a, "the host decides")
+			fmt.Println("ready")
+			go func() {
+				<-ch
+				fmt.Println("host: got SIGINT, keeps running for now")
+				time.Sleep(300 * time.Millisecond)
+				a.Quit()
+			}()
+		}))
+		status := a.Run(prog)
+		r, err := pygi.Eval("__import__('signal').getsignal(2) is __import__('signal').default_int_handler", nil)
+		if err == nil {
+			fmt.Println("Python's SIGINT back to default_int_handler:", r.String())
+		}
 		return status
 	}
 	// stdout on /dev/full: Python's final flush fails, output is lost, and
@@ -205,6 +244,18 @@ func TestGTKAfterRun(t *testing.T) {
 	assert.Contains(t, r.out, "phase finalized")
 	assert.Contains(t, r.out, "toplevels left after Run: 0")
 	assert.Contains(t, r.out, "windows made after Run")
+}
+
+func TestHostSignalsLeaveSIGINTToTheProgram(t *testing.T) {
+	r := runChild(t, "host-signals", func(cmd *exec.Cmd, out io.Reader) {
+		buf := make([]byte, 6)
+		if _, err := io.ReadFull(out, buf); err == nil && string(buf) == "ready\n" {
+			cmd.Process.Signal(syscall.SIGINT)
+		}
+	})
+	assert.Equal(t, 0, r.code, "stdout:\n%s\nstderr:\n%s", r.out, r.err)
+	assert.Contains(t, r.out, "host: got SIGINT, keeps running for now")
+	assert.Contains(t, r.out, "Python's SIGINT back to default_int_handler: True")
 }
 
 func TestLostOutputIsAFailure(t *testing.T) {

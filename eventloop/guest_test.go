@@ -8,16 +8,19 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/internal/testutil"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -461,4 +464,376 @@ done.wait(10)
 		fmt.Println("results:", res.String())
 		return pygi.Finalize()
 	}
+}
+
+// From the review: every window in which CPython used to change the
+// kernel's signal handling, and the loop's edges.
+func init() {
+	flood := func(stop <-chan struct{}, sigs ...syscall.Signal) {
+		for {
+			for _, s := range sigs {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				syscall.Kill(os.Getpid(), s)
+				time.Sleep(50 * time.Microsecond)
+			}
+		}
+	}
+	// Signals flooding in while Python starts, while Python code sets and
+	// removes handlers (asyncio's add/remove_signal_handler do), and while
+	// Python is finalised (its signal module resets every disposition it
+	// knew): the host's subscriptions keep them all; nothing dies.
+	lifetimeChildren["flood"] = func() error {
+		ch := make(chan os.Signal, 1024)
+		signal.Notify(ch, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
+		go func() {
+			for range ch {
+			}
+		}()
+		stop := make(chan struct{})
+		go flood(stop, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
+		if err := pygi.Init(); err != nil {
+			return err
+		}
+		if err := pygi.Exec(`
+import signal
+for _ in range(2000):
+    try:
+        signal.signal(signal.SIGUSR1, lambda n, f: None)
+        signal.signal(signal.SIGUSR1, signal.SIG_DFL)
+    except OSError:
+        pass  # "Signal 10 ignored due to race condition": CPython's own, as under python3
+signal.signal(signal.SIGUSR1, lambda n, f: None)
+class Slow:
+    def __del__(self):
+        import time
+        time.sleep(0.3)  # finalisation takes its time, signals keep coming
+slow = Slow()
+`, nil); err != nil {
+			return err
+		}
+		if err := pygi.Finalize(); err != nil {
+			return err
+		}
+		close(stop)
+		fmt.Println("survived the flood")
+		return nil
+	}
+	// A subprocess started from a Python thread inherits the dispositions
+	// and the signal mask it would under python3: `yes` dies of SIGPIPE.
+	lifetimeChildren["thread-subprocess"] = func() error {
+		g, err := pygi.NewGlobals()
+		if err != nil {
+			return err
+		}
+		if err := pygi.Exec(`
+import subprocess, threading
+out = []
+def run():
+    p = subprocess.run(["bash", "-c", "yes | head -1 > /dev/null; echo ${PIPESTATUS[0]}; grep SigBlk /proc/self/status"], capture_output=True, text=True)
+    out.append(p.stdout.split())
+t = threading.Thread(target=run); t.start(); t.join()
+`, g); err != nil {
+			return err
+		}
+		r, err := pygi.Eval("out[0]", g)
+		if err != nil {
+			return err
+		}
+		fmt.Println("child:", r.String())
+		return pygi.Finalize()
+	}
+	// faulthandler.register(SIGUSR1) writes its tracebacks, and the host's
+	// subscription still gets the signal; the alternate signal stack of a
+	// thread that enabled faulthandler is not replaced (CPython would free
+	// it at finalisation under that thread), and siginterrupt leaves no
+	// trace after Finalize.
+	lifetimeChildren["faulthandler-register"] = func() error {
+		ch := make(chan os.Signal, 4)
+		signal.Notify(ch, syscall.SIGUSR1)
+		f, err := os.CreateTemp(os.Getenv("DIR"), "dump")
+		if err != nil {
+			return err
+		}
+		g, err := pygi.NewGlobals()
+		if err != nil {
+			return err
+		}
+		if err := g.SetItem("path", f.Name()); err != nil {
+			return err
+		}
+		if err := pygi.Exec("import faulthandler, signal\nfile = open(path, 'w')\nfaulthandler.register(signal.SIGUSR1, file)\n"+
+			"signal.siginterrupt(signal.SIGUSR1, True)\n", g); err != nil {
+			return err
+		}
+		syscall.Kill(os.Getpid(), syscall.SIGUSR1)
+		select {
+		case <-ch:
+		case <-time.After(5 * time.Second):
+			return errors.New("the host never got SIGUSR1")
+		}
+		time.Sleep(100 * time.Millisecond)
+		b, _ := os.ReadFile(f.Name())
+		if !strings.Contains(string(b), "most recent call first") {
+			return fmt.Errorf("no traceback in the dump file: %q", b)
+		}
+		if err := pygi.Exec("faulthandler.unregister(signal.SIGUSR1)\n", g); err != nil {
+			return err
+		}
+		// A goroutine's thread enables faulthandler: its signal stack stays.
+		errc := make(chan error)
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			before := altStack()
+			_, err := pygi.Eval("__import__('faulthandler').enable()", nil)
+			if err == nil && altStack() != before {
+				err = fmt.Errorf("faulthandler.enable replaced this thread's signal stack (%#x -> %#x)", before, altStack())
+			}
+			errc <- err
+		}()
+		if err := <-errc; err != nil {
+			return err
+		}
+		if err := pygi.Finalize(); err != nil {
+			return err
+		}
+		if err := readRestarts(syscall.SIGUSR1); err != nil {
+			return fmt.Errorf("after Python's siginterrupt and Finalize: %w", err)
+		}
+		fmt.Println("dumped, host served, nothing replaced")
+		return nil
+	}
+}
+
+// readRestarts checks that a read blocked on a thread that gets sig is
+// restarted, as Go's handlers ask (SA_RESTART), not interrupted.
+func readRestarts(sig syscall.Signal) error {
+	var p [2]int
+	if err := syscall.Pipe(p[:]); err != nil {
+		return err
+	}
+	defer syscall.Close(p[0])
+	defer syscall.Close(p[1])
+	tid := make(chan int)
+	res := make(chan error)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		tid <- syscall.Gettid()
+		var b [1]byte
+		_, err := syscall.Read(p[0], b[:])
+		res <- err
+	}()
+	t := <-tid
+	time.Sleep(50 * time.Millisecond)
+	syscall.Tgkill(os.Getpid(), t, sig)
+	time.Sleep(50 * time.Millisecond)
+	syscall.Write(p[1], []byte{1})
+	return <-res
+}
+
+// altStack is the calling thread's alternate signal stack (sigaltstack).
+func altStack() uintptr {
+	var st [3]uintptr // stack_t: ss_sp, ss_flags (padded), ss_size
+	syscall.RawSyscall(syscall.SYS_SIGALTSTACK, 0, uintptr(unsafe.Pointer(&st[0])), 0)
+	return st[0]
+}
+
+func TestSignalHandlingHasNoWindows(t *testing.T) {
+	for range 3 {
+		out, errOut, code := runLifetimeChild(t, "flood")
+		require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+		assert.Contains(t, out, "survived the flood")
+	}
+}
+
+func TestSubprocessFromAPythonThread(t *testing.T) {
+	out, errOut, code := runLifetimeChild(t, "thread-subprocess")
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	assert.Contains(t, out, "child: ['141', 'SigBlk:', '0000000000000000']")
+}
+
+func TestFaulthandlerRegisterLeavesTheHostItsSignal(t *testing.T) {
+	out, errOut, err := testutil.RunChild(t, "EVENTLOOP_CHILD=faulthandler-register", "DIR="+t.TempDir())
+	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	assert.Contains(t, out, "dumped, host served, nothing replaced")
+}
+
+// The loop's edges, from the review.
+func init() {
+	// Quit, then SIGTERM while asyncio's tasks finish their cancellation:
+	// the signal is what Run reports, not lost.
+	lifetimeChildren["term-while-ending"] = func() error {
+		g, err := pygi.NewGlobals()
+		if err != nil {
+			return err
+		}
+		if err := pygi.Exec(`
+import asyncio
+async def stubborn():
+    try:
+        await asyncio.sleep(60)
+    except asyncio.CancelledError:
+        await asyncio.sleep(0.8)
+        print("cancelled in order", flush=True)
+        raise
+def start():
+    asyncio.get_running_loop().create_task(stubborn())
+`, g); err != nil {
+			return err
+		}
+		eventloop.Invoke(func() {
+			pygi.Eval("start()", g)
+		})
+		eventloop.After(200*time.Millisecond, func() {
+			eventloop.Quit()
+			go func() {
+				time.Sleep(300 * time.Millisecond)
+				syscall.Kill(os.Getpid(), syscall.SIGTERM)
+			}()
+		})
+		err = eventloop.Run(context.Background())
+		var se *eventloop.SignalError
+		if !errors.As(err, &se) || se.Signal != syscall.SIGTERM {
+			return fmt.Errorf("Run: want a SIGTERM SignalError, got %v", err)
+		}
+		fmt.Println("Run reported SIGTERM")
+		return pygi.Finalize()
+	}
+	// SIGTERM while the UI thread is busy for less than the grace, and a
+	// task that needs longer than what is left of it to finish after its
+	// cancellation: the UI thread came back in time, so the task finishes.
+	lifetimeChildren["grace-vs-asyncio"] = func() error {
+		eventloop.SetSignalGrace(time.Second)
+		g, err := pygi.NewGlobals()
+		if err != nil {
+			return err
+		}
+		if err := pygi.Exec(`
+import asyncio, time
+async def saver():
+    try:
+        await asyncio.sleep(60)
+    except asyncio.CancelledError:
+        await asyncio.sleep(0.9)
+        print("saved its state", flush=True)
+        raise
+def start():
+    asyncio.get_running_loop().create_task(saver())
+`, g); err != nil {
+			return err
+		}
+		eventloop.Invoke(func() { pygi.Eval("start()", g) })
+		eventloop.After(100*time.Millisecond, func() { // the task waits in its sleep
+			ready()
+			time.Sleep(600 * time.Millisecond) // busy, within the grace
+		})
+		err = eventloop.Run(context.Background())
+		var se *eventloop.SignalError
+		if !errors.As(err, &se) {
+			return fmt.Errorf("Run: want a SignalError, got %v", err)
+		}
+		return pygi.Finalize()
+	}
+	// SIGINT, then SIGTERM before the UI thread came back: one ordered
+	// shutdown, no hand-back (only the same signal again hands it back).
+	lifetimeChildren["int-then-term"] = func() error {
+		eventloop.Invoke(func() {
+			ready()
+			time.Sleep(time.Second)
+		})
+		err := eventloop.Run(context.Background())
+		var se *eventloop.SignalError
+		if !errors.As(err, &se) {
+			return fmt.Errorf("Run: want a SignalError, got %v", err)
+		}
+		fmt.Println("one ordered shutdown")
+		return pygi.Finalize()
+	}
+	// A KeyboardInterrupt Python code raises by itself in a GLib callback
+	// is printed and the loop goes on, as under python3 with PyGObject.
+	lifetimeChildren["ki-deliberate"] = func() error {
+		if err := pygi.Exec(`
+from gi.repository import GLib
+def cb():
+    raise KeyboardInterrupt("deliberate")
+GLib.idle_add(cb)
+`, nil); err != nil {
+			return err
+		}
+		eventloop.After(300*time.Millisecond, eventloop.Quit)
+		if err := eventloop.Run(context.Background()); err != nil {
+			return fmt.Errorf("Run: %v", err)
+		}
+		fmt.Println("the loop went on")
+		return pygi.Finalize()
+	}
+	// A host that survives a handed-back SIGTERM: Python's handler for it
+	// runs again for the next one, as under python3.
+	lifetimeChildren["handback-keeps-python"] = func() error {
+		eventloop.SetSignalGrace(200 * time.Millisecond)
+		ch := make(chan os.Signal, 8)
+		signal.Notify(ch, syscall.SIGTERM)
+		g, err := pygi.NewGlobals()
+		if err != nil {
+			return err
+		}
+		if err := pygi.Exec("import signal\nruns = []\nsignal.signal(signal.SIGTERM, lambda n, f: runs.append(n))\n", g); err != nil {
+			return err
+		}
+		eventloop.Invoke(func() {
+			ready()
+			time.Sleep(800 * time.Millisecond) // past the grace: handed back
+			eventloop.Quit()
+		})
+		eventloop.Run(context.Background())
+		before, err := pygi.Eval("len(runs)", g)
+		if err != nil {
+			return err
+		}
+		syscall.Kill(os.Getpid(), syscall.SIGTERM)
+		time.Sleep(200 * time.Millisecond)
+		after, err := pygi.Eval("(__import__('time').sleep(0.01), len(runs))[1]", g)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("Python's handler ran %s, then %s times\n", before, after)
+		return pygi.Finalize()
+	}
+}
+
+func TestLoopEdges(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sigs []syscall.Signal
+		out  string
+	}{
+		{"term-while-ending", nil, "Run reported SIGTERM"},
+		{"grace-vs-asyncio", []syscall.Signal{syscall.SIGTERM}, "saved its state"},
+		{"int-then-term", []syscall.Signal{syscall.SIGINT, syscall.SIGTERM}, "one ordered shutdown"},
+		{"handback-keeps-python", []syscall.Signal{syscall.SIGTERM}, "Python's handler ran 1, then 2 times"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var r signalRun
+			if tc.sigs == nil {
+				out, errOut, code := runLifetimeChild(t, tc.name)
+				r = signalRun{out: out, err: errOut, code: code}
+			} else {
+				r = signalChild(t, tc.name, tc.sigs...)
+			}
+			assert.Equal(t, 0, r.code, "stdout:\n%s\nstderr:\n%s", r.out, r.err)
+			assert.Contains(t, r.out, tc.out)
+		})
+	}
+	t.Run("ki-deliberate", func(t *testing.T) {
+		out, errOut, code := runLifetimeChild(t, "ki-deliberate")
+		assert.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+		assert.Contains(t, out, "the loop went on")
+		assert.Contains(t, errOut, "KeyboardInterrupt: deliberate", "printed, as python3 prints it")
+	})
 }

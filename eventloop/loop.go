@@ -83,13 +83,24 @@ func Drive(ctx context.Context, run func(), quit func(), opts ...Option) error {
 		return ErrRunning
 	}
 	state.running.Store(true)
-	var once sync.Once
+	// stop quits once; what Run returns is the first reason, except that
+	// a signal that arrives while the loop ends for another reason (Quit,
+	// ctx) is what it reports (an app exits 128+n, as the signal asked).
+	var mu sync.Mutex
 	var cause error
+	var quitting bool
 	stop := func(err error) {
-		once.Do(func() {
+		mu.Lock()
+		var se, was *SignalError
+		if cause == nil || errors.As(err, &se) && !errors.As(cause, &was) {
 			cause = err
+		}
+		first := !quitting
+		quitting = true
+		mu.Unlock()
+		if first {
 			quit()
-		})
+		}
 	}
 	state.quit = func() { stop(nil) }
 	state.mu.Unlock()
@@ -160,11 +171,14 @@ func Drive(ctx context.Context, run func(), quit func(), opts ...Option) error {
 	// Work queued before the loop started runs first.
 	capi.LoopPost()
 	run()
+	sh.uiBack()
 	// asyncio's end, as asyncio.run's: the tasks left are cancelled and
 	// given a bounded time to finish, with the context still iterated.
 	stopAsyncio()
 	// Release what Go dropped while the loop ran, before anyone finalises.
 	drainReleases()
+	mu.Lock()
+	defer mu.Unlock()
 	return cause
 }
 

@@ -78,9 +78,10 @@ type signalHandling struct {
 
 	mu       sync.Mutex
 	waiting  syscall.Signal // an owned signal whose handling the UI thread has not reached yet
-	quitting syscall.Signal // the signal that started the ordered shutdown
+	quitting syscall.Signal // the owned signal that started the ordered shutdown
 	timer    *time.Timer
-	returned bool
+	back     bool // the loop's run returned: the UI thread is back, no grace any more
+	returned bool // the loop has ended: its subscriptions are going
 }
 
 func newSignalHandling(stop func(error), owned []syscall.Signal) *signalHandling {
@@ -95,34 +96,52 @@ func (h *signalHandling) onSignal(sig syscall.Signal, kind lifetime.SignalKind) 
 	if kind == lifetime.SignalIgnored {
 		return
 	}
-	if !h.owned[sig] {
+	h.mu.Lock()
+	owned := h.owned[sig]
+	if !owned {
+		h.mu.Unlock()
 		if kind == lifetime.SignalPython || kind == lifetime.SignalDefaultInt {
 			lifetime.InterruptPython(sig)
 			h.onPythonMain(func() { h.runHandler(sig) })
 		}
 		return
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.returned {
-		return // the loop has ended; its subscription is going away
-	}
-	if h.waiting != 0 || h.quitting != 0 {
-		h.handBack(sig, "again before the UI thread came back")
+		// The loop has ended and no longer owns it: as without duet.
+		h.handBack(sig, "")
+		h.mu.Unlock()
 		return
 	}
-	h.arm(sig)
+	if sig == h.waiting || sig == h.quitting {
+		h.handBack(sig, "again before the UI thread came back")
+		h.mu.Unlock()
+		return
+	}
+	pending := h.waiting != 0 || h.quitting != 0
+	if !pending && !h.back {
+		h.arm(sig)
+	}
 	if kind == lifetime.SignalDefaultInt && !capi.PythonMainIsUI() {
 		// Python started off the main thread: its handlers run there, not
 		// on the loop, so the KeyboardInterrupt has nowhere to go. Quit.
 		kind = lifetime.SignalDefault
 	}
-	if kind == lifetime.SignalDefault {
-		h.quitting = sig
+	if kind == lifetime.SignalDefault || h.back {
+		// The ordered shutdown (also when the loop is ending already for
+		// another reason: the signal is what Run then reports).
+		if h.quitting == 0 {
+			h.quitting = sig
+		}
+		h.mu.Unlock()
 		go h.stop(&SignalError{Signal: sig})
 		return
 	}
-	h.waiting = sig
+	if h.waiting == 0 {
+		h.waiting = sig
+	}
+	// Outside h.mu: handing the signal to Python takes the GIL, and the UI
+	// thread may hold it while it waits for h.mu (keyboardInterrupt).
+	h.mu.Unlock()
 	lifetime.InterruptPython(sig)
 	h.onPythonMain(func() { h.runHandler(sig) })
 }
@@ -145,13 +164,13 @@ func (h *signalHandling) arm(sig syscall.Signal) {
 	h.timer = time.AfterFunc(grace, func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		if !h.returned {
+		if !h.back {
 			h.handBack(sig, fmt.Sprintf("and the UI thread did not come back within %v", grace))
 		}
 	})
 }
 
-// handBack gives up on sig: the loop's subscription goes, and the signal,
+// handBack gives up on sig: the loop no longer owns it, and the signal,
 // raised again, does what it does without duet (ends the process, or
 // reaches the program's own handler). Called with h.mu held.
 func (h *signalHandling) handBack(sig syscall.Signal, why string) {
@@ -159,11 +178,23 @@ func (h *signalHandling) handBack(sig syscall.Signal, why string) {
 		return
 	}
 	delete(h.owned, sig)
-	if h.timer != nil {
+	if h.timer != nil && !h.stillArmedFor(sig) {
 		h.timer.Stop()
 	}
-	fmt.Fprintf(os.Stderr, "duet: %v %s: the signal is no longer handled by duet and is raised again\n", sig, why)
+	if why != "" {
+		fmt.Fprintf(os.Stderr, "duet: %v %s: the signal is no longer handled by duet and is raised again\n", sig, why)
+	}
 	lifetime.HandBackSignal(sig)
+}
+
+// stillArmedFor: whether the grace running is another owned signal's.
+// Called with h.mu held.
+func (h *signalHandling) stillArmedFor(sig syscall.Signal) bool {
+	other := h.waiting
+	if other == sig {
+		other = h.quitting
+	}
+	return other != 0 && other != sig && h.owned[other]
 }
 
 // runHandler runs on Python's main thread (the UI thread, normally):
@@ -209,9 +240,21 @@ func (h *signalHandling) quit(sig syscall.Signal, err error) {
 	h.stop(&SignalError{Signal: sig})
 }
 
+// uiBack: the loop's run returned, so the UI thread has come back: no
+// grace runs any more (asyncio's end and the release of references still
+// follow, with the signals still owned).
+func (h *signalHandling) uiBack() {
+	h.mu.Lock()
+	h.back = true
+	if h.timer != nil {
+		h.timer.Stop()
+	}
+	h.mu.Unlock()
+}
+
 func (h *signalHandling) loopReturned() {
 	h.mu.Lock()
-	h.returned = true
+	h.back, h.returned = true, true
 	if h.timer != nil {
 		h.timer.Stop()
 	}
@@ -219,14 +262,22 @@ func (h *signalHandling) loopReturned() {
 }
 
 // keyboardInterrupt is told that a KeyboardInterrupt came out of Python
-// code into Go (pygi's errors) or reached a hook nobody caught it in: as in
-// a python3 GTK app, the app quits, whatever the Go code does with the
-// error. Only Python's main thread gets KeyboardInterrupt from SIGINT.
+// code into Go on Python's main thread (pygi's errors) or reached a hook
+// nobody caught it in. While a SIGINT duet handed to Python is pending,
+// that is the signal's KeyboardInterrupt: as in a python3 GTK app, the app
+// quits, whatever the Go code does with the error. One Python code raised
+// by itself is Python's business, as under python3.
 func keyboardInterrupt() {
 	state.mu.Lock()
 	h := state.signals
 	state.mu.Unlock()
-	if h != nil {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	ours := h.waiting == syscall.SIGINT
+	h.mu.Unlock()
+	if ours {
 		h.quit(syscall.SIGINT, nil)
 	}
 }

@@ -12,13 +12,38 @@ def install(on_change):
     return model
 
 
+# Python handlers (closures PyGObject made) connected to objects that may
+# outlive Python: a GTK singleton such as Gtk.Settings, an object Go keeps.
+# A GObject keeps the Python wrapper of an object with handlers alive, so
+# the handlers stay connected, and GTK would run them after Python is gone.
+# Each connection is remembered, through a weak reference to the GObject
+# (its Python wrapper may come and go), and undone before Python goes.
+_python_handlers = []
+
+
+def _remember(obj, hid):
+    _python_handlers.append((obj.weak_ref(), hid))
+    if len(_python_handlers) >= 4096 and len(_python_handlers) & (len(_python_handlers) - 1) == 0:
+        _python_handlers[:] = [(r, h) for r, h in _python_handlers if _connected(r(), h)]
+
+
+def _connected(obj, hid):
+    return obj is not None and GObject.signal_handler_is_connected(obj, hid)
+
+
 def uninstall():
     """Before Python goes: the toplevels list lives as long as GTK, and a
-    window made after Python is gone would run the handler."""
+    window made after Python is gone would run the handler; the same for
+    every Python handler still connected to an object that is alive."""
     while _installed:
         model, hid = _installed.pop()
         if GObject.signal_handler_is_connected(model, hid):
             model.disconnect(hid)
+    while _python_handlers:
+        r, hid = _python_handlers.pop()
+        obj = r()
+        if _connected(obj, hid):
+            obj.disconnect(hid)
 
 
 def windows(model):
@@ -63,7 +88,10 @@ def hook_connect(record, native):
                     hid = native(self, detailed_signal, handler, after)
                     go = hid != 0  # zero: a capsule function, not duet's
                 if not hid:
+                    # PyGObject's own closure: it must go before Python does
+                    # (duet's closure, above, knows when Python is gone).
                     hid = orig(self, detailed_signal, handler, *args, **kwargs)
+                    _remember(self, hid)
                 if go:
                     record(self, hid, handler)
                 return hid

@@ -441,6 +441,10 @@ func duetSignalKind(sig, kind C.int) {
 // thread, no GIL needed).
 func SignalInterrupt(sig int) { C.duet_signal_interrupt(C.int(sig)) }
 
+// FaultDump writes the tracebacks faulthandler.register asked for sig to
+// its file (any thread, no GIL).
+func FaultDump(sig int) { C.duet_fault_dump(C.int(sig)) }
+
 // PythonMainIsUI reports whether Python's main thread, where its signal
 // handlers run, is the process's main thread (Python started there).
 func PythonMainIsUI() bool { return C.duet_python_main_is_process_main() != 0 }

@@ -188,6 +188,10 @@ int duet_signals_install(void);      // at start-up, main thread, GIL held
 void duet_signal_interrupt(int sig); // a signal for Python (any thread)
 void duet_signals_finalized(void);  // after Py_FinalizeEx: Go's fatal-signal handlers back
 void duet_set_go_text(uintptr_t lo, uintptr_t hi); // where Go's code is (faulthandler's front)
+int duet_fault_dump(int sig);       // a faulthandler.register'd signal arrived: tracebacks to its file
+struct sigaction;
+int duet_python_action(int sig, struct sigaction *out); // interpose.c: what CPython asked for
+int duet_interposing(void);
 int duet_python_main_is_process_main(void); // Python's main thread is the UI thread
 duet_res duet_check_signals(void);   // run arrived signals' Python handlers (runtime.c)
 

@@ -35,6 +35,7 @@
 #include <Python.h>
 #include <internal/pycore_interp.h>
 #include <internal/pycore_runtime.h>
+#include <internal/pycore_traceback.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -43,6 +44,7 @@
 
 #include "_cgo_export.h"
 #include "duet.h"
+#include "duet_impl.h"
 
 static PyThreadState *main_tstate; // Python's main thread
 static pid_t main_tid;
@@ -135,30 +137,40 @@ static int same_action(const struct sigaction *a, const struct sigaction *b) {
 	return a->sa_sigaction == b->sa_sigaction && a->sa_handler == b->sa_handler;
 }
 
-// take_fault_handlers: after faulthandler changed the fatal signals'
-// handlers (before[] being what was there), keep its handlers aside and put
-// the front in place, chained to before[].
+// take_fault_handlers: after faulthandler.enable (before[] being the
+// kernel's actions then), keep faulthandler's handlers aside and put the
+// front in place, chained to what was there. With interpose.c at work the
+// kernel never saw faulthandler's handlers: they are what CPython asked
+// for. Without it, they are what is in the kernel now.
 static void take_fault_handlers(const struct sigaction *before) {
 	for (size_t i = 0; i < N_FATAL; i++) {
 		int sig = fatal_signals[i];
-		struct sigaction now;
-		if (sigaction(sig, NULL, &now) != 0 || same_action(&now, &before[sig])) continue;
-		if (now.sa_sigaction == fault_front) continue;
-		fault_py[sig] = now;
-		if (before[sig].sa_sigaction != fault_front) fault_under[sig] = before[sig];
+		struct sigaction want, now;
+		if (sigaction(sig, NULL, &now) != 0) continue;
+		if (duet_interposing()) {
+			if (!duet_python_action(sig, &want)) continue;
+		} else {
+			want = now;
+		}
+		if (same_action(&want, duet_interposing() ? &now : &before[sig])) continue;
+		if (want.sa_sigaction == fault_front || (!(want.sa_flags & SA_SIGINFO) &&
+		                                         (want.sa_handler == SIG_DFL || want.sa_handler == SIG_IGN)))
+			continue;
+		fault_py[sig] = want;
+		if (now.sa_sigaction != fault_front) fault_under[sig] = duet_interposing() ? now : before[sig];
 		struct sigaction sa;
 		memset(&sa, 0, sizeof sa);
 		sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
 		sigfillset(&sa.sa_mask);
 		sa.sa_sigaction = fault_front;
 		__atomic_store_n(&fault_on[sig], 1, __ATOMIC_SEQ_CST);
-		sigaction(sig, &sa, NULL);
+		if (now.sa_sigaction != fault_front) sigaction(sig, &sa, NULL);
 		front_installed[sig] = 1;
 	}
 }
 
-// fault(fn, args, kwargs): faulthandler.enable or disable, with the fatal
-// signals' OS-level handlers kept in Go's order.
+// fault(fn, args, kwargs, what): faulthandler.enable (1), disable (0),
+// with the fatal signals' handlers kept in Go's order.
 static PyObject *fault_call(PyObject *self, PyObject *args) {
 	PyObject *fn, *a, *kw;
 	int enable;
@@ -166,18 +178,52 @@ static PyObject *fault_call(PyObject *self, PyObject *args) {
 	struct sigaction before[NSIG];
 	for (size_t i = 0; i < N_FATAL; i++) sigaction(fatal_signals[i], NULL, &before[fatal_signals[i]]);
 	PyObject *r = PyObject_Call(fn, a, kw == Py_None ? NULL : kw);
+	if (!r) return NULL;
 	if (enable) {
 		take_fault_handlers(before);
 	} else {
 		for (size_t i = 0; i < N_FATAL; i++) {
 			int sig = fatal_signals[i];
 			__atomic_store_n(&fault_on[sig], 0, __ATOMIC_SEQ_CST);
-			sigaction(sig, &before[sig], NULL); // the front stays, a pass-through
+			if (!duet_interposing()) sigaction(sig, &before[sig], NULL); // the front stays, a pass-through
 		}
 	}
 	return r;
 }
 
+// faulthandler.register(signum, file, all_threads, chain): CPython's
+// handler never reaches the kernel (interpose.c); the signal comes through
+// Go instead, beside the program's own subscriptions, and duet writes the
+// tracebacks to the file (duet_fault_dump). chain is moot: the program's
+// handlers get the signal anyway.
+static volatile int user_fd[NSIG];
+static volatile int user_all[NSIG];
+
+static PyObject *fault_user(PyObject *self, PyObject *args) {
+	int sig, fd, all;
+	if (!PyArg_ParseTuple(args, "iii", &sig, &fd, &all)) return NULL;
+	if (sig <= 0 || sig >= NSIG) Py_RETURN_NONE;
+	user_all[sig] = all;
+	__atomic_store_n(&user_fd[sig], fd + 1, __ATOMIC_SEQ_CST); // 0: none
+	duetSignalKind(sig, fd >= 0 ? 4 : 5);
+	Py_RETURN_NONE;
+}
+
+// duet_fault_dump writes Python's tracebacks for a faulthandler.register'd
+// signal, as faulthandler's handler would (any thread, no GIL: the dumper
+// is async-signal-safe). 0 when the signal is not registered.
+int duet_fault_dump(int sig) {
+	if (sig <= 0 || sig >= NSIG) return 0;
+	int fd = __atomic_load_n(&user_fd[sig], __ATOMIC_SEQ_CST) - 1;
+	if (fd < 0 || !main_tstate) return 0;
+	if (user_all[sig])
+		_Py_DumpTracebackThreads(fd, PyInterpreterState_Main(), NULL);
+	else
+		_Py_DumpTraceback(fd, main_tstate);
+	return 1;
+}
+
+static PyMethodDef user_def = {"_duet_fault_user", fault_user, METH_VARARGS, "faulthandler.register through Go (duet)."};
 static PyMethodDef set_def = {"_duet_signal_set", signal_set, METH_VARARGS, "signal.signal, OS-level action kept (duet)."};
 static PyMethodDef fault_def = {"_duet_fault", fault_call, METH_VARARGS, "faulthandler.enable/disable behind Go's handlers (duet)."};
 
@@ -214,25 +260,20 @@ static const char wrap_src[] =
     "    return w\n"
     "_fh.enable = _wrap_fault(_fh.enable, 1)\n"
     "_fh.disable = _wrap_fault(_fh.disable, 0)\n"
-    // python3 ignores SIGPIPE and SIGXFSZ: a write to a closed pipe or past
-    // the file size limit fails with an error. In a Go process they are not
-    // ignored (that would reach child processes); Go turns them into that
-    // error on its own threads, but on a thread it does not know, such as
-    // Python's threads, it lets them end the process. So each Python
-    // thread blocks the two for itself: the kernel then fails the write.
-    "import _thread, threading as _threading\n"
-    "_start = _thread.start_new_thread\n"
-    "_quiet = {_signal.SIGPIPE, _signal.SIGXFSZ}\n"
-    "def _quiet_thread(function, args, kwargs):\n"
-    "    _signal.pthread_sigmask(_signal.SIG_BLOCK, _quiet)\n"
-    "    return function(*args, **kwargs)\n"
-    "def start_new_thread(function, args, kwargs={}):\n"
-    "    return _start(_quiet_thread, (function, args, kwargs))\n"
-    "start_new_thread.__doc__ = _start.__doc__\n"
-    "start_new_thread.__wrapped__ = _start\n"
-    "_thread.start_new_thread = _thread.start_new = start_new_thread\n"
-    "if getattr(_threading, '_start_new_thread', None) is _start:\n"
-    "    _threading._start_new_thread = start_new_thread\n";
+    "import sys as _sys\n"
+    "_fh_register, _fh_unregister = _fh.register, _fh.unregister\n"
+    "def register(signum, file=None, all_threads=True, chain=False):\n"
+    "    f = _sys.stderr if file is None else file\n"
+    "    r = _fh_register(signum, f, all_threads, chain)\n"
+    "    _user(int(signum), f if isinstance(f, int) else f.fileno(), 1 if all_threads else 0)\n"
+    "    return r\n"
+    "def unregister(signum):\n"
+    "    r = _fh_unregister(signum)\n"
+    "    _user(int(signum), -1, 0)\n"
+    "    return r\n"
+    "register.__doc__, register.__wrapped__ = _fh_register.__doc__, _fh_register\n"
+    "unregister.__doc__, unregister.__wrapped__ = _fh_unregister.__doc__, _fh_unregister\n"
+    "_fh.register, _fh.unregister = register, unregister\n";
 
 void duet_signals_save(void) {
 	for (int i = 1; i < NSIG; i++) sigaction(i, NULL, &at_init[i]);
@@ -248,11 +289,12 @@ int duet_signals_install(void) {
 	PyObject *g = PyDict_New();
 	PyObject *set = PyCFunction_New(&set_def, NULL);
 	PyObject *fault = PyCFunction_New(&fault_def, NULL);
+	PyObject *user = PyCFunction_New(&user_def, NULL);
 	PyObject *sig = PyImport_ImportModule("signal");
 	int rc = -1;
 	if (sig) orig_signal = PyObject_GetAttrString(sig, "signal"); // kept for the interpreter's life
-	if (g && set && fault && orig_signal && PyDict_SetItemString(g, "_set", set) == 0 &&
-	    PyDict_SetItemString(g, "_fault", fault) == 0) {
+	if (g && set && fault && user && orig_signal && PyDict_SetItemString(g, "_set", set) == 0 &&
+	    PyDict_SetItemString(g, "_fault", fault) == 0 && PyDict_SetItemString(g, "_user", user) == 0) {
 		PyObject *r = PyRun_String(wrap_src, Py_file_input, g, g);
 		if (r) rc = 0;
 		Py_XDECREF(r);
@@ -261,6 +303,7 @@ int duet_signals_install(void) {
 	Py_XDECREF(sig);
 	Py_XDECREF(set);
 	Py_XDECREF(fault);
+	Py_XDECREF(user);
 	Py_XDECREF(g);
 	return rc;
 }
@@ -268,6 +311,7 @@ int duet_signals_install(void) {
 // duet_signals_finalized runs after Py_FinalizeEx: faulthandler is gone,
 // and so is the front's reason to be (Go's handlers go back in place).
 void duet_signals_finalized(void) {
+	for (int i = 1; i < NSIG; i++) __atomic_store_n(&user_fd[i], 0, __ATOMIC_SEQ_CST);
 	for (size_t i = 0; i < N_FATAL; i++) {
 		int sig = fatal_signals[i];
 		__atomic_store_n(&fault_on[sig], 0, __ATOMIC_SEQ_CST);
@@ -280,9 +324,15 @@ void duet_signals_finalized(void) {
 	main_tstate = NULL;
 }
 
-// duet_signal_interrupt: any thread, no GIL needed.
+// duet_signal_interrupt: any thread. It takes the GIL although
+// PyErr_SetInterruptEx is documented not to need it: it reads the signal's
+// Python handler, which signal.signal on the main thread may be replacing
+// and freeing at that moment (a kernel signal has the same race in theory;
+// a forwarding thread has it in practice).
 void duet_signal_interrupt(int sig) {
+	PyGILState_STATE st = duet_enter();
 	PyErr_SetInterruptEx(sig);
+	duet_leave(st);
 	// CPython marks the main thread's evaluation loop for a check only when
 	// the thread that received the signal may handle signals itself (it
 	// decides on the receiving thread, and ours is a Go thread), so a main

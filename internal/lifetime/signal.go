@@ -3,6 +3,7 @@ package lifetime
 import (
 	"os"
 	"os/signal"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -35,12 +36,22 @@ const (
 	SignalPython     SignalKind = 3 // a handler Python code registered
 )
 
+// Kinds that are not dispositions: faulthandler.register and unregister.
+const (
+	signalDumpOn  = 4
+	signalDumpOff = 5
+)
+
 var sigs struct {
 	mu     sync.Mutex
 	python map[syscall.Signal]SignalKind // set by Python code since start-up
+	dump   map[syscall.Signal]bool       // faulthandler.register'd
 	owned  map[syscall.Signal]bool       // the running loop's
 	policy func(syscall.Signal, SignalKind)
 	subs   map[syscall.Signal]chan os.Signal
+	// handing is a signal being handed back: no subscription of duet's
+	// while it is raised.
+	handing syscall.Signal
 }
 
 // PythonSignal records what Python code just set for sig with
@@ -51,10 +62,18 @@ func PythonSignal(sig syscall.Signal, kind SignalKind) {
 	}
 	sigs.mu.Lock()
 	defer sigs.mu.Unlock()
-	if sigs.python == nil {
-		sigs.python = map[syscall.Signal]SignalKind{}
+	switch kind {
+	case signalDumpOn, signalDumpOff:
+		if sigs.dump == nil {
+			sigs.dump = map[syscall.Signal]bool{}
+		}
+		sigs.dump[sig] = kind == signalDumpOn
+	default:
+		if sigs.python == nil {
+			sigs.python = map[syscall.Signal]SignalKind{}
+		}
+		sigs.python[sig] = kind
 	}
-	sigs.python[sig] = kind
 	resubscribe(sig)
 }
 
@@ -100,6 +119,9 @@ func kindLocked(sig syscall.Signal) SignalKind {
 // delivered to duet (a handler, or ignoring a signal the process would not
 // ignore by itself).
 func pythonAsked(sig syscall.Signal) bool {
+	if sigs.dump[sig] {
+		return true
+	}
 	k, ok := sigs.python[sig]
 	if !ok {
 		return false
@@ -118,7 +140,7 @@ func pythonAsked(sig syscall.Signal) bool {
 // resubscribe makes duet's subscription to sig what Python and the loop
 // need. Called with sigs.mu held.
 func resubscribe(sig syscall.Signal) {
-	need := sigs.owned[sig] || pythonAsked(sig)
+	need := (sigs.owned[sig] || pythonAsked(sig)) && sig != sigs.handing
 	ch := sigs.subs[sig]
 	switch {
 	case need && ch == nil:
@@ -147,13 +169,17 @@ func deliver(sig syscall.Signal) {
 	kind := kindLocked(sig)
 	policy := sigs.policy
 	wanted := sigs.owned[sig] || pythonAsked(sig)
+	dump := sigs.dump[sig]
 	sigs.mu.Unlock()
+	if dump {
+		faultDump(sig)
+	}
 	switch {
 	case !wanted:
 		// It came as the subscription ended (the loop returned, Python
 		// gave the signal back), and without duet it would have reached
 		// the process: it does now.
-		syscall.Kill(os.Getpid(), sig)
+		raiseHere(sig)
 	case kind == SignalIgnored:
 	case policy != nil:
 		policy(sig, kind)
@@ -194,19 +220,43 @@ func SetSignalPolicy(f func(syscall.Signal, SignalKind), owned ...syscall.Signal
 	}
 }
 
-// HandBackSignal drops every subscription duet has to sig (the loop's and
-// Python's) and raises sig again, so that it does what it does in the
-// program without duet: end the process, or reach the program's own
-// signal.Notify.
+// HandBackSignal gives sig back to the process for one arrival: duet's
+// subscriptions to it (the loop's ownership for good, Python's for the
+// moment) are dropped and sig is raised on this thread, so that it does
+// what it does in the program without duet (ends the process, or reaches
+// the program's own signal.Notify) before HandBackSignal returns; then a
+// handler Python code set for it is subscribed again.
 func HandBackSignal(sig syscall.Signal) {
 	sigs.mu.Lock()
 	delete(sigs.owned, sig)
-	if sigs.python != nil {
-		sigs.python[sig] = SignalDefault
-	}
+	sigs.handing = sig
 	resubscribe(sig)
 	sigs.mu.Unlock()
-	syscall.Kill(os.Getpid(), sig)
+	raiseHere(sig)
+	sigs.mu.Lock()
+	sigs.handing = 0
+	resubscribe(sig)
+	sigs.mu.Unlock()
+}
+
+// raiseHere raises sig on the calling OS thread, where the kernel delivers
+// it before the call returns (Go's threads block no signal): to the
+// program's subscribers, or by its default action.
+func raiseHere(sig syscall.Signal) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	syscall.Tgkill(os.Getpid(), syscall.Gettid(), sig)
+}
+
+// faultDump writes the tracebacks faulthandler.register asked for, counted
+// in flight like any entry (no GIL needed: the dumper is CPython's
+// async-signal-safe one).
+func faultDump(sig syscall.Signal) {
+	s := gate.state.Add(1)
+	defer gate.state.Add(-1)
+	if phaseOf(s) == Ready {
+		capi.FaultDump(int(sig))
+	}
 }
 
 // pythonSignalsGone forgets what Python code asked for (after
@@ -214,9 +264,12 @@ func HandBackSignal(sig syscall.Signal) {
 func pythonSignalsGone() {
 	sigs.mu.Lock()
 	defer sigs.mu.Unlock()
-	old := sigs.python
-	sigs.python = nil
+	old, dump := sigs.python, sigs.dump
+	sigs.python, sigs.dump = nil, nil
 	for s := range old {
+		resubscribe(s)
+	}
+	for s := range dump {
 		resubscribe(s)
 	}
 }

@@ -1,0 +1,118 @@
+// interpose.c: the process's signal handling belongs to the Go program, so
+// libpython may not change it. CPython changes it in several places: each
+// signal.signal (PyOS_setsig: SIG_DFL, SIG_IGN or its own handler, for a
+// moment or for good), its finalisation (_PySignal_Fini sets SIG_DFL for
+// every signal that had a Python handler, while finalisation still runs),
+// faulthandler (its own handlers and an alternate signal stack on the
+// calling thread, freed at finalisation while that thread still uses it),
+// and signal.siginterrupt. A signal that arrives while such a change is in
+// place takes the default action and ends the program, whatever the
+// program subscribed to.
+//
+// So this file defines sigaction, sigaltstack and siginterrupt for the
+// executable (the dynamic linker resolves libpython's calls to them here
+// first). A call whose return address lies in libpython's code and that
+// would change something changes nothing: what CPython asked for is
+// recorded (duet_python_action: signals.c hands faulthandler's handlers on
+// from there) and CPython is told what is really in place. Every other
+// call, from Go's runtime, GLib, C extensions or duet, goes to libc
+// untouched. Reading calls always go to libc.
+//
+// SIGPIPE and SIGXFSZ: python3 ignores both, so that a write to a closed
+// pipe, or past the file size limit, fails with an error. Go handles them
+// on its own threads that way, but on a thread it does not run (Python's
+// threads, GLib's) it ends the process with the disposition the process
+// started with. Before Go's runtime starts (a constructor runs first), a
+// default disposition of those two is made SIG_IGN, which is what Go then
+// falls back to on such threads; Go installs its own handlers over it as
+// always, so the process's dispositions, and what child processes inherit,
+// are as without duet, and Go's own writes to a closed stdout still end the
+// program.
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <link.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "duet.h"
+
+extern void Py_Initialize(void);
+
+static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
+static int (*real_sigaltstack)(const stack_t *, stack_t *);
+static int (*real_siginterrupt)(int, int);
+static uintptr_t py_lo, py_hi; // libpython's executable segment
+
+static struct sigaction py_action[NSIG]; // what CPython last asked for
+static volatile int py_asked[NSIG];
+
+static int find_libpython(struct dl_phdr_info *info, size_t size, void *data) {
+	uintptr_t target = (uintptr_t)data;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+		if (target >= lo && target < hi) {
+			py_lo = lo;
+			py_hi = hi;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+__attribute__((constructor)) static void interpose_init(void) {
+	real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction");
+	real_sigaltstack = (int (*)(const stack_t *, stack_t *))dlsym(RTLD_NEXT, "sigaltstack");
+	real_siginterrupt = (int (*)(int, int))dlsym(RTLD_NEXT, "siginterrupt");
+	dl_iterate_phdr(find_libpython, (void *)(uintptr_t)&Py_Initialize);
+	if (!real_sigaction) return;
+	static const int quiet[] = {SIGPIPE, SIGXFSZ};
+	for (size_t i = 0; i < sizeof quiet / sizeof quiet[0]; i++) {
+		struct sigaction cur;
+		if (real_sigaction(quiet[i], NULL, &cur) != 0) continue;
+		if ((cur.sa_flags & SA_SIGINFO) || cur.sa_handler != SIG_DFL) continue; // inherited: kept
+		struct sigaction ign;
+		memset(&ign, 0, sizeof ign);
+		ign.sa_handler = SIG_IGN;
+		sigemptyset(&ign.sa_mask);
+		real_sigaction(quiet[i], &ign, NULL);
+	}
+}
+
+static int from_python(void *ra) {
+	uintptr_t a = (uintptr_t)ra;
+	return py_hi != 0 && a >= py_lo && a < py_hi;
+}
+
+int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+	if (act && sig > 0 && sig < NSIG && from_python(__builtin_return_address(0))) {
+		int rc = old ? real_sigaction(sig, NULL, old) : 0;
+		py_action[sig] = *act;
+		__atomic_store_n(&py_asked[sig], 1, __ATOMIC_RELEASE);
+		return rc;
+	}
+	return real_sigaction(sig, act, old);
+}
+
+int sigaltstack(const stack_t *ss, stack_t *old) {
+	if (ss && from_python(__builtin_return_address(0))) return real_sigaltstack(NULL, old);
+	return real_sigaltstack(ss, old);
+}
+
+int siginterrupt(int sig, int flag) {
+	if (from_python(__builtin_return_address(0))) return 0;
+	return real_siginterrupt(sig, flag);
+}
+
+// duet_python_action copies what CPython last asked for sig into out; 0
+// when it never asked (or libpython was not found: then nothing is
+// interposed, and signals.c falls back to putting actions back by hand).
+int duet_python_action(int sig, struct sigaction *out) {
+	if (sig <= 0 || sig >= NSIG || !__atomic_load_n(&py_asked[sig], __ATOMIC_ACQUIRE)) return 0;
+	*out = py_action[sig];
+	return 1;
+}
+
+int duet_interposing(void) { return py_hi != 0 && real_sigaction != NULL; }
