@@ -18,6 +18,7 @@ import (
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/forensics"
 	"github.com/duet-gtk/duet/internal/testutil"
+	"github.com/duet-gtk/duet/pygi"
 )
 
 // Crash report files, tested as another local user would attack them:
@@ -185,7 +186,7 @@ func TestNamedReportFiles(t *testing.T) {
 	dir := t.TempDir()
 	t.Run("an existing empty file stays after a clean end", func(t *testing.T) {
 		p := filepath.Join(dir, "app.log")
-		require.NoError(t, os.WriteFile(p, nil, 0o644))
+		require.NoError(t, os.WriteFile(p, nil, 0o600))
 		_, stderr, err := testutil.RunChild(t, "FORENSICS_CHILD=clean-close", "REPORT="+p, "DUET_CRASH_REPORT=")
 		require.NoError(t, err, stderr)
 		_, err = os.Stat(p)
@@ -193,7 +194,7 @@ func TestNamedReportFiles(t *testing.T) {
 	})
 	t.Run("an existing file is appended to", func(t *testing.T) {
 		p := filepath.Join(dir, "kept.log")
-		require.NoError(t, os.WriteFile(p, []byte("the user's own line\n"), 0o644))
+		require.NoError(t, os.WriteFile(p, []byte("the user's own line\n"), 0o600))
 		_, _, err := testutil.RunChild(t, "FORENSICS_CHILD=segv", "REPORT="+p, "DUET_CRASH_REPORT=")
 		require.Error(t, err)
 		b, err := os.ReadFile(p)
@@ -225,6 +226,42 @@ func TestNamedReportFiles(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, fs.FileMode(0o600), st.Mode().Perm())
 	})
+	for _, tc := range []struct {
+		name, why string
+		plant     func(t *testing.T, p string)
+		root      bool
+	}{
+		{"a FIFO", "not a regular file", func(t *testing.T, p string) { require.NoError(t, syscall.Mkfifo(p, 0o666)) }, false},
+		{"a file others can read", "can be read by others", func(t *testing.T, p string) {
+			require.NoError(t, os.WriteFile(p, nil, 0o644))
+			require.NoError(t, os.Chmod(p, 0o644))
+		}, false},
+		{"a file with another name", "hard links", func(t *testing.T, p string) {
+			require.NoError(t, os.WriteFile(p+".other", nil, 0o600))
+			require.NoError(t, os.Link(p+".other", p))
+		}, false},
+		{"another user's file", "belongs to user", func(t *testing.T, p string) {
+			require.NoError(t, os.WriteFile(p, nil, 0o600))
+			require.NoError(t, os.Chmod(p, 0o666))
+			require.NoError(t, os.Chown(p, nobody, nobody))
+		}, true},
+	} {
+		t.Run(tc.name+" is refused", func(t *testing.T) {
+			if tc.root && os.Getuid() != 0 {
+				t.Skip("playing another user needs root")
+			}
+			p := filepath.Join(t.TempDir(), "target")
+			tc.plant(t, p)
+			_, stderr, err := testutil.RunChild(t, "FORENSICS_CHILD=segv", "REPORT="+p, "DUET_CRASH_REPORT=")
+			require.Error(t, err, "the child must still crash, promptly")
+			assert.Contains(t, stderr, tc.why)
+			assert.Contains(t, stderr, "duet crash report", "the report goes to stderr")
+			if st, err := os.Lstat(p); err == nil && st.Mode().IsRegular() {
+				b, _ := os.ReadFile(p)
+				assert.Empty(t, b, "nothing written to the refused file")
+			}
+		})
+	}
 	t.Run("a symbolic link is refused", func(t *testing.T) {
 		target := filepath.Join(dir, "victim")
 		require.NoError(t, os.WriteFile(target, []byte("precious\n"), 0o644))
@@ -238,4 +275,27 @@ func TestNamedReportFiles(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "precious\n", string(b), "the link's target untouched")
 	})
+}
+
+// A crash in C on a thread Go does not run (a Python thread): Go would end
+// the process without a word; the report comes first.
+func TestCrashOnAPythonThreadIsReported(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "report.txt")
+	_, stderr, err := testutil.RunChild(t, "FORENSICS_CHILD=segv-python-thread", "REPORT="+p, "DUET_CRASH_REPORT=")
+	require.Error(t, err)
+	assert.Contains(t, stderr, "duet crash report")
+	assert.Contains(t, stderr, "inner_python_frame")
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "inner_python_frame")
+}
+
+func init() {
+	scenarios["segv-python-thread"] = func() error {
+		if _, err := forensics.EnableCrashReports(os.Getenv("REPORT")); err != nil {
+			return err
+		}
+		err := pygi.Exec(crashSource+"import threading\nt = threading.Thread(target=inner_python_frame)\nt.start()\nt.join()\n", nil)
+		return fmt.Errorf("still alive after the SIGSEGV: %v", err)
+	}
 }

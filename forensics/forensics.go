@@ -21,8 +21,10 @@ import (
 // duet's private directory ($XDG_STATE_HOME/duet/crash-reports, mode
 // 0700, the user's own), with a name no one can predict, and it exists
 // only once a crash has written it. A path names the file instead: one
-// that exists is appended to (and never removed), one that does not is
-// created by a crash; a symbolic link is refused. It also turns on the
+// that exists is appended to (and never removed) when it is the user's own
+// regular file, readable by the user alone, with no other name, or a
+// character device; one that does not exist is created by a crash; a
+// symbolic link, a FIFO, or a file another user could read is refused. It also turns on the
 // ring of crossings and callback provenance. Safe to call again (to change
 // the file). When no file can be had, reports still go to stderr and the
 // error says why.
@@ -36,7 +38,9 @@ func CrashReportPath() string { return diag.CrashReportPath() }
 // CloseCrashReports is for a process that ends cleanly: a crash after it
 // reports to stderr only, and no empty report file is left (duet removes
 // only a file it created). app.Run, looptest.Main and the stress harness
-// call it; a process that ends otherwise (os.Exit) leaves nothing either.
+// call it; a process that ends otherwise (os.Exit) leaves nothing either,
+// except on a file system that cannot make unnamed files (O_TMPFILE),
+// where the named file had to be made at once.
 func CloseCrashReports() { diag.CloseCrashReports() }
 
 // SetProvenance turns the recording of callbacks' creation sites on or

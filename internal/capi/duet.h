@@ -188,7 +188,8 @@ int duet_signals_install(void);      // at start-up, main thread, GIL held
 void duet_signal_interrupt(int sig); // a signal for Python (any thread)
 void duet_signals_finalized(void);  // after Py_FinalizeEx: Go's fatal-signal handlers back
 void duet_set_go_text(uintptr_t lo, uintptr_t hi); // where Go's code is (faulthandler's front)
-int duet_fault_dump(int sig);       // a faulthandler.register'd signal arrived: tracebacks to its file
+int duet_fault_dump(int sig);
+int duet_pc_in_go(void *ctx);      // a fault's program counter is in Go's code       // a faulthandler.register'd signal arrived: tracebacks to its file
 struct sigaction;
 int duet_python_action(int sig, struct sigaction *out); // interpose.c: what CPython asked for
 int duet_interposing(void);

@@ -20,6 +20,7 @@
 #define Py_BUILD_CORE 1
 #include <Python.h>
 #include <internal/pycore_traceback.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -184,6 +185,9 @@ static void chain(const struct sigaction *prev, int sig, siginfo_t *info, void *
 
 static char report_path[1024];
 static char report_name[256]; // the unnamed report's name, given at the crash
+static char report_alt[288];  // and the name with the pid, if that one is taken
+static char report_path_alt[1100];
+static int report_use_alt;
 static int report_dirfd = -1;
 
 // name_report links the unnamed report file into its directory (linkat
@@ -203,7 +207,15 @@ static int name_report(void) {
 	proc[at] = 0;
 	if (linkat(AT_FDCWD, proc, report_dirfd, report_name, AT_SYMLINK_FOLLOW) == 0) return 0;
 	// Without /proc: the same by descriptor (needs CAP_DAC_READ_SEARCH).
-	return linkat(report_fd, "", report_dirfd, report_name, AT_EMPTY_PATH);
+	if (linkat(report_fd, "", report_dirfd, report_name, AT_EMPTY_PATH) == 0) return 0;
+	if (errno != EEXIST || !report_alt[0]) return -1;
+	// Someone made the name meanwhile: the name with the pid, once.
+	if (linkat(AT_FDCWD, proc, report_dirfd, report_alt, AT_SYMLINK_FOLLOW) == 0 ||
+	    linkat(report_fd, "", report_dirfd, report_alt, AT_EMPTY_PATH) == 0) {
+		report_use_alt = 1;
+		return 0;
+	}
+	return -1;
 }
 
 static void report_once(void) {
@@ -218,15 +230,16 @@ static void report_once(void) {
 	}
 	if (report_path[0] && !unnamed) {
 		// Only to stderr: the file knows its own name.
+		const char *p = report_use_alt ? report_path_alt : report_path;
 		put(2, "the whole report is in ", 23);
-		put(2, report_path, strlen(report_path));
+		put(2, p, strlen(p));
 		put(2, "\n", 1);
 	} else if (report_path[0]) {
 		put(2, "the report file could not be named ", 35);
 		put(2, report_path, strlen(report_path));
 		put(2, "\n", 1);
 	}
-	puts2("=== end of duet's part; the Go runtime prints every goroutine (before this report, or after it for an abort from C) ===\n");
+	puts2("=== end of duet's part; the Go runtime prints every goroutine (before this report, or after it for a crash in native code) ===\n");
 }
 
 // Go's crash mode and a mixed process. After printing every goroutine,
@@ -259,11 +272,14 @@ static void on_abort(int sig, siginfo_t *info, void *ctx) {
 	chain(&prev_abrt, sig, info, ctx);
 }
 
-// SIGSEGV, SIGBUS, SIGFPE, SIGILL: only noted. Go turns those in Go code
-// into panics a program may recover; the runtime decides, and a fatal one
-// reaches on_quit or on_abort.
+// SIGSEGV, SIGBUS, SIGFPE, SIGILL. Go turns those in Go code into panics a
+// program may recover: only noted, the runtime decides, and a fatal one
+// reaches on_quit or on_abort. One in native code is always fatal, and on a
+// thread Go does not run (Python's, GLib's) Go ends the process without a
+// word: duet's part is written first.
 static void on_fatal(int sig, siginfo_t *info, void *ctx) {
 	__atomic_store_n(&crash_seen, 1, __ATOMIC_SEQ_CST);
+	if (!duet_pc_in_go(ctx)) report_once();
 	chain(&prev_fatal[sig], sig, info, ctx);
 }
 
@@ -287,6 +303,10 @@ int duet_crash_install(int fd, int dirfd, const char *name, const char *path) {
 	// changed during a crash only garbles one line.
 	snprintf(report_name, sizeof report_name, "%s", name && dirfd >= 0 ? name : "");
 	snprintf(report_path, sizeof report_path, "%s", path ? path : "");
+	snprintf(report_alt, sizeof report_alt, "%s-%d", report_name, (int)getpid());
+	snprintf(report_path_alt, sizeof report_path_alt, "%s-%d", report_path, (int)getpid());
+	if (!report_name[0]) report_alt[0] = 0;
+	report_use_alt = 0;
 	if (installed) return 0;
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);

@@ -111,7 +111,9 @@ static uintptr_t fault_pc(void *ctx) {
 #endif
 }
 
-static int in_go(void *ctx) {
+// duet_pc_in_go: whether the fault in ctx (a signal handler's ucontext)
+// happened in Go's code; 1 when unknown, so that nothing second-guesses Go.
+int duet_pc_in_go(void *ctx) {
 #if defined(__x86_64__) || defined(__aarch64__)
 	uintptr_t pc = fault_pc(ctx);
 	return go_text_hi == 0 || (pc >= go_text_lo && pc < go_text_hi);
@@ -122,7 +124,7 @@ static int in_go(void *ctx) {
 }
 
 static void fault_front(int sig, siginfo_t *info, void *ctx) {
-	if (fault_on[sig] && !in_go(ctx)) {
+	if (fault_on[sig] && !duet_pc_in_go(ctx)) {
 		// faulthandler writes its tracebacks, puts back what it found when
 		// enabled (this front) and re-raises; the re-raised signal stays
 		// pending while this handler runs, and Go decides first.

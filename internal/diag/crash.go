@@ -31,7 +31,8 @@ import (
 // that ends in any other way, os.Exit included, leaves nothing behind.
 // Where the file system cannot make unnamed files, the named file is
 // created at once (O_EXCL|O_NOFOLLOW) and removed at a clean end if still
-// empty and still the same file.
+// empty and still the same file; there, a process that ends by os.Exit
+// leaves that empty file behind.
 
 var crash struct {
 	mu   sync.Mutex
@@ -48,8 +49,10 @@ var crash struct {
 var ErrNoPrivateDir = errors.New("forensics: no private directory for crash reports")
 
 // EnableCrashReports makes path the crash report file ("" for a new one in
-// duet's private directory, see above; a path that exists is appended to,
-// one that does not is created only by a crash), asks the Go runtime to
+// duet's private directory, see above; a path that exists is appended to
+// if it is the user's own regular file, 0600 or stricter, with no other
+// name, or a character device; one that does not exist is created only by
+// a crash, under path-<pid> if someone made path meanwhile), asks the Go runtime to
 // crash rather than exit on a fatal error (so that the report's SIGABRT
 // handler runs), turns the ring and provenance on, and returns the path.
 // A path that is a symbolic link is refused. When the file cannot be
@@ -130,17 +133,61 @@ func openReport(path string) (*report, error) {
 	case err == nil && st.Mode()&fs.ModeSymlink != 0:
 		return nil, fmt.Errorf("forensics: crash report file %s is a symbolic link: refused", path)
 	case err == nil:
-		// The user's own file (or a device): appended to, never removed.
-		fd, err := unix.Open(path, unix.O_WRONLY|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return nil, fmt.Errorf("forensics: crash report file %s: %w", path, err)
-		}
-		return &report{file: os.NewFile(uintptr(fd), path), path: path}, nil
+		return openExisting(path)
 	case errors.Is(err, fs.ErrNotExist):
 		return openUnnamed(filepath.Dir(path), filepath.Base(path))
 	default:
 		return nil, fmt.Errorf("forensics: crash report file: %w", err)
 	}
+}
+
+// openExisting opens a file that exists, to append to it (never removed):
+// the user's own regular file with no other name, or a character device
+// (/dev/null, a terminal). Anything else, or a file that another user could
+// read or swap under us, is refused.
+func openExisting(path string) (*report, error) {
+	refuse := func(why string) (*report, error) {
+		return nil, fmt.Errorf("forensics: crash report file %s %s: refused", path, why)
+	}
+	var lst unix.Stat_t
+	if err := unix.Lstat(path, &lst); err == nil && lst.Mode&unix.S_IFMT != unix.S_IFREG && lst.Mode&unix.S_IFMT != unix.S_IFCHR {
+		return refuse("is not a regular file or a character device")
+	}
+	// O_NONBLOCK: should a FIFO take the place of the file meanwhile, the
+	// open must not hang (it is refused below anyway).
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("forensics: crash report file %s: %w", path, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("forensics: crash report file %s: %w", path, err)
+	}
+	var why string
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		switch {
+		case int(st.Uid) != os.Getuid():
+			why = fmt.Sprintf("belongs to user %d, who could read the report", st.Uid)
+		case st.Nlink != 1:
+			why = "has other names (hard links)"
+		case st.Mode&0o077 != 0:
+			why = fmt.Sprintf("can be read by others (mode %#o)", st.Mode&0o777)
+		}
+	case unix.S_IFCHR:
+	default:
+		why = "is not a regular file or a character device"
+	}
+	if why != "" {
+		unix.Close(fd)
+		return refuse(why)
+	}
+	if err := unix.SetNonblock(fd, false); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("forensics: crash report file %s: %w", path, err)
+	}
+	return &report{file: os.NewFile(uintptr(fd), path), path: path}, nil
 }
 
 // openUnnamed prepares a report that a crash names dir/name.
