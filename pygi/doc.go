@@ -73,6 +73,19 @@
 //     the signal does what it does in the Go program (SIGINT, SIGTERM and
 //     SIGHUP end it; os/signal subscribers get it).
 //
+// What Python code sets is Python's table only: no disposition reaches the
+// kernel (CPython's own sigaction, sigaltstack and siginterrupt calls are
+// intercepted, so no signal.signal, finalisation or faulthandler call
+// leaves a moment in which a signal would take its default action). So,
+// unlike python3: a child process does not inherit a SIG_IGN Python code
+// set, SIGCHLD set to SIG_IGN does not make the kernel reap children, and
+// SIGPIPE set to SIG_DFL does not make Python's writes to a closed pipe end
+// the process. One process-wide choice is made for Python's sake: SIGPIPE
+// and SIGXFSZ raised by C code on a thread Go does not run (Python's
+// threads, GLib's) fail the write, as python3 has them, instead of ending
+// the process; Go's own writes to a closed stdout still end the program,
+// and child processes inherit the default dispositions.
+//
 // So outside the event loop Ctrl+C ends a Go program as it always did, or
 // reaches its own handler; Python code that wants KeyboardInterrupt there
 // installs a handler that raises it. The loop (eventloop.Run, app.Run)
@@ -81,7 +94,9 @@
 // faulthandler works as documented (faulthandler.enable, -X faulthandler,
 // PYTHONFAULTHANDLER): a native crash writes Python's tracebacks to its
 // file, and a fault in Go code stays Go's (a nil dereference in a Go
-// callback is a recoverable panic). After Finalize, nothing of Python's is
+// callback is a recoverable panic); faulthandler.register writes its
+// tracebacks when the signal comes, and the program's own subscribers get
+// the signal too (chain or not). After Finalize, nothing of Python's is
 // left in the process's signal handling.
 //
 // # API
