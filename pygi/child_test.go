@@ -295,3 +295,51 @@ func TestThreadingShutdown(t *testing.T) {
 		})
 	}
 }
+
+// Values that hold themselves are errors, never a stack overflow: Go to
+// Python (New, call arguments) and Python to Go (a list holding itself).
+func init() {
+	childScenarios["self-referential"] = func() error {
+		l := []any{1, nil}
+		l[1] = l
+		m := map[string]any{"a": 1}
+		m["self"] = m
+		t := Tuple{1, nil}
+		t[1] = t
+		f, err := Eval("lambda *a, **k: None", nil)
+		if err != nil {
+			return err
+		}
+		for name, try := range map[string]func() error{
+			"New([]any)":         func() error { _, err := New(l); return err },
+			"New(map)":           func() error { _, err := New(m); return err },
+			"New(Tuple)":         func() error { _, err := New(t); return err },
+			"argument":           func() error { _, err := f.Call(l); return err },
+			"keyword argument":   func() error { _, err := f.Call(Kw{"x": m}); return err },
+			"map inside a slice": func() error { _, err := New([]map[string]any{m}); return err },
+		} {
+			err := try()
+			var ce *ConversionError
+			if !errors.As(err, &ce) || !strings.Contains(err.Error(), "nested too deeply") {
+				return fmt.Errorf("%s: want a ConversionError (nested too deeply), got %v", name, err)
+			}
+		}
+		for _, code := range []string{"(lambda l: (l.append(l), l)[1])([])", "(lambda d: (d.__setitem__('d', d), d)[1])({})"} {
+			o, err := Eval(code, nil)
+			if err != nil {
+				return err
+			}
+			if _, err := As[any](o); err == nil || !strings.Contains(err.Error(), "nested too deeply") {
+				return fmt.Errorf("As[any](%s): want an error, got %v", code, err)
+			}
+		}
+		fmt.Println("self-referential values refused")
+		return Finalize()
+	}
+}
+
+func TestSelfReferentialValues(t *testing.T) {
+	out, errOut, err := runChild(t, "self-referential")
+	require.NoError(t, err, "stderr:\n%.2000s", errOut)
+	assert.Contains(t, out, "self-referential values refused")
+}

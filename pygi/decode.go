@@ -15,8 +15,8 @@ import (
 
 // decoded is a Python value encoded by capi.ToVals, with its object leaves
 // already wrapped (so nothing leaks whatever the decoder does with them).
-// Decoding must not read vals after an operation failed: building that
-// error may reuse the scratch memory vals lives in.
+// vals and arena are Go memory of this decode's own, valid during use,
+// whatever Python code runs meanwhile (see capi's "Re-entry").
 type decoded struct {
 	vals  []capi.Val
 	arena []byte
@@ -26,8 +26,8 @@ type decoded struct {
 
 func (d *decoded) text(x capi.Val) string { return string(d.arena[x.I : x.I+x.N]) }
 
-// withDecoded encodes o and runs use on the encoding. The encoding aliases C
-// scratch memory valid only during use. Must run inside an operation.
+// withDecoded encodes o and runs use on the encoding, valid during use.
+// Must run inside an operation.
 func withDecoded(o *Object, use func(d *decoded) error) error {
 	r, err := o.get()
 	if err != nil {

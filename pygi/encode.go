@@ -201,7 +201,11 @@ func (e *encoder) args(args []any) (nargs, nkw int, err error) {
 	return nargs, len(kws), nil
 }
 
-func (e *encoder) value(v any) error {
+func (e *encoder) value(v any) error { return e.val(v, 0) }
+
+// val encodes v, depth containers down: a value that holds itself is an
+// error, not a stack overflow.
+func (e *encoder) val(v any, depth int) error {
 	switch v := v.(type) {
 	case nil:
 		e.push(capi.KindNone)
@@ -259,26 +263,35 @@ func (e *encoder) value(v any) error {
 			}
 		}
 	case Tuple:
+		if depth > maxDepth {
+			return tooDeep("pygi.Tuple")
+		}
 		e.push(capi.KindTuple).N = int64(len(v))
 		for i, x := range v {
-			if err := e.value(x); err != nil {
+			if err := e.val(x, depth+1); err != nil {
 				return fmt.Errorf("[%d]: %w", i, err)
 			}
 		}
 	case []any:
+		if depth > maxDepth {
+			return tooDeep("[]interface {}")
+		}
 		e.push(capi.KindList).N = int64(len(v))
 		for i, x := range v {
-			if err := e.value(x); err != nil {
+			if err := e.val(x, depth+1); err != nil {
 				return fmt.Errorf("[%d]: %w", i, err)
 			}
 		}
 	case map[string]any:
+		if depth > maxDepth {
+			return tooDeep("map[string]interface {}")
+		}
 		e.push(capi.KindDict).N = int64(len(v))
 		for k, x := range v {
 			if err := e.str(k); err != nil {
 				return err
 			}
-			if err := e.value(x); err != nil {
+			if err := e.val(x, depth+1); err != nil {
 				return fmt.Errorf("[%q]: %w", k, err)
 			}
 		}
@@ -295,23 +308,27 @@ func (e *encoder) value(v any) error {
 		}
 		return e.object(o)
 	default:
-		return e.reflect(reflect.ValueOf(v), 0)
+		return e.reflect(reflect.ValueOf(v), depth)
 	}
 	return nil
 }
 
 const maxDepth = 100
 
+func tooDeep(goType string) error {
+	return &ConversionError{GoType: goType, Reason: "nested too deeply (or a cycle)"}
+}
+
 func (e *encoder) reflect(v reflect.Value, depth int) error {
 	if depth > maxDepth {
-		return &ConversionError{GoType: v.Type().String(), Reason: "nested too deeply (or a cycle)"}
+		return tooDeep(v.Type().String())
 	}
 	if !v.IsValid() {
 		e.push(capi.KindNone)
 		return nil
 	}
 	if t := v.Type(); (t == objectType || t == bigIntType || t.Implements(converterType)) && v.CanInterface() {
-		return e.value(v.Interface())
+		return e.val(v.Interface(), depth)
 	}
 	switch v.Kind() {
 	case reflect.Bool:

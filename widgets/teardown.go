@@ -189,7 +189,7 @@ func refreshWindows(tearDown bool) error {
 		}
 		current[p] = w
 	}
-	var gone []*pygi.Object
+	var gone, dup []*pygi.Object
 	teardown.mu.Lock()
 	for p, w := range teardown.windows {
 		if _, ok := current[p]; !ok {
@@ -201,10 +201,13 @@ func refreshWindows(tearDown bool) error {
 		if _, ok := teardown.windows[p]; !ok {
 			teardown.windows[p] = w
 		} else {
-			w.Close()
+			dup = append(dup, w)
 		}
 	}
 	teardown.mu.Unlock()
+	for _, w := range dup {
+		w.Close() // outside the lock: a release can run Python code that connects
+	}
 	if len(gone) > 0 {
 		eventloop.Invoke(func() {
 			for _, w := range gone {

@@ -5,6 +5,35 @@
 // (see duet.h), so callers need no GIL bookkeeping. Results that own a
 // Python reference come back as a Ref; the caller must eventually hand
 // every owned Ref it receives to Close or Drain.
+//
+// # Re-entry
+//
+// Almost any call into Python can run Python code the caller did not
+// write: building an object can run the cycle collector, a decref can run
+// __del__ or a weakref callback, PyGObject's marshalling runs overrides,
+// and any entry may drain the release queue. That code can call a Go
+// callback, which calls back in here on the same thread. So no state may
+// be held, per thread or shared, across such a call unless a nested call
+// leaves it intact. The places that hold any, and why each is safe:
+//
+//   - values.c's per-thread scratch buffer (duet_to_vals' encoding): a
+//     nested encoding resets it and frees it when large, so ToVals copies
+//     the encoding into Go memory of its own before the decoder runs.
+//   - ops.c's per-thread text buffer (str, repr, type names): copied into
+//     a Go string right after the call, with the thread locked, before
+//     anything else runs on it.
+//   - A closed slot met while decoding: a private exception (ClosedSlot),
+//     which CPython saves and restores around __del__ and friends, not a
+//     per-thread flag that a nested decode would clear.
+//   - duet_current_cb (the running callback, for provenance) and
+//     duet_depth (nested attaches): saved and restored, or counted, by
+//     every nesting level.
+//   - duet_ring_cur (the crash ring's current entry): a nested crossing
+//     moves it, so the outer one's detail may land on the nested entry. A
+//     label, never memory: the ring is a static array.
+//   - Go's encoders (pygi/encode.go) and ToVals' copies come from pools,
+//     one per call in flight; the invoke queue hands each batch over whole
+//     before running it.
 package capi
 
 /*
@@ -21,6 +50,7 @@ import (
 	"errors"
 	"reflect"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 )
@@ -262,22 +292,50 @@ func FromVals(v []Val, arena []byte) (Ref, Status, Ref) {
 }
 
 // ToVals encodes r's object and hands the encoding to use, which runs
-// before ToVals returns. vals and arena alias C memory that is only valid
-// during use (use must copy what it keeps, and must not call ToVals). Every
-// KindSlot value carries a new owned Ref that use takes over.
+// before ToVals returns. vals and arena are Go memory of use's own, valid
+// during use (use may call anything, ToVals included). Every KindSlot value
+// carries a new owned Ref that use takes over.
 func ToVals(r Ref, use func(vals []Val, arena []byte)) (Status, Ref) {
 	// The encoding lives in this thread's scratch buffer until the next
-	// ToVals on the thread: stay on it while use reads it.
+	// ToVals on the thread: stay on it while it is copied out. It is copied
+	// before use runs because use can run Python code (any entry may drain
+	// the release queue, building objects may run the cycle collector, and
+	// __del__ may call a Go callback whose arguments are encoded here too),
+	// which would reuse or free the scratch buffer under the reader.
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	cr := C.duet_to_vals(r.c())
 	_, st, exc := res(cr)
-	if st == OK {
-		// Sound: C memory of this thread's scratch buffer, unchanged until the
-		// next ToVals on this (locked) thread, which use must not make.
-		use(unsafe.Slice((*Val)(cr.p), int(cr.n)), unsafe.Slice((*byte)(cr.p2), int(cr.n2)))
+	if st != OK {
+		runtime.UnlockOSThread()
+		return st, exc
 	}
+	b := getValBuf()
+	// Sound: C memory of this thread's scratch buffer, unchanged until the
+	// next duet_to_vals on this (locked) thread, which comes after the copy.
+	b.vals = append(b.vals[:0], unsafe.Slice((*Val)(cr.p), int(cr.n))...)
+	b.arena = append(b.arena[:0], unsafe.Slice((*byte)(cr.p2), int(cr.n2))...)
+	runtime.UnlockOSThread()
+	use(b.vals, b.arena)
+	putValBuf(b)
 	return st, exc
+}
+
+// valBufs are ToVals' copies, reused; a nested ToVals gets its own.
+var valBufs = sync.Pool{New: func() any { return new(valBuf) }}
+
+type valBuf struct {
+	vals  []Val
+	arena []byte
+}
+
+func getValBuf() *valBuf { return valBufs.Get().(*valBuf) }
+
+func putValBuf(b *valBuf) {
+	if cap(b.vals) > 1<<16 || cap(b.arena) > 1<<20 {
+		return // a huge one once: let it go
+	}
+	clear(b.vals) // no refs kept alive in a pooled buffer
+	valBufs.Put(b)
 }
 
 // Import imports a module by dotted name.

@@ -163,7 +163,7 @@ void duet_callback_dead(duet_cb *cb, const char *signal, const char *type, uintp
 
 // A closed slot met while decoding arguments is reported as DUET_CLOSED, not
 // as a Python exception, so that Go can return its ErrClosed sentinel.
-extern __thread int duet_closed_hit;
+void duet_values_finalized(void); // after Py_FinalizeEx
 PyObject *duet_decode(const duet_val *v, int64_t nv, int64_t *pos, const char *arena, int depth);
 // duet_decode_one decodes the value at *pos (a new reference, or NULL);
 // duet_decode_fail reports its failure as DUET_CLOSED or DUET_ERR.

@@ -180,7 +180,6 @@ static int impl_call(duet_ref s, const char *method, int64_t mlen, const duet_va
 			goto done;
 		}
 	}
-	duet_closed_hit = 0;
 	int64_t pos = 0;
 	for (; made < nargs; made++) {
 		argv[1 + made] = duet_decode(v, nv, &pos, arena, 0);

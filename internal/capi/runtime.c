@@ -103,6 +103,7 @@ int duet_finalize(void) {
 			sigaction(i, &before[i], NULL);
 	}
 	duet_signals_finalized();
+	duet_values_finalized();
 	duet_depth = 0;
 	// The interpreter is gone; every thread state with it.
 	return rc;

@@ -79,14 +79,19 @@ static int64_t push_bytes(const char *data, int64_t len) {
 }
 
 // A closed slot met while decoding arguments. Reported as DUET_CLOSED, not
-// as a Python exception, so Go can return its ErrClosed sentinel.
-__thread int duet_closed_hit;
+// as a Python exception, so Go can return its ErrClosed sentinel. It is
+// carried as a private exception rather than a per-thread flag: unwinding a
+// half-built container decrefs what was built, which can run __del__ and a
+// nested decode on this thread, and the exception state is what CPython
+// saves and restores around such code.
+static PyObject *closed_slot;
 
 static PyObject *take(duet_ref r) {
 	duet_mark_use(r);
 	PyObject *o = duet_deref(r);
 	if (!o) {
-		duet_closed_hit = 1;
+		if (!closed_slot) closed_slot = PyErr_NewException("_duet.ClosedSlot", NULL, NULL); // kept for the interpreter's life
+		PyErr_SetNone(closed_slot ? closed_slot : PyExc_SystemError);
 		return NULL;
 	}
 	return Py_NewRef(o);
@@ -176,19 +181,19 @@ PyObject *duet_decode(const duet_val *v, int64_t nv, int64_t *pos, const char *a
 // decode_one decodes one value at *pos, reporting a closed slot as
 // DUET_CLOSED. Returns a new reference or NULL.
 PyObject *duet_decode_one(const duet_val *v, int64_t nv, int64_t *pos, const char *arena) {
-	duet_closed_hit = 0;
 	return duet_decode(v, nv, pos, arena, 0);
 }
 
 int duet_decode_fail(duet_ref *exc) {
-	if (duet_closed_hit) {
-		duet_closed_hit = 0;
+	if (closed_slot && PyErr_ExceptionMatches(closed_slot)) {
 		PyErr_Clear();
 		*exc = duet_no_ref;
 		return DUET_CLOSED;
 	}
 	return duet_fail(exc);
 }
+
+void duet_values_finalized(void) { closed_slot = NULL; } // gone with the interpreter
 
 // ---- Python values to Go ------------------------------------------------------
 
