@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/testutil"
 )
 
@@ -342,4 +344,42 @@ func TestSelfReferentialValues(t *testing.T) {
 	out, errOut, err := runChild(t, "self-referential")
 	require.NoError(t, err, "stderr:\n%.2000s", errOut)
 	assert.Contains(t, out, "self-referential values refused")
+}
+
+// A goroutine that ends while locked to its OS thread ends the thread; the
+// Python thread state duet made for that thread goes with it.
+func init() {
+	childScenarios["thread-states"] = func() error {
+		if err := Init(); err != nil {
+			return err
+		}
+		before := capi.ThreadStates()
+		for range 500 {
+			done := make(chan error)
+			go func() {
+				runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+				r, err := Eval("1 + 1", nil)
+				r.Close()
+				done <- err
+			}()
+			if err := <-done; err != nil {
+				return err
+			}
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for capi.ThreadStates() > before+4 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		fmt.Printf("thread states before %d, after 500 ended threads %d; freed %d\n", before, capi.ThreadStates(), capi.ThreadsFreed())
+		if n := capi.ThreadStates(); n > before+4 {
+			return fmt.Errorf("%d thread states left from ended threads", n-before)
+		}
+		return Finalize()
+	}
+}
+
+func TestThreadStatesOfEndedThreadsAreFreed(t *testing.T) {
+	out, errOut, err := runChild(t, "thread-states")
+	require.NoError(t, err, "stdout:\n%s\nstderr:\n%.2000s", out, errOut)
+	assert.Contains(t, out, "freed ")
 }

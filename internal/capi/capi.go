@@ -198,6 +198,11 @@ func setGoText() {
 	C.duet_set_go_text(C.uintptr_t(start), C.uintptr_t(hi))
 }
 
+// ThreadStates counts the interpreter's thread states now; ThreadsFreed
+// those deleted because their thread ended (for tests and the census).
+func ThreadStates() int64 { return int64(C.duet_thread_states()) }
+func ThreadsFreed() int64 { return int64(C.duet_threads_freed()) }
+
 // Attached reports whether a duet scope holds the GIL on the calling OS
 // thread: an operation, a batch scope, or a Go callback Python is running.
 // It is duet's own per-thread count (see duet_impl.h), which stays right

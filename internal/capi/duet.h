@@ -67,6 +67,8 @@ enum {
 // OS thread.
 int duet_init(int argc, char **argv, const char *venv, char **errmsg);
 int duet_finalize(void);
+int64_t duet_threads_freed(void);   // thread states deleted when their thread ended
+int64_t duet_thread_states(void);   // the interpreter's thread states now
 
 // Batch scopes: duet_attach returns the state to hand back to duet_detach.
 int duet_attach(void);

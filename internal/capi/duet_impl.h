@@ -42,8 +42,13 @@ extern __thread int duet_depth;
 // A thread keeps the Python thread state it gets on its first attach for as
 // long as it lives: PyGILState_Ensure would otherwise create and destroy one
 // on every call (about 8 us each, and it breaks extensions that cache thread
-// states). Pinning is one extra PyGILState_Ensure that is never released.
+// states). Pinning is one extra PyGILState_Ensure that is never released;
+// when the thread ends (a goroutine that exits while locked to it ends it),
+// a thread-exit destructor deletes a state duet made (runtime.c).
 extern __thread int duet_pinned;
+void duet_pin_thread(int made); // once per thread, GIL held
+void duet_free_thread_buffers(void); // this thread's scratch buffers (values.c, ops.c)
+void duet_free_scratch(void);
 extern int duet_initialized;
 
 // The UI thread goes first. CPython hands the GIL to whoever takes it
@@ -60,6 +65,7 @@ void duet_defer_to_ui(void);
 
 static inline PyGILState_STATE duet_enter(void) {
 	PyGILState_STATE st;
+	int made = !duet_pinned && PyGILState_GetThisThreadState() == NULL;
 	if (duet_on_ui) {
 		__atomic_add_fetch(&duet_ui_wants, 1, __ATOMIC_SEQ_CST);
 		st = PyGILState_Ensure();
@@ -71,6 +77,7 @@ static inline PyGILState_STATE duet_enter(void) {
 	if (!duet_pinned) {
 		duet_pinned = 1;
 		(void)PyGILState_Ensure(); // never released: pins this thread's state
+		duet_pin_thread(made);
 	}
 	duet_depth++;
 	return st;

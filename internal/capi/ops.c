@@ -313,6 +313,13 @@ static int impl_len(duet_ref s, duet_res *res) {
 static __thread char *textbuf;
 static __thread int64_t textcap;
 
+void duet_free_thread_buffers(void) {
+	free(textbuf);
+	textbuf = NULL;
+	textcap = 0;
+	duet_free_scratch();
+}
+
 static int text_copy(const char *s, int64_t l, duet_res *res) {
 	if (l + 1 > textcap || (textcap > (1 << 20) && l < 4096)) {
 		char *nb = realloc(textbuf, l + 1 > 256 ? l + 1 : 256);

@@ -1,5 +1,6 @@
 // runtime.c: the interpreter's life (start, finalisation), attaching threads
 // to it, and which thread is which.
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,9 @@
 #include <unistd.h>
 
 #include "duet_impl.h"
+
+static pthread_mutex_t ts_mu = PTHREAD_MUTEX_INITIALIZER; // see "threads that end"
+static int ts_closed;
 
 __thread int duet_depth;
 __thread int duet_pinned;
@@ -87,6 +91,9 @@ int duet_init(int argc, char **argv, const char *venv, char **errmsg) {
 // duet_finalize returns Py_FinalizeEx's result: -1 when flushing buffered
 // data (sys.stdout, sys.stderr) failed, as python3 then exits 120.
 int duet_finalize(void) {
+	pthread_mutex_lock(&ts_mu); // no thread-exit deletion from here on
+	ts_closed = 1;
+	pthread_mutex_unlock(&ts_mu);
 	(void)PyGILState_Ensure();
 	duet_depth++; // Go code run by atexit functions and __del__ is attached
 	// CPython's finalisation sets SIG_DFL at the OS level for every signal
@@ -110,6 +117,52 @@ int duet_finalize(void) {
 }
 
 int duet_attached(void) { return duet_initialized && duet_depth > 0; }
+
+// ---- threads that end ---------------------------------------------------------
+//
+// A pinned thread state lives as long as its thread; when the thread ends,
+// the key's destructor deletes the state duet made for it (and the
+// per-thread buffers). It takes the GIL with the thread's own state, so it
+// waits like any entry; finalisation closes the door first (ts_closed, under
+// ts_mu), after which the interpreter deletes every state itself.
+
+static pthread_key_t ts_key;
+static pthread_once_t ts_once = PTHREAD_ONCE_INIT;
+static int64_t ts_freed;
+
+static void thread_gone(void *p) {
+	PyThreadState *ts = p;
+	duet_free_thread_buffers();
+	pthread_mutex_lock(&ts_mu);
+	if (!ts_closed && duet_initialized && ts) {
+		PyEval_RestoreThread(ts); // the GIL, with the state of this thread's own
+		PyThreadState_Clear(ts);
+		PyThreadState_DeleteCurrent(); // and the GIL released
+		__atomic_add_fetch(&ts_freed, 1, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&ts_mu);
+}
+
+static void ts_key_make(void) { pthread_key_create(&ts_key, thread_gone); }
+
+// duet_pin_thread: made is whether this thread had no Python state before
+// duet's first attach (Python's own threads delete theirs themselves).
+void duet_pin_thread(int made) {
+	if (!made) return;
+	pthread_once(&ts_once, ts_key_make);
+	pthread_setspecific(ts_key, PyThreadState_Get());
+}
+
+int64_t duet_threads_freed(void) { return __atomic_load_n(&ts_freed, __ATOMIC_RELAXED); }
+
+// duet_thread_states counts the interpreter's thread states. GIL taken.
+int64_t duet_thread_states(void) {
+	PyGILState_STATE st = duet_enter();
+	int64_t n = 0;
+	for (PyThreadState *t = PyInterpreterState_ThreadHead(PyInterpreterState_Main()); t; t = PyThreadState_Next(t)) n++;
+	duet_leave(st);
+	return n;
+}
 
 int duet_attach(void) { return (int)duet_enter(); }
 void duet_detach(int state) { duet_leave((PyGILState_STATE)state); }

@@ -26,6 +26,12 @@ typedef struct {
 } scratch_t;
 static __thread scratch_t scratch;
 
+void duet_free_scratch(void) {
+	free(scratch.v);
+	free(scratch.b);
+	memset(&scratch, 0, sizeof scratch);
+}
+
 static void scratch_reset(void) {
 	// Give back memory after an unusually large conversion.
 	if (scratch.cap > 65536) {
