@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duet-gtk/duet/callbacks"
+	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/eventloop/looptest"
 	"github.com/duet-gtk/duet/pygi"
@@ -29,6 +30,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	if n := capi.LeakedExceptions(); n > 0 {
+		fmt.Fprintf(os.Stderr, "%d entries left a Python exception set\n", n)
+		code = 1
+	}
 	if err := pygi.Finalize(); err != nil {
 		fmt.Fprintln(os.Stderr, "Finalize:", err)
 		code = 1

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duet-gtk/duet/callbacks"
+	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/testutil"
 	"github.com/duet-gtk/duet/pygi"
 )
@@ -77,4 +78,17 @@ func TestReentrantDecode(t *testing.T) {
 	out, errOut, err := testutil.RunChild(t, "CALLBACKS_CHILD=reentrant-decode")
 	require.NoError(t, err, "stdout:\n%s\nstderr:\n%.3000s", out, errOut)
 	assert.Contains(t, out, "collector ran Go callbacks: true")
+}
+
+// A failure inside an entry is that entry's error: never an exception left
+// set for the next, unrelated call to trip over.
+func TestNoExceptionLeftPending(t *testing.T) {
+	cb, err := callbacks.New(func() {}, callbacks.Module("bad\xff\xfe"))
+	require.Error(t, err, "a module name that is not UTF-8 is an error")
+	assert.Nil(t, cb)
+	r, err := pygi.Eval("1 + 1", nil)
+	require.NoError(t, err, "the next call is not poisoned")
+	n, _ := r.Int()
+	assert.Equal(t, int64(2), n)
+	assert.Zero(t, capi.LeakedExceptions())
 }

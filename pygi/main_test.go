@@ -2,6 +2,7 @@ package pygi
 
 import (
 	"fmt"
+	"github.com/duet-gtk/duet/internal/capi"
 	"os"
 	"testing"
 )
@@ -31,6 +32,10 @@ func TestMain(m *testing.M) {
 		case fn := <-onMain:
 			fn()
 		case c := <-code:
+			if n := capi.LeakedExceptions(); n > 0 {
+				fmt.Fprintf(os.Stderr, "%d entries left a Python exception set\n", n)
+				c = 1
+			}
 			if err := Finalize(); err != nil {
 				fmt.Fprintln(os.Stderr, "Finalize:", err)
 				c = 1

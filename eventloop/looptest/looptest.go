@@ -33,6 +33,7 @@ import (
 
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/diag"
 	"github.com/duet-gtk/duet/pygi"
 )
@@ -71,6 +72,12 @@ func Main(m *testing.M) {
 	}()
 	if err := eventloop.Run(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "looptest: loop:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	if n := capi.LeakedExceptions(); n > 0 {
+		fmt.Fprintf(os.Stderr, "looptest: %d duet entries left a Python exception set (a bug of duet's; each was reported as unraisable above)\n", n)
 		if code == 0 {
 			code = 1
 		}

@@ -115,7 +115,15 @@ PyObject *duet_callback_make(uintptr_t handle, const char *name, int64_t nlen, c
 		free(cb);
 		return NULL;
 	}
-	PyObject *mod = module ? PyUnicode_FromStringAndSize(module, mlen) : NULL;
+	PyObject *mod = NULL;
+	if (module) {
+		mod = PyUnicode_DecodeUTF8(module, mlen, "strict");
+		if (!mod) { // an error, not a callback with an exception left set
+			Py_DECREF(cap); // the destructor gives the handle back (broken mode: none ran)
+			if (flags & DUET_CB_BROKEN) free(cb);
+			return NULL;
+		}
+	}
 	PyObject *fn = PyCFunction_NewEx(&cb->def, cap, mod);
 	Py_XDECREF(mod);
 	// PyCFunction_NewEx took its own reference to m_self: drop ours. If it

@@ -203,6 +203,10 @@ func setGoText() {
 func ThreadStates() int64 { return int64(C.duet_thread_states()) }
 func ThreadsFreed() int64 { return int64(C.duet_threads_freed()) }
 
+// LeakedExceptions counts entries that returned with a Python exception
+// still set (a bug of duet's; each was reported as unraisable and cleared).
+func LeakedExceptions() int64 { return int64(C.duet_leaked_exceptions()) }
+
 // Attached reports whether a duet scope holds the GIL on the calling OS
 // thread: an operation, a batch scope, or a Go callback Python is running.
 // It is duet's own per-thread count (see duet_impl.h), which stays right

@@ -69,6 +69,7 @@ int duet_init(int argc, char **argv, const char *venv, char **errmsg);
 int duet_finalize(void);
 int64_t duet_threads_freed(void);   // thread states deleted when their thread ended
 int64_t duet_thread_states(void);   // the interpreter's thread states now
+int64_t duet_leaked_exceptions(void); // entries that left an exception set (a bug)
 
 // Batch scopes: duet_attach returns the state to hand back to duet_detach.
 int duet_attach(void);

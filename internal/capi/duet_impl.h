@@ -83,8 +83,16 @@ static inline PyGILState_STATE duet_enter(void) {
 	return st;
 }
 
+// An entry that returns with a Python exception still set would make the
+// next, unrelated operation on the thread fail with it. Every entry hands a
+// failure to Go (duet_fail fetches it); one that leaves an exception set
+// at the outermost level is a bug of duet's: the exception is reported as
+// unraisable (so it is seen, and cleared) and counted.
+void duet_leaked_exception(void);
+
 static inline void duet_leave(PyGILState_STATE st) {
 	duet_depth--;
+	if (__builtin_expect(duet_depth == 0 && PyErr_Occurred() != NULL, 0)) duet_leaked_exception();
 	duet_gc_poke();
 	PyGILState_Release(st);
 }

@@ -153,6 +153,15 @@ void duet_pin_thread(int made) {
 	pthread_setspecific(ts_key, PyThreadState_Get());
 }
 
+static int64_t leaked;
+
+void duet_leaked_exception(void) {
+	__atomic_add_fetch(&leaked, 1, __ATOMIC_RELAXED);
+	PyErr_WriteUnraisable(NULL);
+}
+
+int64_t duet_leaked_exceptions(void) { return __atomic_load_n(&leaked, __ATOMIC_RELAXED); }
+
 int64_t duet_threads_freed(void) { return __atomic_load_n(&ts_freed, __ATOMIC_RELAXED); }
 
 // duet_thread_states counts the interpreter's thread states. GIL taken.
