@@ -2,9 +2,10 @@ package pygi
 
 import (
 	"fmt"
-	"github.com/duet-gtk/duet/internal/capi"
 	"os"
 	"testing"
+
+	"github.com/duet-gtk/duet/internal/capi"
 )
 
 // onMain runs functions on the main OS thread for tests that need it.
