@@ -543,8 +543,13 @@ func ExecFile(src, filename string, globals *Object) error {
 
 // ExecModule runs src as a new module called name (filename in its
 // tracebacks and __file__), registered in sys.modules so that Python code
-// can import it, and returns the module. If src raises, the module is
-// removed again and the error comes back as *Error.
+// can import it, and returns the module. A name that Python already knows
+// as another module (imported, or importable: the standard library's
+// calendar, a package on sys.path) is refused with an error that names
+// it: a module of the app's must never shadow one that other code imports.
+// Running it again under the same name replaces the module ExecModule made
+// before. If src raises, sys.modules is as it was and the error comes back
+// as *Error.
 func ExecModule(name, src, filename string) (*Object, error) {
 	g, err := NewGlobals()
 	if err != nil {
@@ -557,15 +562,30 @@ func ExecModule(name, src, filename string) (*Object, error) {
 		}
 	}
 	if err := ExecFile(`
-import sys, types
+import sys, types, importlib.util
+old = sys.modules.get(name)
+if old is not None and not getattr(old, "__duet_module__", False):
+    where = getattr(old, "__file__", None) or "built in"
+    raise ImportError("module name %r is taken by Python's own %r (%s): a module loaded under it would shadow it for all the code that imports it; give the file another name" % (name, name, where), name=name)
+if old is None:
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None:
+        raise ImportError("module name %r is that of an importable module (%s): a module loaded under it would shadow it for all the code that imports it; give the file another name" % (name, spec.origin or "a package"), name=name)
 m = types.ModuleType(name)
 m.__file__ = filename
+m.__duet_module__ = True
 code = compile(src, filename, "exec")
 sys.modules[name] = m
 try:
     exec(code, m.__dict__)
 except BaseException:
-    del sys.modules[name]
+    if old is None:
+        sys.modules.pop(name, None)
+    else:
+        sys.modules[name] = old
     raise
 `, "<duet module loader>", g); err != nil {
 		return nil, err
