@@ -47,8 +47,25 @@ def make_async(start, cancel, name):
     return call
 
 def settle(fut, ok, value):
-    if fut.done() or fut.get_loop().is_closed():
-        return  # cancelled, or nobody awaits any more
+    """Runs on duet's UI thread. A future of the loop running there is set
+    directly; one of another loop (asyncio.run in a Python thread, say) is
+    set on its own loop, which call_soon_threadsafe also wakes."""
+    import asyncio
+
+    loop = fut.get_loop()
+    if loop.is_closed():
+        return  # nobody awaits any more
+    if asyncio._get_running_loop() is loop:
+        _settle_now(fut, ok, value)
+    else:
+        try:
+            loop.call_soon_threadsafe(_settle_now, fut, ok, value)
+        except RuntimeError:
+            pass  # closed meanwhile
+
+def _settle_now(fut, ok, value):
+    if fut.done():
+        return  # cancelled
     if ok:
         fut.set_result(value)
     else:

@@ -127,11 +127,18 @@ type Task struct {
 // returning an awaitable), and runs the coroutine as an asyncio task on the
 // loop. Safe from any goroutine; the loop must be running.
 func StartTask(fn *pygi.Object, args ...any) (*Task, error) {
+	return startTask(context.Background(), fn, args)
+}
+
+// startTask starts the task unless ctx ends, or the loop stops, first.
+func startTask(ctx context.Context, fn *pygi.Object, args []any) (*Task, error) {
 	if !Running() {
 		return nil, ErrNotRunning
 	}
+	ctx, cancel := untilLoopStops(ctx)
+	defer cancel()
 	t := &Task{done: make(chan struct{})}
-	err := InvokeWait(context.Background(), func() error {
+	err := InvokeWait(ctx, func() error {
 		// The first use of asyncio may be this one: importing it starts
 		// the loop's asyncio (through the bootstrap's finder). Once loaded,
 		// each loop start installs it.
@@ -155,6 +162,9 @@ func StartTask(fn *pygi.Object, args ...any) (*Task, error) {
 		return err
 	})
 	if err != nil {
+		if ctx.Err() != nil && runContext().Err() != nil && !errors.Is(err, ErrNotRunning) {
+			return nil, ErrNotRunning // the loop stopped before the task could start
+		}
 		return nil, err
 	}
 	return t, nil
@@ -198,6 +208,17 @@ func (t *Task) Wait(ctx context.Context) (*pygi.Object, error) {
 	case <-ctx.Done():
 		t.Cancel()
 		return nil, ctx.Err()
+	case <-runContext().Done():
+		// The loop stopped; its end cancels the tasks left and settles
+		// them while it still iterates, so done comes, or nothing will.
+		select {
+		case <-t.done:
+			return t.res, t.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(AsyncioGrace + time.Second):
+			return nil, ErrNotRunning
+		}
 	}
 }
 
@@ -215,7 +236,7 @@ func (t *Task) Cancel() {
 // waits for its result, or until ctx ends (which cancels the task). From a
 // goroutine; the loop must be running.
 func Await(ctx context.Context, fn *pygi.Object, args ...any) (*pygi.Object, error) {
-	t, err := StartTask(fn, args...)
+	t, err := startTask(ctx, fn, args)
 	if err != nil {
 		return nil, err
 	}

@@ -571,3 +571,128 @@ func TestAsyncioIsLazyAndIdle(t *testing.T) {
 	require.Equal(t, 0, code, "stderr:\n%s", errOut)
 	assert.Contains(t, out, "idle: nothing dispatched", "stderr:\n%s", errOut)
 }
+
+// Every asyncio wait honours its context, and a Go async func awaited from
+// an asyncio loop that is not duet's settles on that loop.
+func init() {
+	lifetimeChildren["await-loop-stops"] = func() error {
+		coro, err := pygi.Eval("(lambda: __import__('asyncio').sleep(0.01))", nil)
+		if err != nil {
+			return err
+		}
+		res := make(chan error, 1)
+		go func() {
+			for !eventloop.Running() {
+				time.Sleep(time.Millisecond)
+			}
+			// The loop stops before the Await's work reaches it: the Await
+			// is queued while the batch that quits the loop runs.
+			quitting := make(chan struct{})
+			eventloop.Invoke(func() { eventloop.Quit(); close(quitting); time.Sleep(100 * time.Millisecond) })
+			<-quitting
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			start := time.Now()
+			_, err := eventloop.Await(ctx, coro)
+			if time.Since(start) > 3*time.Second {
+				err = fmt.Errorf("Await took %v", time.Since(start))
+			} else if err == nil {
+				err = errors.New("Await succeeded on a stopped loop")
+			} else {
+				err = nil
+			}
+			res <- err
+		}()
+		if err := eventloop.Run(context.Background()); err != nil {
+			return err
+		}
+		select {
+		case err := <-res:
+			if err != nil {
+				return err
+			}
+		case <-time.After(10 * time.Second):
+			return errors.New("Await hung after the loop stopped")
+		}
+		fmt.Println("Await returned")
+		return pygi.Finalize()
+	}
+	lifetimeChildren["await-foreign-loop"] = func() error {
+		double, err := callbacks.Async(func(ctx context.Context, n int) (int, error) { return 2 * n, nil })
+		if err != nil {
+			return err
+		}
+		g, err := pygi.NewGlobals()
+		if err != nil {
+			return err
+		}
+		if err := g.SetItem("double", double); err != nil {
+			return err
+		}
+		if err := pygi.Exec(`
+import asyncio, threading
+result = []
+def in_thread():
+    import time
+    async def main():
+        return await asyncio.wait_for(double(21), 30)
+    start = time.monotonic()
+    try:
+        r = asyncio.run(main())
+        result.append(r if time.monotonic() - start < 3 else "took %.1f s" % (time.monotonic() - start))
+    except BaseException as e:
+        result.append(repr(e))
+def go():
+    t = threading.Thread(target=in_thread)
+    t.start()
+    return t
+`, g); err != nil {
+			return err
+		}
+		// With duet's loop not running, then running.
+		t, err := pygi.Eval("go()", g)
+		if err != nil {
+			return err
+		}
+		if _, err := t.CallMethod("join", 40); err != nil {
+			return err
+		}
+		var second error
+		eventloop.Invoke(func() {
+			t, err := pygi.Eval("go()", g)
+			if err != nil {
+				second = err
+				eventloop.Quit()
+				return
+			}
+			go func() {
+				_, second = t.CallMethod("join", 40)
+				eventloop.Quit()
+			}()
+		})
+		if err := eventloop.Run(context.Background()); err != nil {
+			return err
+		}
+		if second != nil {
+			return second
+		}
+		r, err := pygi.Eval("result", g)
+		if err != nil {
+			return err
+		}
+		fmt.Println("results:", r.String())
+		return pygi.Finalize()
+	}
+}
+
+func TestAsyncioWaitsHonourTheirContext(t *testing.T) {
+	out, errOut, code := runLifetimeChild(t, "await-loop-stops")
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	assert.Contains(t, out, "Await returned")
+}
+
+func TestGoAsyncAwaitedFromAnotherAsyncioLoop(t *testing.T) {
+	out, errOut, code := runLifetimeChild(t, "await-foreign-loop")
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	assert.Contains(t, out, "results: [42, 42]")
+}

@@ -41,6 +41,28 @@ var state struct {
 	running atomic.Bool
 	quit    func()          // quits whatever drives the loop now
 	signals *signalHandling // the running loop's
+	run     context.Context // ends when the running loop has stopped
+}
+
+// runContext is a context that ends when the loop that runs now stops (one
+// that has ended already when no loop runs): what waits for the loop must
+// not outlive it.
+func runContext() context.Context {
+	state.mu.Lock()
+	defer state.mu.Unlock()
+	if state.run == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		return ctx
+	}
+	return state.run
+}
+
+// untilLoopStops returns ctx ended also when the running loop stops.
+func untilLoopStops(ctx context.Context) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(runContext(), cancel)
+	return c, func() { stop(); cancel() }
 }
 
 // Running reports whether the loop is running.
@@ -103,12 +125,16 @@ func Drive(ctx context.Context, run func(), quit func(), opts ...Option) error {
 		}
 	}
 	state.quit = func() { stop(nil) }
+	runCtx, endRun := context.WithCancel(context.Background())
+	state.run = runCtx
 	state.mu.Unlock()
 	defer func() {
 		state.mu.Lock()
 		state.running.Store(false)
 		state.quit = nil
+		state.run = nil
 		state.mu.Unlock()
+		endRun()
 	}()
 
 	capi.LoopSetup()
