@@ -211,9 +211,13 @@ type brokenState struct {
 // freeBroken is the broken mode's GC cleanup: it frees the native state of
 // a callback Python may still hold.
 func freeBroken(b brokenState) {
-	if e := registry.handles.get(b.handle); e != nil && registry.handles.remove(b.handle) {
-		registry.freedByG.Add(1)
+	if e := registry.handles.get(b.handle); e != nil {
+		// Buried before it leaves the table: a call that finds the handle
+		// gone, at any moment, finds its grave (DUET_DEBUG=callbacks).
 		bury(e, "the Go GC (GoOwnedBroken ownership)")
+		if registry.handles.remove(b.handle) {
+			registry.freedByG.Add(1)
+		}
 	}
 	capi.FreeNative(b.native)
 }

@@ -248,7 +248,13 @@ func invoke(h uintptr, args []capi.Ref, nargs, nkw int, kwnames capi.Ref) (res c
 // unwind through Python's C frames with the GIL held, and the app would
 // hang instead of crashing.
 func useAfterFree(h uintptr) {
-	fmt.Fprintf(os.Stderr, "duet: fatal: Python called a Go callback whose handle %#x was already freed: use after free\n", h)
+	if g, ok := graveOf(h); ok {
+		// The free raced the call (it landed while the call came in through
+		// the live trampoline): the same diagnosis as from the quarantine.
+		fmt.Fprintln(os.Stderr, g)
+	} else {
+		fmt.Fprintf(os.Stderr, "duet: fatal: Python called a Go callback whose handle %#x was already freed: use after free (DUET_DEBUG=callbacks says which callback, where it was made and who freed it)\n", h)
+	}
 	// The Go runtime answers SIGABRT with every goroutine's stack and exit 2.
 	_ = syscall.Kill(os.Getpid(), syscall.SIGABRT)
 	time.Sleep(5 * time.Second)

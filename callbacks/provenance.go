@@ -168,6 +168,17 @@ func bury(e *entry, by string) {
 	graveyard.order = append(graveyard.order, e.handle)
 }
 
+// graveOf is the diagnosis for a handle that has a grave.
+func graveOf(handle uintptr) (string, bool) {
+	graveyard.mu.Lock()
+	_, ok := graveyard.m[handle]
+	graveyard.mu.Unlock()
+	if !ok {
+		return "", false
+	}
+	return diagnosis(handle, "", "", 0), true
+}
+
 // diagnosis is the message duet prints when Python or a signal calls a
 // quarantined callback.
 func diagnosis(handle uintptr, signal, typ string, instance uintptr) string {

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -297,5 +298,47 @@ func init() {
 		}
 		err := pygi.Exec(crashSource+"import threading\nt = threading.Thread(target=inner_python_frame)\nt.start()\nt.join()\n", nil)
 		return fmt.Errorf("still alive after the SIGSEGV: %v", err)
+	}
+}
+
+// The use-after-free diagnosis is complete however the free and the call
+// interleave: here the call comes right after runtime.GC(), while the
+// cleanup that frees the callback may still be running.
+func TestUseAfterFreeDiagnosisRacingTheFree(t *testing.T) {
+	for i := range 10 {
+		_, stderr, err := testutil.RunChild(t, "FORENSICS_CHILD=uaf-race", "DUET_DEBUG=callbacks")
+		require.Error(t, err, "run %d: the child must crash", i)
+		assert.Contains(t, stderr, "duet: use after free: callback on_race (", "run %d: name and site\n%.2000s", i, stderr)
+		assert.Contains(t, stderr, "freed by the Go GC", "run %d", i)
+	}
+}
+
+func init() {
+	scenarios["uaf-race"] = func() error {
+		g, err := pygi.NewGlobals()
+		if err != nil {
+			return err
+		}
+		if err := pygi.Exec("held = []\n", g); err != nil {
+			return err
+		}
+		func() {
+			cb, err := callbacks.New(func() {}, callbacks.Name("on_race"), callbacks.WithOwnership(callbacks.GoOwnedBroken))
+			if err != nil {
+				panic(err)
+			}
+			if err := pygi.Exec("", g); err != nil {
+				panic(err)
+			}
+			h, _ := g.Item("held")
+			h.CallMethod("append", cb)
+		}()
+		runtime.GC()
+		for range 100000 {
+			if _, err := pygi.Eval("held[0]()", g); err != nil {
+				return err
+			}
+		}
+		return errors.New("the freed callback kept running")
 	}
 }
