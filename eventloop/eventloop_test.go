@@ -326,3 +326,27 @@ t.start(); t.join()
 	sort.Strings(types)
 	assert.Equal(t, []string{"IndexError", "KeyError", "ZeroDivisionError"}, types)
 }
+
+// gc.set_threshold(0) turns automatic collection off, as under python3: the
+// loop collects nothing then.
+func TestThresholdZeroStopsTheLoopsCollections(t *testing.T) {
+	g, err := pygi.NewGlobals()
+	require.NoError(t, err)
+	require.NoError(t, pygi.Exec("import gc\nold = gc.get_threshold()\ngc.set_threshold(0)\n", g))
+	defer pygi.Exec("gc.set_threshold(*old)\n", g)
+	before := eventloop.ReadStats().Collections
+	for range 20 {
+		require.NoError(t, pygi.Exec("for _ in range(2000):\n    a = []\n    a.append(a)\n", g))
+		looptest.Do(t, func(testing.TB) {}) // a turn of the loop
+	}
+	assert.Equal(t, before, eventloop.ReadStats().Collections)
+}
+
+// A timer longer than GLib's 32-bit milliseconds (about 49.7 days) waits,
+// rather than firing at once.
+func TestVeryLongTimer(t *testing.T) {
+	tm := eventloop.After((1<<32+100)*time.Millisecond, func() {}) // 100 ms past 2^32 ms
+	defer tm.Cancel()
+	time.Sleep(300 * time.Millisecond)
+	assert.Zero(t, tm.Fired())
+}

@@ -47,7 +47,7 @@ func newTimer(d time.Duration, fn func(), repeat bool) *Timer {
 	timers.m.Store(t.handle, t)
 	capi.LoopSetup()
 	t.mu.Lock()
-	t.src = capi.NewTimer(t.handle, uint(ms))
+	t.src = capi.NewTimer(t.handle, uint64(ms))
 	t.mu.Unlock()
 	return t
 }

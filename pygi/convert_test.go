@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/big"
 	"reflect"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -275,4 +276,36 @@ func FuzzRoundTrip(f *testing.F) {
 			it.Close()
 		}
 	})
+}
+
+// Integers cross exactly at any size, both ways (decimal text used to meet
+// CPython's 4300-digit limit on int/str conversions).
+func TestHugeIntegersCrossExactly(t *testing.T) {
+	for _, digits := range []int{1, 19, 20, 100, 4300, 5000, 20000} {
+		for _, sign := range []string{"", "-"} {
+			text := sign + "9" + strings.Repeat("7", digits-1)
+			v, ok := new(big.Int).SetString(text, 10)
+			require.True(t, ok)
+			o, err := New(v)
+			require.NoError(t, err, "%d digits to Python", digits)
+			got, err := As[*big.Int](o)
+			require.NoError(t, err, "%d digits back", digits)
+			assert.Zero(t, got.Cmp(v), "%d digits round trip", digits)
+			n, err := Eval("lambda x: x.bit_length()", nil)
+			require.NoError(t, err)
+			bl, err := n.Call(o)
+			require.NoError(t, err)
+			bits, _ := bl.Int()
+			assert.Equal(t, int64(v.BitLen()), bits, "Python sees the same number")
+		}
+	}
+	for _, v := range []int64{0, 1, -1, 127, 128, -128, -129, 255, 256, -256} {
+		b := big.NewInt(v)
+		b.Lsh(b, 70) // past int64: through the big path
+		o, err := New(b)
+		require.NoError(t, err)
+		got, err := As[*big.Int](o)
+		require.NoError(t, err)
+		assert.Zero(t, got.Cmp(b), "%v", b)
+	}
 }

@@ -26,6 +26,24 @@ type decoded struct {
 
 func (d *decoded) text(x capi.Val) string { return string(d.arena[x.I : x.I+x.N]) }
 
+// bigInt reads a KindBigInt: big-endian two's complement bytes.
+func (d *decoded) bigInt(x capi.Val) *big.Int {
+	b := d.arena[x.I : x.I+x.N]
+	v := new(big.Int).SetBytes(b)
+	if len(b) > 0 && b[0]&0x80 != 0 {
+		v.Sub(v, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
+	}
+	return v
+}
+
+// clipDigits is v in decimal for a message: a huge one by its size.
+func clipDigits(v *big.Int) string {
+	if v.BitLen() > 200 {
+		return fmt.Sprintf("an integer of %d bits", v.BitLen())
+	}
+	return v.String()
+}
+
 // withDecoded encodes o and runs use on the encoding, valid during use.
 // Must run inside an operation.
 func withDecoded(o *Object, use func(d *decoded) error) error {
@@ -113,11 +131,7 @@ func (d *decoded) natural(i int) (any, int, error) {
 	case capi.KindUint:
 		return uint64(x.I), i + 1, nil
 	case capi.KindBigInt:
-		b, ok := new(big.Int).SetString(d.text(x), 10)
-		if !ok {
-			return nil, 0, &ConversionError{Python: "int", GoType: "*big.Int", Reason: "bad decimal text"}
-		}
-		return b, i + 1, nil
+		return d.bigInt(x), i + 1, nil
 	case capi.KindFloat:
 		return x.F, i + 1, nil
 	case capi.KindStr:
@@ -269,7 +283,7 @@ func (d *decoded) into(i int, dst reflect.Value) (int, error) {
 		case capi.KindUint:
 			return 0, bad(fmt.Sprintf("%d does not fit", uint64(x.I)))
 		case capi.KindBigInt:
-			return 0, bad(d.text(x) + " does not fit")
+			return 0, bad(clipDigits(d.bigInt(x)) + " does not fit")
 		default:
 			return wrong()
 		}
@@ -286,7 +300,7 @@ func (d *decoded) into(i int, dst reflect.Value) (int, error) {
 			}
 			dst.SetUint(uint64(x.I))
 		case capi.KindBigInt:
-			return 0, bad(d.text(x) + " does not fit")
+			return 0, bad(clipDigits(d.bigInt(x)) + " does not fit")
 		default:
 			return wrong()
 		}

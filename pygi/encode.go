@@ -300,7 +300,7 @@ func (e *encoder) val(v any, depth int) error {
 			e.push(capi.KindNone)
 			return nil
 		}
-		e.text(capi.KindBigInt, v.String())
+		e.text(capi.KindBigInt, string(twosComplement(v)))
 	case Converter:
 		o, err := v.PyObject()
 		if err != nil {
@@ -434,4 +434,20 @@ func (e *encoder) custom(v reflect.Value) error {
 		reason = "Go funcs need the callbacks package (import github.com/duet-gtk/duet/callbacks)"
 	}
 	return &ConversionError{GoType: v.Type().String(), Reason: reason}
+}
+
+// twosComplement is v as big-endian two's complement bytes, as few as hold
+// it with its sign (how a *big.Int crosses, exactly, at any size).
+func twosComplement(v *big.Int) []byte {
+	if v.Sign() >= 0 {
+		b := v.Bytes()
+		if len(b) == 0 || b[0]&0x80 != 0 {
+			b = append([]byte{0}, b...)
+		}
+		return b
+	}
+	n := v.BitLen()/8 + 1
+	m := new(big.Int).Lsh(big.NewInt(1), uint(8*n))
+	m.Add(m, v)
+	return m.FillBytes(make([]byte, n))
 }

@@ -34,7 +34,7 @@ enum {
 	DV_BOOL,   // i != 0
 	DV_INT,    // i
 	DV_UINT,   // (uint64_t)i
-	DV_BIGINT, // decimal text at arena[i : i+n]
+	DV_BIGINT, // big-endian two's complement bytes at arena[i : i+n]
 	DV_FLOAT,  // f
 	DV_STR,    // UTF-8 at arena[i : i+n]
 	DV_BYTES,  // arena[i : i+n]

@@ -30,6 +30,9 @@ static struct _gc_runtime_state *gcs;
 int duet_gc_due(void) {
 	if (!active || !wanted || !gcs) return -1;
 	struct gc_generation *g = gcs->generations;
+	// gc.set_threshold(0): Python's documented way to turn automatic
+	// collection off (CPython collects nothing by itself then).
+	if (g[0].threshold == 0) return -1;
 	if (g[0].count <= g[0].threshold) return -1;
 	if (g[1].count > g[1].threshold) return g[2].count > g[2].threshold ? 2 : 1;
 	return 0;

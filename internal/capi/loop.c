@@ -72,8 +72,16 @@ int duet_loop_own_default(void) { return g_main_context_acquire(g_main_context_d
 
 static gboolean timer_dispatch(gpointer data) { return duetTimerFire((uintptr_t)data); }
 
-void *duet_timer_new(uintptr_t handle, unsigned interval_ms) {
-	GSource *s = g_timeout_source_new(interval_ms);
+void *duet_timer_new(uintptr_t handle, uint64_t interval_ms) {
+	// GLib counts milliseconds in 32 bits (about 49.7 days); past that, in
+	// seconds (136 years), which is precise enough for such a wait.
+	GSource *s;
+	if (interval_ms <= G_MAXUINT) {
+		s = g_timeout_source_new((guint)interval_ms);
+	} else {
+		uint64_t secs = (interval_ms + 999) / 1000;
+		s = g_timeout_source_new_seconds(secs > G_MAXUINT ? G_MAXUINT : (guint)secs);
+	}
 	g_source_set_callback(s, timer_dispatch, (gpointer)handle, NULL);
 	g_source_set_name(s, "duet timer");
 	g_source_attach(s, NULL);

@@ -72,8 +72,8 @@ func cbool(b bool) C.int {
 
 // NewTimer attaches a timeout source firing every interval milliseconds;
 // the returned GSource reference belongs to the caller (ReleaseTimer).
-func NewTimer(handle uintptr, intervalMs uint) unsafe.Pointer {
-	return C.duet_timer_new(C.uintptr_t(handle), C.unsigned(intervalMs))
+func NewTimer(handle uintptr, intervalMs uint64) unsafe.Pointer {
+	return C.duet_timer_new(C.uintptr_t(handle), C.uint64_t(intervalMs))
 }
 
 // ReleaseTimer removes the source (if still attached) and drops the

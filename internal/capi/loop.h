@@ -18,7 +18,7 @@ int duet_loop_is_owner(void);
 int duet_loop_own_default(void);
 // A GSource* the caller owns one reference to; GLib calls
 // duetTimerFire(handle) at each expiry until it returns FALSE.
-void *duet_timer_new(uintptr_t handle, unsigned interval_ms);
+void *duet_timer_new(uintptr_t handle, uint64_t interval_ms);
 void duet_timer_release(void *source);
 // GLib's log messages (loop.c): duet's writer, unless gotk4's is linked in.
 int duet_log_gotk4(void);

@@ -125,15 +125,8 @@ PyObject *duet_decode(const duet_val *v, int64_t nv, int64_t *pos, const char *a
 		return PyLong_FromLongLong(x->i);
 	case DV_UINT:
 		return PyLong_FromUnsignedLongLong((unsigned long long)x->i);
-	case DV_BIGINT: {
-		char *text = PyMem_Malloc(x->n + 1);
-		if (!text) return PyErr_NoMemory();
-		memcpy(text, arena + x->i, x->n);
-		text[x->n] = 0;
-		o = PyLong_FromString(text, NULL, 10);
-		PyMem_Free(text);
-		return o;
-	}
+	case DV_BIGINT:
+		return _PyLong_FromByteArray((const unsigned char *)(arena + x->i), (size_t)x->n, 0, 1);
 	case DV_FLOAT:
 		return PyFloat_FromDouble(x->f);
 	case DV_STR:
@@ -235,15 +228,22 @@ static int encode(PyObject *o, int depth) {
 			}
 			PyErr_Clear();
 		}
-		PyObject *text = PyNumber_ToBase(o, 10);
-		if (!text) return -1;
-		Py_ssize_t len;
-		const char *s = PyUnicode_AsUTF8AndSize(text, &len);
-		int64_t off = s ? push_bytes(s, len) : -1;
-		Py_DECREF(text);
+		// Exact at any size, in binary (decimal text meets CPython's limit
+		// on int/str conversions, 4300 digits).
+		size_t nbits = _PyLong_NumBits(o);
+		if (nbits == (size_t)-1 && PyErr_Occurred()) return -1;
+		size_t len = nbits / 8 + 1; // room for the sign bit
+		unsigned char *buf = PyMem_Malloc(len);
+		if (!buf) {
+			PyErr_NoMemory();
+			return -1;
+		}
+		int64_t off = -1;
+		if (_PyLong_AsByteArray((PyLongObject *)o, buf, len, 0, 1) == 0) off = push_bytes((const char *)buf, len);
+		PyMem_Free(buf);
 		if (off < 0 || !(x = push_val(DV_BIGINT))) return -1;
 		x->i = off;
-		x->n = len;
+		x->n = (int64_t)len;
 		return 0;
 	}
 	if (PyFloat_Check(o)) {
