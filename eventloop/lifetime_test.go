@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -201,4 +202,71 @@ t.start(); t.join()
 		on, _ := r.Bool()
 		assert.True(t, on, "what Python asked for")
 	})
+}
+
+// After the loop has returned (an app shutting down), a goroutine that
+// calls Python does not release what Go dropped on its own thread: the last
+// reference to a widget's wrapper may be among them, and a GTK object is
+// finalised on the UI thread only.
+func init() {
+	lifetimeChildren["release-after-loop"] = func() error {
+		g, err := pygi.NewGlobals()
+		if err != nil {
+			return err
+		}
+		var label atomic.Pointer[pygi.Object]
+		eventloop.Invoke(func() {
+			defer eventloop.Quit()
+			if err = pygi.Exec(`
+import threading
+from gi.repository import Gtk
+main = threading.get_ident()
+seen = []
+def make():
+    w = Gtk.Label(label="x")
+    w.weak_ref(lambda: seen.append(threading.get_ident() == main))
+    return w
+`, g); err != nil {
+				return
+			}
+			var l *pygi.Object
+			l, err = pygi.Eval("make()", g)
+			label.Store(l)
+		})
+		if rerr := eventloop.Run(context.Background()); rerr != nil {
+			return rerr
+		}
+		if err != nil {
+			return err
+		}
+		done := make(chan error)
+		go func() {
+			label.Store(nil) // the only reference: to Go's GC and the release queue
+			for range 20 {
+				runtime.GC()
+				time.Sleep(5 * time.Millisecond)
+			}
+			r, err := pygi.Eval("1", nil) // an entry on this goroutine's thread
+			r.Close()
+			done <- err
+		}()
+		if err := <-done; err != nil {
+			return err
+		}
+		if err := pygi.Drain(); err != nil { // here, on the UI thread
+			return err
+		}
+		r, err := pygi.Eval("seen", g)
+		if err != nil {
+			return err
+		}
+		fmt.Println("finalised on the UI thread:", r.String())
+		return pygi.Finalize()
+	}
+}
+
+func TestNoReleaseOffTheUIThreadAfterTheLoop(t *testing.T) {
+	out, errOut, code := runLifetimeChild(t, "release-after-loop")
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	assert.Contains(t, out, "finalised on the UI thread: [True]")
 }

@@ -74,8 +74,10 @@ func collect(r capi.Ref) {
 
 // Drain releases every reference Go has collected but not yet released,
 // without waiting for the next operation; while the event loop runs it
-// does so on the UI thread, and waits for it. Tests call it after
-// runtime.GC().
+// does so on the UI thread, and waits for it. Once a loop has run, only the
+// UI thread releases (a GTK object may be among them): called elsewhere
+// with no loop running, Drain leaves the queue to the UI thread and to
+// Finalize. Tests call it after runtime.GC().
 func Drain() error { return lifetime.Drain() }
 
 // ---- stats ---------------------------------------------------------------

@@ -131,7 +131,7 @@ func Enter() error {
 		}
 	}
 	// While the loop runs, it drains the queue itself, on the UI thread.
-	if releases.dirty.Load() && !ui.confined.Load() {
+	if releases.dirty.Load() && (!ui.confined.Load() || !ui.running.Load() && capi.OnUIThread()) {
 		drain()
 	}
 	return nil

@@ -28,7 +28,8 @@ func RequireMain(what string) error {
 
 // ui is what the running loop registered.
 var ui struct {
-	confined atomic.Bool                        // the loop runs: releases and collections on the UI thread
+	running  atomic.Bool                        // the loop runs: collections on the UI thread, OnUI hops there
+	confined atomic.Bool                        // a loop has run: releases on the UI thread only, from then on
 	exec     atomic.Pointer[func(func()) error] // runs a function on the UI thread and waits
 	onDirty  atomic.Pointer[func()]             // schedules a drain on the loop
 }
@@ -41,24 +42,28 @@ func LoopStarted(exec func(func()) error, onDirty func()) {
 	ui.exec.Store(&exec)
 	ui.onDirty.Store(&onDirty)
 	ui.confined.Store(true)
+	ui.running.Store(true)
 }
 
 // LoopStopped undoes LoopStarted, on the UI thread, once the loop has
-// returned.
+// returned. Releases stay confined to the UI thread: GTK objects made while
+// the loop ran live on, and the last reference to one's wrapper may be
+// dropped on a goroutine during the app's shutdown; the UI thread (and
+// Finalize) drain what is queued.
 func LoopStopped() {
-	ui.confined.Store(false)
+	ui.running.Store(false)
 	ui.onDirty.Store(nil)
 	ui.exec.Store(nil)
 }
 
 // LoopRunning reports whether the event loop runs.
-func LoopRunning() bool { return ui.confined.Load() }
+func LoopRunning() bool { return ui.running.Load() }
 
 // OnUI runs fn on the UI thread and returns its error: here when this is
 // the UI thread or no loop runs (then there is no confinement to keep),
 // otherwise through the loop. fn must not wait for the caller.
 func OnUI(fn func() error) error {
-	if !ui.confined.Load() || capi.OnUIThread() {
+	if !ui.running.Load() || capi.OnUIThread() {
 		return fn()
 	}
 	exec := ui.exec.Load()
