@@ -34,17 +34,17 @@ func Cycles() ([]Cycle, error) {
 	defer lifetime.Exit()
 	seen := map[[2]uintptr]bool{}
 	var out []Cycle
-	for _, pair := range capi.UsedGObjects() {
-		h, p := pair[0], pair[1]
-		if seen[pair] || !lifetime.Connected(p, h) {
+	for _, u := range capi.UsedGObjects() {
+		h, p := u.Handle, u.Addr
+		if seen[[2]uintptr{h, p}] || !lifetime.Connected(p, h) {
 			continue
 		}
-		seen[pair] = true
+		seen[[2]uintptr{h, p}] = true
 		e := registry.handles.get(h)
 		if e == nil {
 			continue
 		}
-		out = append(out, Cycle{Callback: e.name, Created: e.created(), Object: capi.GObjectTypeName(p), Address: p})
+		out = append(out, Cycle{Callback: e.name, Created: e.created(), Object: u.Type, Address: p})
 	}
 	return out, nil
 }

@@ -50,6 +50,13 @@ void duet_pin_thread(int made); // once per thread, GIL held
 void duet_free_thread_buffers(void); // this thread's scratch buffers (values.c, ops.c)
 void duet_free_scratch(void);
 extern int duet_initialized;
+// duet_python_usable: whether this thread may enter Python from C code
+// that GLib runs (closures): not once Python is gone, and, while
+// Py_FinalizeEx runs, only on the thread that finalises (another thread
+// would wait for a GIL that the dying interpreter may never give back).
+int duet_python_usable(void);
+int duet_glib_enter(void); // 1: go ahead (then duet_glib_exit); 0: Python is not usable here
+void duet_glib_exit(void);
 
 // The UI thread goes first. CPython hands the GIL to whoever takes it
 // first, and a goroutine running one Python call after another releases it

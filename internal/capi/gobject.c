@@ -239,14 +239,18 @@ typedef struct {
 static void collect_used(PyObject *ob, uintptr_t used_by, void *data) {
 	used_acc *a = data;
 	if (a->n >= a->max || !PyObject_TypeCheck(ob, &PyGObject_Type) || !pygobject_get(ob)) return;
-	a->out[2 * a->n] = used_by;
-	a->out[2 * a->n + 1] = (uintptr_t)pygobject_get(ob);
+	GObject *g = pygobject_get(ob);
+	a->out[3 * a->n] = used_by;
+	a->out[3 * a->n + 1] = (uintptr_t)g;
+	// The type's name now, while the slot keeps the object alive: GLib's
+	// type names live as long as the process, the object may not.
+	a->out[3 * a->n + 2] = (uintptr_t)G_OBJECT_TYPE_NAME(g);
 	a->n++;
 }
 
-// duet_used_gobjects fills out with up to max (callback handle, GObject*)
-// pairs: GObjects that Go holds references to and that a Go callback used
-// while it ran. Returns how many.
+// duet_used_gobjects fills out with up to max (callback handle, GObject*,
+// type name) triples: GObjects that Go holds references to and that a Go
+// callback used while it ran. Returns how many.
 int duet_used_gobjects(uintptr_t *out, int max) {
 	PyGILState_STATE st = duet_enter();
 	used_acc a = {out, 0, max};
@@ -277,10 +281,10 @@ typedef struct {
 	int nargs;          // how many of the signal's values the Go function takes; -1: all
 } duet_closure;
 
-static void closure_invalidate(gpointer data, GClosure *closure) {
+static void closure_invalidate_in(gpointer data, GClosure *closure) {
 	duet_closure *c = (duet_closure *)closure;
 	if (!c->callable) return;
-	if (!duet_initialized) { // gone with the interpreter
+	if (!duet_python_usable()) { // gone (or going) with the interpreter
 		c->callable = NULL;
 		return;
 	}
@@ -292,10 +296,10 @@ static void closure_invalidate(gpointer data, GClosure *closure) {
 	duet_leave(st);
 }
 
-static void closure_marshal(GClosure *closure, GValue *ret, guint n, const GValue *params, gpointer hint,
-                            gpointer marshal_data) {
+static void closure_marshal_in(GClosure *closure, GValue *ret, guint n, const GValue *params, gpointer hint,
+                               gpointer marshal_data) {
 	duet_closure *c = (duet_closure *)closure;
-	if (!duet_initialized || !c->callable) return;
+	if (!duet_python_usable() || !c->callable) return;
 	PyGILState_STATE st = duet_enter();
 	PyObject *fn = c->callable;
 	if (!fn) {
@@ -387,6 +391,24 @@ out:
 	if (PyErr_Occurred()) PyErr_Print();
 	Py_DECREF(fn);
 	duet_leave(st);
+}
+
+// GLib runs these on any thread: counted in flight, so that finalisation
+// waits for them, and refused on other threads once it has begun.
+static void closure_invalidate(gpointer data, GClosure *closure) {
+	if (!duet_glib_enter()) {
+		((duet_closure *)closure)->callable = NULL; // gone with the interpreter
+		return;
+	}
+	closure_invalidate_in(data, closure);
+	duet_glib_exit();
+}
+
+static void closure_marshal(GClosure *closure, GValue *ret, guint n, const GValue *params, gpointer hint,
+                            gpointer marshal_data) {
+	if (!duet_glib_enter()) return;
+	closure_marshal_in(closure, ret, n, params, hint, marshal_data);
+	duet_glib_exit();
 }
 
 // connect_closure connects fn (a duet callback whose Go function takes

@@ -92,14 +92,23 @@ func WeakGet(weak unsafe.Pointer) (Ref, Status, Ref) { return res(C.duet_weak_ge
 // WeakFree frees a weak reference; any thread.
 func WeakFree(weak unsafe.Pointer) { C.duet_weak_free(weak) }
 
-// UsedGObjects returns (callback handle, GObject address) pairs: GObjects
-// Go holds references to that a Go callback used while it ran.
-func UsedGObjects() [][2]uintptr {
-	buf := make([]C.uintptr_t, 2*4096)
-	n := int(C.duet_used_gobjects(unsafe.SliceData(buf), C.int(len(buf)/2)))
-	out := make([][2]uintptr, n)
+// UsedGObject is a GObject Go holds a reference to that a Go callback used
+// while it ran. Type was read while the object was surely alive; the
+// address may be stale by the time it is read.
+type UsedGObject struct {
+	Handle, Addr uintptr
+	Type         string
+}
+
+// UsedGObjects returns the GObjects Go holds references to that a Go
+// callback used while it ran.
+func UsedGObjects() []UsedGObject {
+	buf := make([]C.uintptr_t, 3*4096)
+	n := int(C.duet_used_gobjects(unsafe.SliceData(buf), C.int(len(buf)/3)))
+	out := make([]UsedGObject, n)
 	for i := range out {
-		out[i] = [2]uintptr{uintptr(buf[2*i]), uintptr(buf[2*i+1])}
+		// Sound: the name is GLib's, interned for the life of the process.
+		out[i] = UsedGObject{uintptr(buf[3*i]), uintptr(buf[3*i+1]), C.GoString((*C.char)(unsafe.Pointer(uintptr(buf[3*i+2]))))}
 	}
 	return out
 }

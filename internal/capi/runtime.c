@@ -12,6 +12,24 @@
 
 static pthread_mutex_t ts_mu = PTHREAD_MUTEX_INITIALIZER; // see "threads that end"
 static int ts_closed;
+static volatile pid_t finalizing_tid; // the thread running Py_FinalizeEx, while it does
+
+static int glib_inflight;
+
+int duet_glib_enter(void) {
+	__atomic_add_fetch(&glib_inflight, 1, __ATOMIC_SEQ_CST);
+	if (duet_python_usable()) return 1;
+	__atomic_sub_fetch(&glib_inflight, 1, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+void duet_glib_exit(void) { __atomic_sub_fetch(&glib_inflight, 1, __ATOMIC_SEQ_CST); }
+
+int duet_python_usable(void) {
+	if (!__atomic_load_n(&duet_initialized, __ATOMIC_ACQUIRE)) return 0;
+	pid_t f = __atomic_load_n(&finalizing_tid, __ATOMIC_ACQUIRE);
+	return f == 0 || f == (pid_t)syscall(SYS_gettid);
+}
 
 __thread int duet_depth;
 __thread int duet_pinned;
@@ -94,6 +112,13 @@ int duet_finalize(void) {
 	pthread_mutex_lock(&ts_mu); // no thread-exit deletion from here on
 	ts_closed = 1;
 	pthread_mutex_unlock(&ts_mu);
+	__atomic_store_n(&finalizing_tid, (pid_t)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
+	// GLib's threads that entered before: let them finish (bounded: one
+	// stuck in Go must not stop the shutdown).
+	for (int i = 0; i < 2000 && __atomic_load_n(&glib_inflight, __ATOMIC_SEQ_CST) > 0; i++) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
 	(void)PyGILState_Ensure();
 	duet_depth++; // Go code run by atexit functions and __del__ is attached
 	// CPython's finalisation sets SIG_DFL at the OS level for every signal
@@ -102,7 +127,8 @@ int duet_finalize(void) {
 	static struct sigaction before[NSIG];
 	for (int i = 1; i < NSIG; i++) sigaction(i, NULL, &before[i]);
 	int rc = Py_FinalizeEx();
-	duet_initialized = 0;
+	__atomic_store_n(&duet_initialized, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&finalizing_tid, 0, __ATOMIC_RELEASE);
 	for (int i = 1; i < NSIG; i++) {
 		struct sigaction now;
 		if (sigaction(i, NULL, &now) == 0 && !(now.sa_flags & SA_SIGINFO) && now.sa_handler == SIG_DFL &&
