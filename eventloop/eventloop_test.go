@@ -350,3 +350,26 @@ func TestVeryLongTimer(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	assert.Zero(t, tm.Fired())
 }
+
+// Under looptest a GLib or GTK critical ends the test binary that caused
+// it, as G_DEBUG=fatal-criticals does (here in a child run of this test).
+func TestCriticalsAreFatal(t *testing.T) {
+	if os.Getenv("DUET_TEST_CRITICAL") == "1" {
+		require.NoError(t, pygi.RequireVersion("Gtk", "4.0"))
+		looptest.Do(t, func(t testing.TB) {
+			pygi.Exec("from gi.repository import Gtk\nGtk.Box().remove(Gtk.Label())\n", nil)
+		})
+		t.Fatal("still alive after a Gtk-CRITICAL")
+	}
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := testutil.Command(ctx, exe, "-test.run=^TestCriticalsAreFatal$")
+	cmd.Env = append(os.Environ(), "DUET_TEST_CRITICAL=1")
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err, "the critical must end the run\n%s", out)
+	assert.Contains(t, string(out), "CRITICAL")
+	assert.Contains(t, string(out), "gtk_box_remove")
+	assert.NotContains(t, string(out), "still alive")
+}

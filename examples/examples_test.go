@@ -62,7 +62,9 @@ func run(t *testing.T, name string, args ...string) (string, string) {
 		cmdArgs = append([]string{"xvfb-run", "-a", "-s", "-screen 0 1280x800x24"}, cmdArgs...)
 	}
 	cmd := testutil.Command(ctx, cmdArgs[0], cmdArgs[1:]...)
-	cmd.Env = append(os.Environ(), "GTK_A11Y=none")
+	// A GLib or GTK critical fails the example's run (as in PyGObject's
+	// own test suite).
+	cmd.Env = append(os.Environ(), "GTK_A11Y=none", "G_DEBUG=fatal-criticals")
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -89,7 +91,7 @@ func TestGallery(t *testing.T) {
 		args = append([]string{"xvfb-run", "-a"}, args...)
 	}
 	cmd := testutil.Command(ctx, args[0], args[1:]...)
-	cmd.Env = append(os.Environ(), "GTK_A11Y=none")
+	cmd.Env = append(os.Environ(), "GTK_A11Y=none", "G_DEBUG=fatal-criticals")
 	py, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", py)
 	assert.Equal(t, "all 9 sections ran: action binding draw file filter+sort idle list tick timeout\n", string(py))

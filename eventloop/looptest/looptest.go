@@ -14,6 +14,13 @@
 // With no display, Main re-runs the test binary under xvfb-run (when it is
 // installed), so GTK tests work headless with plain `go test`.
 //
+// GLib and GTK criticals (a g_return_if_fail that fails: a bad argument to
+// GTK, a widget used after it was destroyed) abort the test binary, as
+// G_DEBUG=fatal-criticals does for PyGObject's own test suite, with a crash
+// report naming the crossing that caused it; processes the tests start
+// inherit G_DEBUG. DUET_ALLOW_CRITICALS=1 turns that off. An app run by
+// hand gets the same with G_DEBUG=fatal-criticals in its environment.
+//
 // The helpers: Main (from TestMain), Do and DoErr (work on the loop, with
 // a testing.TB whose FailNow is safe there), WaitLive (until Python has let
 // go of callbacks), CatchPythonExceptions and FailOnPythonExceptions.
@@ -49,6 +56,15 @@ const xvfbEnv = "DUET_UNDER_XVFB"
 func Main(m *testing.M) {
 	if code, ok := reexecUnderXvfb(); ok {
 		os.Exit(code)
+	}
+	// A GLib or GTK critical fails the test run that caused it, as in
+	// PyGObject's own suite (G_DEBUG=fatal-criticals; child processes the
+	// tests start inherit it). DUET_ALLOW_CRITICALS=1 turns that off.
+	if os.Getenv("DUET_ALLOW_CRITICALS") == "" {
+		if g := os.Getenv("G_DEBUG"); !strings.Contains(g, "fatal-criticals") {
+			os.Setenv("G_DEBUG", strings.TrimPrefix(g+",fatal-criticals", ","))
+		}
+		capi.FatalCriticals()
 	}
 	// A test that crashes says why (see package forensics), unless
 	// DUET_CRASH_REPORT says otherwise.

@@ -121,6 +121,13 @@ static GLogWriterOutput log_writer(GLogLevelFlags level, const GLogField *fields
 
 int duet_log_gotk4(void) { return _gotk4_glib2_LogWriterFunc != NULL; }
 
+// duet_fatal_criticals makes GLib and GTK criticals (g_return_if_fail,
+// g_critical) abort the process, as G_DEBUG=fatal-criticals does.
+void duet_fatal_criticals(void) {
+	GLogLevelFlags old = g_log_set_always_fatal(G_LOG_FATAL_MASK);
+	g_log_set_always_fatal(old | G_LOG_LEVEL_CRITICAL);
+}
+
 void duet_log_install(void) {
 	static gsize once;
 	if (duet_log_gotk4()) return;

@@ -126,6 +126,10 @@ func duetGLibLog(level C.int, domain, message, file, line, fn *C.char) {
 // writer (it sends messages to slog.Default()).
 func LogWriterIsGotk4() bool { return C.duet_log_gotk4() != 0 }
 
+// FatalCriticals makes GLib and GTK criticals abort the process, as
+// G_DEBUG=fatal-criticals does.
+func FatalCriticals() { C.duet_fatal_criticals() }
+
 // LogInstall sets duet's GLib log writer, once, unless gotk4's is linked in.
 func LogInstall() { C.duet_log_install() }
 

@@ -24,4 +24,5 @@ void duet_timer_release(void *source);
 int duet_log_gotk4(void);
 void duet_log_install(void);
 void duet_log_route(int on);
+void duet_fatal_criticals(void);
 #endif
