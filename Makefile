@@ -10,11 +10,12 @@ HEADLESS := $(if $(DISPLAY)$(WAYLAND_DISPLAY),,1)
 XRUN := $(if $(HEADLESS),xvfb-run -a -s "-screen 0 1280x800x24",)
 OUT := $(CURDIR)/out
 
-.PHONY: help deps test vet run stress bench gallery-lines
+.PHONY: help deps test vet sanitize run stress bench gallery-lines
 
 help:
 	@echo "make run    start the showcase app (under Xvfb with a screenshot when there is no display)"
 	@echo "make test   vet and run every test (the first build compiles gotk4's GTK bindings: ~10 min)"
+	@echo "make sanitize  AddressSanitizer and UBSan over duet's C code (make test runs it)"
 	@echo "make stress every stress scenario for STRESS_DURATION (default 60s); report and plot in out/stress"
 	@echo "make bench  duet side by side with pure PyGObject and gotk4; the table goes to out/bench.md"
 	@echo "make gallery-lines  the gallery's Go against its PyGObject twin, in lines"
@@ -42,6 +43,20 @@ test: vet
 	set -e; \
 	if [ -n "$$nogtk" ]; then echo "== go test -race (packages without gtk/v4)"; $(XRUN) $(GO) test -race -count=1 $$nogtk; fi; \
 	if [ -n "$$gtk" ]; then echo "== go test $(RACE_GTK_FLAGS) (packages with gtk/v4; the first run compiles it for the race detector)"; $(XRUN) $(GO) test $(RACE_GTK_FLAGS) -count=1 $$gtk; fi
+	@$(MAKE) --no-print-directory sanitize
+
+# AddressSanitizer and UBSan over duet's C code (and Go's -asan), for the
+# packages that do not link gotk4 (those would compile gtk/v4 once more,
+# about ten minutes cold). Sanitizers take over no signal Go needs: Go's
+# handlers stay (a recovered nil dereference is a Go panic), ASan reports
+# bad memory accesses and UBSan undefined behaviour, and either ends the
+# test. make test runs it.
+SAN_ENV := ASAN_OPTIONS=detect_leaks=0:handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_sigill=0:handle_abort=0:allow_user_segv_handler=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	CGO_CFLAGS="-O1 -g -fsanitize=undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" CGO_LDFLAGS="-fsanitize=undefined"
+sanitize: deps
+	@nogtk="$$(scripts/pkgs.sh nogtk | grep -v /examples)"; echo "== go test -asan, UBSan (packages without gtk/v4; not the examples, which build it)"; \
+	$(XRUN) env $(SAN_ENV) $(GO) test -asan -count=1 $$nogtk
 
 run: deps
 	@mkdir -p $(OUT)

@@ -179,7 +179,10 @@ func brokenCrashes(t *testing.T, scenario string) {
 	assert.NotContains(t, errOut, "FAIL:", "a crash, not an orderly failure")
 	// Go reports a fault in C code as a fatal signal (exit status 2);
 	// a raw signal death shows up as a negative exit code.
-	crashed := ee.ExitCode() == 2 || ee.ExitCode() < 0 || strings.Contains(errOut, "SIGSEGV")
+	// Under AddressSanitizer (make sanitize) the use after free is caught
+	// as such.
+	crashed := ee.ExitCode() == 2 || ee.ExitCode() < 0 || strings.Contains(errOut, "SIGSEGV") ||
+		strings.Contains(errOut, "AddressSanitizer: heap-use-after-free")
 	assert.True(t, crashed, "exit %d\nstderr:\n%.2000s", ee.ExitCode(), errOut)
 	// The crash comes when Python next touches a freed callback: normally the
 	// call after the stats line, sometimes already a collection before it.

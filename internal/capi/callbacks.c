@@ -102,8 +102,8 @@ PyObject *duet_callback_make(uintptr_t handle, const char *name, int64_t nlen, c
 	cb->handle = handle;
 	cb->flags = flags;
 	cb->size = size;
-	memcpy(cb->text, name, nlen);
-	if (doc) memcpy(cb->text + nlen + 1, doc, dlen);
+	if (nlen) memcpy(cb->text, name, nlen); // Go's "" may come as NULL
+	if (doc && dlen) memcpy(cb->text + nlen + 1, doc, dlen);
 	cb->def.ml_name = cb->text;
 	cb->def.ml_meth = (PyCFunction)(void (*)(void))cb_trampoline;
 	cb->def.ml_flags = METH_FASTCALL | METH_KEYWORDS;

@@ -62,10 +62,19 @@ static int find_libpython(struct dl_phdr_info *info, size_t size, void *data) {
 	return 0;
 }
 
+// resolve finds libc's functions. The constructor does it, before anything
+// can call them from a signal handler; a library initialised before this
+// executable's constructors (a sanitizer's runtime) may call first, and
+// gets them resolved then.
+static void resolve(void) {
+	if (!real_sigaction)
+		real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction");
+	if (!real_sigaltstack) real_sigaltstack = (int (*)(const stack_t *, stack_t *))dlsym(RTLD_NEXT, "sigaltstack");
+	if (!real_siginterrupt) real_siginterrupt = (int (*)(int, int))dlsym(RTLD_NEXT, "siginterrupt");
+}
+
 __attribute__((constructor)) static void interpose_init(void) {
-	real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction");
-	real_sigaltstack = (int (*)(const stack_t *, stack_t *))dlsym(RTLD_NEXT, "sigaltstack");
-	real_siginterrupt = (int (*)(int, int))dlsym(RTLD_NEXT, "siginterrupt");
+	resolve();
 	dl_iterate_phdr(find_libpython, (void *)(uintptr_t)&Py_Initialize);
 	if (!real_sigaction) return;
 	static const int quiet[] = {SIGPIPE, SIGXFSZ};
@@ -87,6 +96,7 @@ static int from_python(void *ra) {
 }
 
 int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+	if (__builtin_expect(!real_sigaction, 0)) resolve();
 	if (act && sig > 0 && sig < NSIG && from_python(__builtin_return_address(0))) {
 		int rc = old ? real_sigaction(sig, NULL, old) : 0;
 		py_action[sig] = *act;
@@ -97,11 +107,13 @@ int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
 }
 
 int sigaltstack(const stack_t *ss, stack_t *old) {
+	if (__builtin_expect(!real_sigaltstack, 0)) resolve();
 	if (ss && from_python(__builtin_return_address(0))) return real_sigaltstack(NULL, old);
 	return real_sigaltstack(ss, old);
 }
 
 int siginterrupt(int sig, int flag) {
+	if (__builtin_expect(!real_siginterrupt, 0)) resolve();
 	if (from_python(__builtin_return_address(0))) return 0;
 	return real_siginterrupt(sig, flag);
 }

@@ -40,7 +40,7 @@ static PyObject *attr_name(const char *name, int64_t len) { return PyUnicode_Dec
 static PyObject *walk(PyObject *o, const char *name, int64_t len, const char **last, int64_t *lastlen) {
 	Py_INCREF(o);
 	const char *p = name, *end = name + len;
-	for (const char *dot; (dot = memchr(p, '.', end - p)) != NULL; p = dot + 1) {
+	for (const char *dot; end > p && (dot = memchr(p, '.', end - p)) != NULL; p = dot + 1) {
 		PyObject *n = attr_name(p, dot - p);
 		PyObject *next = n ? PyObject_GetAttr(o, n) : NULL;
 		Py_XDECREF(n);
@@ -469,10 +469,10 @@ static int impl_run(const char *src, int64_t len, const char *filename, int mode
 			PyErr_NoMemory();
 			rc = duet_fail(exc);
 		} else {
-			memcpy(text, src, len);
+			if (len) memcpy(text, src, len); // src may be NULL for ""
 			text[len] = 0;
 			PyObject *code = NULL;
-			if (memchr(src, 0, len)) {
+			if (len && memchr(src, 0, len)) {
 				PyErr_SetString(PyExc_ValueError, "source code contains a NUL byte");
 			} else {
 				code = Py_CompileString(text, filename, mode == 0 ? Py_file_input : Py_eval_input);
