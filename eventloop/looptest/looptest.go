@@ -79,10 +79,14 @@ func Main(m *testing.M) {
 	}
 	code := 0
 	go func() {
-		// Wait until the loop runs, so that tests never race its start.
+		// Wait until the loop runs and has dispatched once, so that tests
+		// never race its start (which imports Python modules of its own:
+		// a test importing gi.repository meanwhile met a half-imported
+		// GLib).
 		for !eventloop.Running() {
 			time.Sleep(time.Millisecond)
 		}
+		eventloop.InvokeWait(context.Background(), func() error { return nil })
 		code = m.Run()
 		eventloop.Quit()
 	}()
