@@ -35,6 +35,11 @@ type Scenario struct {
 	// scenario, so the broken ownership mode must crash it.
 	CanCrashBroken bool
 	Run            func(env *Env) error
+	// Twin, when set, is the same workload in pure PyGObject (a python3
+	// script, run with TwinArgs and the GC interval in seconds) that the
+	// harness runs beside the scenario: see twin.go.
+	Twin     string
+	TwinArgs []string
 }
 
 // Env is what a scenario works with.

@@ -100,6 +100,8 @@ type Report struct {
 	OK          bool       `json:"ok"`
 	Reproduced  bool       `json:"crash_reproduced,omitempty"` // broken mode: the expected crash happened
 	Samples     []Sample   `json:"samples"`
+	// Twin is the same workload in pure PyGObject, run beside it.
+	Twin *TwinRun `json:"pure_pygobject_twin,omitempty"`
 }
 
 var (
@@ -199,6 +201,11 @@ func RunScenario(sc Scenario, o Options) *Report {
 		return rep
 	}
 
+	var twinDone <-chan *TwinRun
+	stopTwin := func() {}
+	if sc.Twin != "" && o.Ownership != "go" {
+		twinDone, stopTwin = startTwin(sc, o)
+	}
 	samples := make(chan Sample, 64)
 	go func() {
 		defer close(samples)
@@ -237,6 +244,7 @@ loop:
 		case <-stopAt:
 			stopped = true
 			stdin.Close() // ask the child to stop, settle and report
+			stopTwin()
 		case <-watchdog.C:
 			limit := o.Watchdog
 			if stopped {
@@ -249,6 +257,10 @@ loop:
 		}
 	}
 	waitErr := cmd.Wait()
+	stopTwin()
+	if twinDone != nil {
+		rep.Twin = twinWait(twinDone)
+	}
 	defer func() {
 		if crashFile != "" {
 			os.Remove(crashFile) // nothing to keep
@@ -379,12 +391,33 @@ func judge(rep *Report, sc Scenario, o Options, final *Sample) {
 		rep.Verdict = fmt.Sprintf("fail: %d callbacks live at the end, baseline %d", rep.CbLiveEnd, rep.CbBaseline)
 	case rep.Iterations == 0:
 		rep.Verdict = "fail: the workload made no progress"
-	case rep.RSS.SlopeMBPerMin > o.MaxRSSSlope && rep.RSS.SlopeMBPerMin*secondHalf(rep.Samples)/60 > o.MinRSSGrowth:
-		rep.Verdict = fmt.Sprintf("fail: RSS grows %.2f MB/min (bound %.2f)", rep.RSS.SlopeMBPerMin, o.MaxRSSSlope)
+	case rep.RSS.SlopeMBPerMin-twinSlope(rep) > o.MaxRSSSlope && (rep.RSS.SlopeMBPerMin-twinSlope(rep))*secondHalf(rep.Samples)/60 > o.MinRSSGrowth:
+		rep.Verdict = fmt.Sprintf("fail: RSS grows %.2f MB/min (bound %.2f)%s", rep.RSS.SlopeMBPerMin, o.MaxRSSSlope, twinNote(rep))
 	default:
 		rep.OK = true
-		rep.Verdict = "ok"
+		rep.Verdict = "ok" + twinNote(rep)
 	}
+}
+
+// twinSlope is what the pure PyGObject twin grew, the part of the RSS
+// slope that is not duet's (never negative: a twin that shrinks excuses
+// nothing).
+func twinSlope(rep *Report) float64 {
+	if rep.Twin == nil || rep.Twin.Err != "" || len(rep.Twin.Samples) < 4 {
+		return 0
+	}
+	return max(rep.Twin.RSS.SlopeMBPerMin, 0)
+}
+
+func twinNote(rep *Report) string {
+	switch {
+	case rep.Twin == nil:
+		return ""
+	case rep.Twin.Err != "":
+		return " (the pure PyGObject twin failed: " + clip(rep.Twin.Err, 200) + ")"
+	}
+	return fmt.Sprintf(" (RSS %.2f MB/min; the same workload in pure PyGObject, run beside it: %.2f MB/min over %d iterations)",
+		rep.RSS.SlopeMBPerMin, rep.Twin.RSS.SlopeMBPerMin, rep.Twin.Iterations)
 }
 
 func orDefault(s, d string) string {

@@ -71,6 +71,20 @@ func Plot(runs []*Report) string {
 			}
 			fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.6" points="%s"/>`, color, strings.Join(pts, " "))
 		}
+		if tw := r.Twin; tw != nil && len(tw.Samples) > 1 {
+			// The pure PyGObject twin's RSS, dashed, on the same axes (its
+			// own start moved to duet's, so the slopes compare by eye).
+			off := float64(r.Samples[0].RSS-tw.Samples[0].RSS) / (1 << 20)
+			var pts []string
+			for _, s := range tw.Samples {
+				v := float64(s.RSS)/(1<<20) + off
+				x := float64(padL) + float64(pw)*min(s.T/max(t1, 1e-9), 1)
+				y := float64(top+ph) - float64(ph)*(v-rssLo)/max(rssMax*1.02-rssLo, 1e-9)
+				pts = append(pts, fmt.Sprintf("%.1f,%.1f", x, max(float64(top), min(y, float64(top+ph)))))
+			}
+			fmt.Fprintf(&b, `<polyline fill="none" stroke="#777" stroke-dasharray="5,4" stroke-width="1.4" points="%s"/>`, strings.Join(pts, " "))
+			fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end" fill="#777">dashed: pure PyGObject twin, %.2f MB/min</text>`, padL+pw-4, top+14, tw.RSS.SlopeMBPerMin)
+		}
 		line("#1f6fd1", func(s Sample) float64 { return float64(s.RSS) / (1 << 20) }, rssLo, rssMax*1.02)
 		line("#e0601f", func(s Sample) float64 { return float64(s.CbLive) }, 0, cbMax*1.1)
 		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end" fill="#1f6fd1">%.1f MB</text>`, padL-6, top+10, rssMax*1.02)
