@@ -111,7 +111,7 @@ threading.Thread(target=time.sleep, args=(0.5,), name="short").start()
 	}
 	// GTK used after Run returned: an error dialog, a window. Nothing of
 	// Python's may still be reachable from GTK's objects then.
-	var adj *gtk.Adjustment
+	var adj, adj2 *gtk.Adjustment
 	children["gtk-after-run"] = func() int {
 		a := mustNew(app.Options{ID: "org.duet.After", NonUnique: true, Census: true})
 		must(pygi.Exec("import asyncio\n", nil))                           // asyncio's source on the loop
@@ -138,6 +138,25 @@ Gtk.Settings.get_default().connect("notify::gtk-application-prefer-dark-theme", 
 			must(err)
 			_, err = adjPy.CallMethod("connect", "value-changed", onValue)
 			must(err)
+			// A binding with a Python transform to another adjustment Go
+			// keeps, and a class of the app's with a disconnect of its own.
+			adj2 = gtk.NewAdjustment(0, 0, 100, 1, 1, 0)
+			adj2Py, err := widgets.ToPython(adj2)
+			must(err)
+			g, err := pygi.NewGlobals()
+			must(err)
+			must(g.SetItem("a", adjPy))
+			must(g.SetItem("b", adj2Py))
+			must(pygi.Exec(`
+from gi.repository import GObject
+a.bind_property("value", b, "value", GObject.BindingFlags.DEFAULT, lambda binding, v: v * 2)
+class Client(GObject.Object):
+    def disconnect(self):
+        raise RuntimeError("the app's own disconnect, not a handler's")
+client = Client()
+client.connect("notify", lambda *x: None)
+keep = [client]
+`, g))
 			gw := gtk.NewApplicationWindow(a.Gtk())
 			gw.SetTitle("made in Go")
 			gw.Present()
@@ -147,7 +166,8 @@ Gtk.Settings.get_default().connect("notify::gtk-application-prefer-dark-theme", 
 		fmt.Println("phase", pygi.CurrentPhase())
 		time.Sleep(300 * time.Millisecond) // the Python timer is due
 		gtk.SettingsGetDefault().SetObjectProperty("gtk-application-prefer-dark-theme", true)
-		adj.SetValue(5)
+		adj.SetValue(5) // its handler and its binding's transform are gone
+		fmt.Println("bound value after Run:", adj2.Value())
 		for range 3 {
 			w := gtk.NewWindow()
 			w.SetTitle("after the app")

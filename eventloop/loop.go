@@ -177,7 +177,9 @@ func Drive(ctx context.Context, run func(), quit func(), opts ...Option) error {
 	state.mu.Unlock()
 	lifetime.SetSignalPolicy(sh.onSignal, owned...)
 	lifetime.SetKeyboardInterruptHook(keyboardInterrupt)
+	lifetime.SetSignalRanHook(sh.handlerRan)
 	defer func() {
+		lifetime.SetSignalRanHook(nil)
 		lifetime.SetKeyboardInterruptHook(nil)
 		sh.loopReturned()
 		lifetime.SetSignalPolicy(nil)

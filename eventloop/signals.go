@@ -82,6 +82,10 @@ type signalHandling struct {
 	timer    *time.Timer
 	back     bool // the loop's run returned: the UI thread is back, no grace any more
 	returned bool // the loop has ended: its subscriptions are going
+	// sigint: a SIGINT duet handed to Python is pending or its handler
+	// ran, and its queued runHandler has not run yet: a KeyboardInterrupt
+	// that comes out into Go meanwhile is the signal's.
+	sigint bool
 }
 
 func newSignalHandling(stop func(error), owned []syscall.Signal) *signalHandling {
@@ -126,7 +130,7 @@ func (h *signalHandling) onSignal(sig syscall.Signal, kind lifetime.SignalKind) 
 		// on the loop, so the KeyboardInterrupt has nowhere to go. Quit.
 		kind = lifetime.SignalDefault
 	}
-	if kind == lifetime.SignalDefault || h.back {
+	if kind == lifetime.SignalDefault || h.back && kind == lifetime.SignalDefaultInt {
 		// The ordered shutdown (also when the loop is ending already for
 		// another reason: the signal is what Run then reports).
 		if h.quitting == 0 {
@@ -136,8 +140,11 @@ func (h *signalHandling) onSignal(sig syscall.Signal, kind lifetime.SignalKind) 
 		go h.stop(&SignalError{Signal: sig})
 		return
 	}
-	if h.waiting == 0 {
+	if h.waiting == 0 && !h.back {
 		h.waiting = sig
+	}
+	if sig == syscall.SIGINT {
+		h.sigint = true // its handler, default_int_handler or PyGObject's, raises KeyboardInterrupt
 	}
 	// Outside h.mu: handing the signal to Python takes the GIL, and the UI
 	// thread may hold it while it waits for h.mu (keyboardInterrupt).
@@ -203,11 +210,9 @@ func (h *signalHandling) stillArmedFor(sig syscall.Signal) bool {
 func (h *signalHandling) runHandler(sig syscall.Signal) {
 	err := runPythonSignalHandlers()
 	h.mu.Lock()
-	if h.waiting == sig {
-		h.waiting = 0
-		if h.quitting == 0 && h.timer != nil {
-			h.timer.Stop()
-		}
+	h.cameBack(sig)
+	if sig == syscall.SIGINT {
+		h.sigint = false
 	}
 	h.mu.Unlock()
 	var pe *pygi.Error
@@ -220,6 +225,26 @@ func (h *signalHandling) runHandler(sig syscall.Signal) {
 	default:
 		reportHandlerError(err)
 	}
+}
+
+// cameBack: the UI thread ran sig's Python handler, or reached the point
+// where it would. Called with h.mu held.
+func (h *signalHandling) cameBack(sig syscall.Signal) {
+	if h.waiting == sig {
+		h.waiting = 0
+		if h.quitting == 0 && h.timer != nil {
+			h.timer.Stop()
+		}
+	}
+}
+
+// handlerRan: Python's handler for sig is running now, on Python's main
+// thread, wherever Python code was (lifetime's hook): the UI thread has
+// come back for the signal, as far as the grace goes.
+func (h *signalHandling) handlerRan(sig syscall.Signal) {
+	h.mu.Lock()
+	h.cameBack(sig)
+	h.mu.Unlock()
 }
 
 // quit starts the ordered shutdown because Python said so: err (a
@@ -275,7 +300,8 @@ func keyboardInterrupt() {
 		return
 	}
 	h.mu.Lock()
-	ours := h.waiting == syscall.SIGINT
+	ours := h.sigint
+	h.sigint = false
 	h.mu.Unlock()
 	if ours {
 		h.quit(syscall.SIGINT, nil)

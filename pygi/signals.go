@@ -14,4 +14,5 @@ func init() {
 	capi.SetSignalKindHandler(func(n, kind int) {
 		lifetime.PythonSignal(syscall.Signal(n), lifetime.SignalKind(kind))
 	})
+	capi.SetSignalRanHandler(func(n int) { lifetime.PythonSignalRan(syscall.Signal(n)) })
 }

@@ -504,6 +504,19 @@ func duetSignalKind(sig, kind C.int) {
 	}
 }
 
+var signalRan atomic.Pointer[func(sig int)]
+
+// SetSignalRanHandler sets what learns that a Python signal handler is
+// running now (on Python's main thread, GIL held).
+func SetSignalRanHandler(f func(sig int)) { signalRan.Store(&f) }
+
+//export duetSignalRan
+func duetSignalRan(sig C.int) {
+	if f := signalRan.Load(); f != nil {
+		(*f)(int(sig))
+	}
+}
+
 // SignalInterrupt hands a signal to Python, as if it had arrived (any
 // thread, no GIL needed).
 func SignalInterrupt(sig int) { C.duet_signal_interrupt(C.int(sig)) }

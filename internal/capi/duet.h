@@ -196,6 +196,8 @@ int duet_pc_in_go(void *ctx);      // a fault's program counter is in Go's code 
 struct sigaction;
 int duet_python_action(int sig, struct sigaction *out); // interpose.c: what CPython asked for
 int duet_interposing(void);
+int duet_forked_child(void);  // a child forked from the Go program (interpose.c)
+void duet_child_signals(void); // Python's dispositions for such a child
 int duet_python_main_is_process_main(void); // Python's main thread is the UI thread
 duet_res duet_check_signals(void);   // run arrived signals' Python handlers (runtime.c)
 

@@ -232,7 +232,8 @@ void duet_weak_free(void *weak) {
 // ---- which GObjects Go callbacks hold ------------------------------------------------
 
 typedef struct {
-	uintptr_t *out; // pairs: callback handle, GObject*
+	uintptr_t *out;     // pairs: callback handle, GObject*
+	const char **names; // and each one's type name
 	int n, max;
 } used_acc;
 
@@ -240,20 +241,20 @@ static void collect_used(PyObject *ob, uintptr_t used_by, void *data) {
 	used_acc *a = data;
 	if (a->n >= a->max || !PyObject_TypeCheck(ob, &PyGObject_Type) || !pygobject_get(ob)) return;
 	GObject *g = pygobject_get(ob);
-	a->out[3 * a->n] = used_by;
-	a->out[3 * a->n + 1] = (uintptr_t)g;
+	a->out[2 * a->n] = used_by;
+	a->out[2 * a->n + 1] = (uintptr_t)g;
 	// The type's name now, while the slot keeps the object alive: GLib's
 	// type names live as long as the process, the object may not.
-	a->out[3 * a->n + 2] = (uintptr_t)G_OBJECT_TYPE_NAME(g);
+	a->names[a->n] = G_OBJECT_TYPE_NAME(g);
 	a->n++;
 }
 
-// duet_used_gobjects fills out with up to max (callback handle, GObject*,
-// type name) triples: GObjects that Go holds references to and that a Go
-// callback used while it ran. Returns how many.
-int duet_used_gobjects(uintptr_t *out, int max) {
+// duet_used_gobjects fills out with up to max (callback handle, GObject*)
+// pairs and names with their type names: GObjects that Go holds references
+// to and that a Go callback used while it ran. Returns how many.
+int duet_used_gobjects(uintptr_t *out, const char **names, int max) {
 	PyGILState_STATE st = duet_enter();
-	used_acc a = {out, 0, max};
+	used_acc a = {out, names, 0, max};
 	if (ensure_pygobject() == 0) duet_slot_walk(collect_used, &a);
 	else PyErr_Clear();
 	duet_leave(st);

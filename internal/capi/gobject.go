@@ -103,12 +103,13 @@ type UsedGObject struct {
 // UsedGObjects returns the GObjects Go holds references to that a Go
 // callback used while it ran.
 func UsedGObjects() []UsedGObject {
-	buf := make([]C.uintptr_t, 3*4096)
-	n := int(C.duet_used_gobjects(unsafe.SliceData(buf), C.int(len(buf)/3)))
+	const max = 4096
+	buf := make([]C.uintptr_t, 2*max)
+	names := make([]*C.char, max) // C pointers only: GLib's interned type names
+	n := int(C.duet_used_gobjects(unsafe.SliceData(buf), unsafe.SliceData(names), C.int(max)))
 	out := make([]UsedGObject, n)
 	for i := range out {
-		// Sound: the name is GLib's, interned for the life of the process.
-		out[i] = UsedGObject{uintptr(buf[3*i]), uintptr(buf[3*i+1]), C.GoString((*C.char)(unsafe.Pointer(uintptr(buf[3*i+2]))))}
+		out[i] = UsedGObject{uintptr(buf[2*i]), uintptr(buf[2*i+1]), C.GoString(names[i])}
 	}
 	return out
 }

@@ -35,7 +35,7 @@ duet_res duet_weak_get(void *weak);
 void duet_weak_free(void *weak);
 // Up to max (callback handle, GObject*) pairs: GObjects Go holds that a Go
 // callback used while it ran (see duet_current_cb in duet_impl.h).
-int duet_used_gobjects(uintptr_t *out, int max);
+int duet_used_gobjects(uintptr_t *out, const char **names, int max);
 // Go callbacks on signals through duet's own GClosure (see gobject.c);
 // nargs: how many of the signal's values the Go function takes (-1: all).
 duet_res duet_connect_native(duet_ref obj, const char *sig, int64_t slen, duet_ref fn, int after, int nargs);

@@ -31,33 +31,40 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <link.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "duet.h"
-
-extern void Py_Initialize(void);
 
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 static int (*real_sigaltstack)(const stack_t *, stack_t *);
 static int (*real_siginterrupt)(int, int);
 static uintptr_t py_lo, py_hi; // libpython's executable segment
+static pid_t our_pid;          // the process's; another in a forked child
 
 static struct sigaction py_action[NSIG]; // what CPython last asked for
 static volatile int py_asked[NSIG];
 
+// find_libpython finds libpython's executable segment by the library's
+// name. Not by the address of one of its functions: in an executable built
+// without PIE that address is the executable's own PLT entry, and the
+// executable's code (Go's runtime among it) would pass for libpython's.
+// Never the executable itself (its name is empty).
 static int find_libpython(struct dl_phdr_info *info, size_t size, void *data) {
-	uintptr_t target = (uintptr_t)data;
+	const char *name = info->dlpi_name;
+	if (!name || !name[0]) return 0;
+	const char *base = strrchr(name, '/');
+	base = base ? base + 1 : name;
+	if (strncmp(base, "libpython3", 10) != 0) return 0;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
-		uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
-		if (target >= lo && target < hi) {
-			py_lo = lo;
-			py_hi = hi;
-			return 1;
-		}
+		py_lo = info->dlpi_addr + ph->p_vaddr;
+		py_hi = py_lo + ph->p_memsz;
+		return 1;
 	}
 	return 0;
 }
@@ -73,9 +80,37 @@ static void resolve(void) {
 	if (!real_siginterrupt) real_siginterrupt = (int (*)(int, int))dlsym(RTLD_NEXT, "siginterrupt");
 }
 
+// atfork_child runs in every child fork() makes, at once: Go's handlers
+// cannot run there (no Go runtime runs in a forked child), so a signal
+// they handled takes its default action, or runs CPython's handler when
+// Python code handles it; ignored signals stay ignored. A child that runs
+// Python code gets the rest of Python's view next (duet_child_signals).
+static void atfork_child(void) {
+	if (!real_sigaction) return;
+	for (int sig = 1; sig < NSIG; sig++) {
+		if (sig == SIGKILL || sig == SIGSTOP) continue;
+		struct sigaction cur;
+		if (real_sigaction(sig, NULL, &cur) != 0) continue;
+		if (!(cur.sa_flags & SA_SIGINFO) && (cur.sa_handler == SIG_DFL || cur.sa_handler == SIG_IGN)) continue;
+		struct sigaction to;
+		if (__atomic_load_n(&py_asked[sig], __ATOMIC_ACQUIRE) &&
+		    ((py_action[sig].sa_flags & SA_SIGINFO) ||
+		     (py_action[sig].sa_handler != SIG_DFL && py_action[sig].sa_handler != SIG_IGN))) {
+			to = py_action[sig];
+		} else {
+			memset(&to, 0, sizeof to);
+			to.sa_handler = SIG_DFL;
+			sigemptyset(&to.sa_mask);
+		}
+		real_sigaction(sig, &to, NULL);
+	}
+}
+
 __attribute__((constructor)) static void interpose_init(void) {
 	resolve();
-	dl_iterate_phdr(find_libpython, (void *)(uintptr_t)&Py_Initialize);
+	our_pid = getpid();
+	pthread_atfork(NULL, NULL, atfork_child);
+	dl_iterate_phdr(find_libpython, NULL);
 	if (!real_sigaction) return;
 	static const int quiet[] = {SIGPIPE, SIGXFSZ};
 	for (size_t i = 0; i < sizeof quiet / sizeof quiet[0]; i++) {
@@ -90,9 +125,36 @@ __attribute__((constructor)) static void interpose_init(void) {
 	}
 }
 
+// duet_forked_child: this is a child process forked from the Go program
+// (os.fork, subprocess, multiprocessing): no Go runtime runs here, and it
+// is a Python process now, whose signals are Python's. No write: a vfork
+// child shares the parent's memory.
+int duet_forked_child(void) { return our_pid != 0 && getpid() != our_pid; }
+
 static int from_python(void *ra) {
 	uintptr_t a = (uintptr_t)ra;
-	return py_hi != 0 && a >= py_lo && a < py_hi;
+	return py_hi != 0 && a >= py_lo && a < py_hi && !duet_forked_child();
+}
+
+// duet_child_signals gives a forked child the dispositions Python asked
+// for (CPython's handlers, SIG_IGN for SIGPIPE...), and the default for
+// every signal Go handled: Go's handlers cannot run in the child.
+void duet_child_signals(void) {
+	if (!duet_forked_child() || !real_sigaction) return;
+	for (int sig = 1; sig < NSIG; sig++) {
+		if (sig == SIGKILL || sig == SIGSTOP) continue;
+		struct sigaction cur;
+		if (real_sigaction(sig, NULL, &cur) != 0) continue;
+		if (__atomic_load_n(&py_asked[sig], __ATOMIC_ACQUIRE)) {
+			real_sigaction(sig, &py_action[sig], NULL);
+		} else if ((cur.sa_flags & SA_SIGINFO) || (cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN)) {
+			struct sigaction dfl;
+			memset(&dfl, 0, sizeof dfl);
+			dfl.sa_handler = SIG_DFL;
+			sigemptyset(&dfl.sa_mask);
+			real_sigaction(sig, &dfl, NULL);
+		}
+	}
 }
 
 int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {

@@ -60,6 +60,8 @@ static PyObject *signal_set(PyObject *self, PyObject *args) {
 	int n, kind, report;
 	PyObject *handler;
 	if (!PyArg_ParseTuple(args, "iOii", &n, &handler, &kind, &report)) return NULL;
+	if (duet_forked_child()) // a Python process of its own: as python3
+		return PyObject_CallFunction(orig_signal, "iO", n, handler);
 	struct sigaction cur;
 	int have = n > 0 && n < NSIG && sigaction(n, NULL, &cur) == 0;
 	PyObject *old = PyObject_CallFunction(orig_signal, "iO", n, handler);
@@ -204,7 +206,7 @@ static volatile int user_all[NSIG];
 static PyObject *fault_user(PyObject *self, PyObject *args) {
 	int sig, fd, all;
 	if (!PyArg_ParseTuple(args, "iii", &sig, &fd, &all)) return NULL;
-	if (sig <= 0 || sig >= NSIG) Py_RETURN_NONE;
+	if (sig <= 0 || sig >= NSIG || duet_forked_child()) Py_RETURN_NONE; // in a child: faulthandler's own
 	user_all[sig] = all;
 	__atomic_store_n(&user_fd[sig], fd + 1, __ATOMIC_SEQ_CST); // 0: none
 	duetSignalKind(sig, fd >= 0 ? 4 : 5);
@@ -212,20 +214,45 @@ static PyObject *fault_user(PyObject *self, PyObject *args) {
 }
 
 // duet_fault_dump writes Python's tracebacks for a faulthandler.register'd
-// signal, as faulthandler's handler would (any thread, no GIL: the dumper
-// is async-signal-safe). 0 when the signal is not registered.
+// signal, as faulthandler's handler would. faulthandler's handler runs on
+// the thread the signal interrupted, so the frames it reads hold still; a
+// forwarding thread has no such luck (the main thread would free frames
+// under it), so it dumps holding the GIL: every thread is then at a safe
+// point. A thread that keeps the GIL in C code delays the dump until it
+// lets go. 0 when the signal is not registered.
 int duet_fault_dump(int sig) {
 	if (sig <= 0 || sig >= NSIG) return 0;
+	if (__atomic_load_n(&user_fd[sig], __ATOMIC_SEQ_CST) <= 0 || !main_tstate) return 0;
+	PyGILState_STATE st = duet_enter();
 	int fd = __atomic_load_n(&user_fd[sig], __ATOMIC_SEQ_CST) - 1;
-	if (fd < 0 || !main_tstate) return 0;
-	if (user_all[sig])
-		_Py_DumpTracebackThreads(fd, PyInterpreterState_Main(), NULL);
-	else
-		_Py_DumpTraceback(fd, main_tstate);
+	if (fd >= 0 && main_tstate) {
+		if (user_all[sig])
+			_Py_DumpTracebackThreads(fd, PyInterpreterState_Main(), NULL);
+		else
+			_Py_DumpTraceback(fd, main_tstate);
+	}
+	duet_leave(st);
 	return 1;
 }
 
 static PyMethodDef user_def = {"_duet_fault_user", fault_user, METH_VARARGS, "faulthandler.register through Go (duet)."};
+
+static PyObject *forked(PyObject *self, PyObject *unused) {
+	duet_child_signals();
+	Py_RETURN_NONE;
+}
+
+// ran(signum): a Python handler is running now (see _wrap).
+static PyObject *ran(PyObject *self, PyObject *arg) {
+	int n = (int)PyLong_AsLong(arg);
+	if (n == -1 && PyErr_Occurred()) return NULL;
+	if (!duet_forked_child()) duetSignalRan(n);
+	Py_RETURN_NONE;
+}
+
+static PyMethodDef ran_def = {"_duet_signal_ran", ran, METH_O, "A Python signal handler runs (duet)."};
+
+static PyMethodDef forked_def = {"_duet_forked", forked, METH_NOARGS, "A forked child's signals, as Python's (duet)."};
 static PyMethodDef set_def = {"_duet_signal_set", signal_set, METH_VARARGS, "signal.signal, OS-level action kept (duet)."};
 static PyMethodDef fault_def = {"_duet_fault", fault_call, METH_VARARGS, "faulthandler.enable/disable behind Go's handlers (duet)."};
 
@@ -240,19 +267,42 @@ static const char wrap_src[] =
     "    if h is _signal.default_int_handler: return 2\n"
     "    if callable(h): return 3\n"
     "    return 1 if h == _signal.SIG_IGN else 0\n"
+    "# Each Python handler runs wrapped, so that duet learns it ran (the UI\n"
+    "# thread came back for it; for SIGINT, the KeyboardInterrupt that follows\n"
+    "# is the signal's); getsignal and signal's return value give the handler\n"
+    "# Python code set, not the wrapper.\n"
+    "_set_by_code = {}  # signum -> (wrapper, handler)\n"
+    "def _wrap(n, h):\n"
+    "    if not callable(h):\n"
+    "        return h\n"
+    "    def handler(signum, frame):\n"
+    "        _ran(signum)\n"
+    "        return h(signum, frame)\n"
+    "    handler.__wrapped__ = h\n"
+    "    _set_by_code[n] = (handler, h)\n"
+    "    return handler\n"
+    "def _unwrap(n, got):\n"
+    "    w, h = _set_by_code.get(n, (None, None))\n"
+    "    return h if w is not None and got is w else got\n"
     "_orig = _signal.signal\n"
+    "_orig_getsignal = _signal.getsignal\n"
     "def signal(signalnum, handler):\n"
-    "    return _set(int(signalnum), handler, _kind(handler), 1)\n"
-    "signal.__doc__ = _orig.__doc__\n"
-    "signal.__wrapped__ = _orig\n"
-    "_signal.signal = signal\n"
+    "    n = int(signalnum)\n"
+    "    prev = _set_by_code.get(n)\n"
+    "    old = _set(n, _wrap(n, handler), _kind(handler), 1)\n"
+    "    return prev[1] if prev is not None and old is prev[0] else old\n"
+    "def getsignal(signalnum):\n"
+    "    return _unwrap(int(signalnum), _orig_getsignal(signalnum))\n"
+    "signal.__doc__, signal.__wrapped__ = _orig.__doc__, _orig\n"
+    "getsignal.__doc__, getsignal.__wrapped__ = _orig_getsignal.__doc__, _orig_getsignal\n"
+    "_signal.signal, _signal.getsignal = signal, getsignal\n"
     "for _s in _signal.valid_signals():\n"
-    "    if _s in (_signal.SIGKILL, _signal.SIGSTOP) or _signal.getsignal(_s) is not None:\n"
+    "    if _s in (_signal.SIGKILL, _signal.SIGSTOP) or _orig_getsignal(_s) is not None:\n"
     "        continue\n"
     "    _h = _signal.default_int_handler if _s == _signal.SIGINT else \\\n"
     "        _signal.SIG_IGN if _s in (_signal.SIGPIPE, _signal.SIGXFSZ) else _signal.SIG_DFL\n"
     "    try:\n"
-    "        _set(int(_s), _h, 0, 0)\n"
+    "        _set(int(_s), _wrap(int(_s), _h), _kind(_h), 0)\n"
     "    except (OSError, ValueError):\n"
     "        pass\n"
     "def _wrap_fault(f, enable):\n"
@@ -275,7 +325,11 @@ static const char wrap_src[] =
     "    return r\n"
     "register.__doc__, register.__wrapped__ = _fh_register.__doc__, _fh_register\n"
     "unregister.__doc__, unregister.__wrapped__ = _fh_unregister.__doc__, _fh_unregister\n"
-    "_fh.register, _fh.unregister = register, unregister\n";
+    "_fh.register, _fh.unregister = register, unregister\n"
+    // A child forked with Python code to run (os.fork, multiprocessing's
+    // fork start method, subprocess's preexec_fn) is a Python process.
+    "import os as _os\n"
+    "_os.register_at_fork(after_in_child=_forked)\n";
 
 void duet_signals_save(void) {
 	for (int i = 1; i < NSIG; i++) sigaction(i, NULL, &at_init[i]);
@@ -292,11 +346,14 @@ int duet_signals_install(void) {
 	PyObject *set = PyCFunction_New(&set_def, NULL);
 	PyObject *fault = PyCFunction_New(&fault_def, NULL);
 	PyObject *user = PyCFunction_New(&user_def, NULL);
+	PyObject *fk = PyCFunction_New(&forked_def, NULL);
+	PyObject *rn = PyCFunction_New(&ran_def, NULL);
 	PyObject *sig = PyImport_ImportModule("signal");
 	int rc = -1;
 	if (sig) orig_signal = PyObject_GetAttrString(sig, "signal"); // kept for the interpreter's life
-	if (g && set && fault && user && orig_signal && PyDict_SetItemString(g, "_set", set) == 0 &&
-	    PyDict_SetItemString(g, "_fault", fault) == 0 && PyDict_SetItemString(g, "_user", user) == 0) {
+	if (g && set && fault && user && fk && rn && orig_signal && PyDict_SetItemString(g, "_set", set) == 0 &&
+	    PyDict_SetItemString(g, "_fault", fault) == 0 && PyDict_SetItemString(g, "_user", user) == 0 &&
+	    PyDict_SetItemString(g, "_forked", fk) == 0 && PyDict_SetItemString(g, "_ran", rn) == 0) {
 		PyObject *r = PyRun_String(wrap_src, Py_file_input, g, g);
 		if (r) rc = 0;
 		Py_XDECREF(r);
@@ -306,6 +363,8 @@ int duet_signals_install(void) {
 	Py_XDECREF(set);
 	Py_XDECREF(fault);
 	Py_XDECREF(user);
+	Py_XDECREF(fk);
+	Py_XDECREF(rn);
 	Py_XDECREF(g);
 	return rc;
 }

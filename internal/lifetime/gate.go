@@ -182,12 +182,12 @@ func waitChange() {
 }
 
 // Finalize runs the interpreter's end (rules 2, 3 and 7): Ready to
-// Closing; waits until nothing is in flight; then on the thread the caller
-// chose (onThread), attached, threading's shutdown (the hook pygi
-// registers: Python's non-daemon threads, which may still call Go, nested
-// entries going ahead); then moves to Finalizing at a moment when nothing
-// is in flight, runs finish (the release queue, AtFinalize hooks,
-// Py_FinalizeEx) there, and the phase becomes Finalized. When ctx ends
+// Closing; waits until nothing is in flight; then, the gate open again, on
+// the thread the caller chose (onThread), attached, threading's shutdown
+// (the hook pygi registers: Python's non-daemon threads, which may still
+// call Go); then Closing again, and the move to Finalizing at a moment
+// when nothing is in flight; runs finish (the release queue, AtFinalize
+// hooks, Py_FinalizeEx) there, and the phase becomes Finalized. When ctx ends
 // first, the phase goes back to Ready and the error says what held it up.
 // Never started: Finalized at once.
 func Finalize(ctx context.Context, onThread func(func())) error {
@@ -201,12 +201,16 @@ func Finalize(ctx context.Context, onThread func(func())) error {
 	case Finalized:
 		return nil
 	}
-	ch := make(chan struct{})
-	gate.changed.Store(&ch)
-	if !move(Ready, Closing) {
+	var endClosing func()
+	closeGate := func() bool {
+		ch := make(chan struct{})
+		gate.changed.Store(&ch)
+		endClosing = func() { close(ch) }
+		return move(Ready, Closing)
+	}
+	if !closeGate() {
 		return fmt.Errorf("pygi: Finalize in phase %v", Current())
 	}
-	endClosing := func() { close(ch) }
 	giveUp := func(err error) error {
 		move(Closing, Ready)
 		endClosing()
@@ -232,6 +236,13 @@ func Finalize(ctx context.Context, onThread func(func())) error {
 		return err
 	}
 	if f := threadShutdown.Load(); f != nil {
+		// threading's shutdown with the gate open again, as python3 runs it
+		// at exit: Python's threads, the Go code they call and what that
+		// starts use Python freely meanwhile (Go code waiting on the gate
+		// while a thread waits for it would never end). The calls in
+		// flight before (a long one holding the GIL in C, say) have ended.
+		move(Closing, Ready)
+		endClosing()
 		var err error
 		onThread(func() {
 			st := capi.Attach()
@@ -239,7 +250,10 @@ func Finalize(ctx context.Context, onThread func(func())) error {
 			err = (*f)(ctx)
 		})
 		if err != nil {
-			return giveUp(err)
+			return err
+		}
+		if !closeGate() {
+			return fmt.Errorf("pygi: Finalize in phase %v", Current())
 		}
 	}
 	if err := waitIdle(true); err != nil {

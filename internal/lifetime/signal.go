@@ -285,6 +285,25 @@ func Subscribed() []syscall.Signal {
 	return out
 }
 
+var handlerRan atomic.Pointer[func(syscall.Signal)]
+
+// SetSignalRanHook registers what learns that a Python signal handler is
+// running now, on Python's main thread (the running loop's); nil removes it.
+func SetSignalRanHook(f func(syscall.Signal)) {
+	if f == nil {
+		handlerRan.Store(nil)
+		return
+	}
+	handlerRan.Store(&f)
+}
+
+// PythonSignalRan is called by pygi when a Python signal handler starts.
+func PythonSignalRan(sig syscall.Signal) {
+	if f := handlerRan.Load(); f != nil {
+		(*f)(sig)
+	}
+}
+
 var keyboardInterrupt atomic.Pointer[func()]
 
 // SetKeyboardInterruptHook registers what runs when a KeyboardInterrupt
