@@ -53,6 +53,12 @@
 // Finalisation that lost output (the final flush of sys.stdout or
 // sys.stderr failed) returns ErrFlushFailed. Nothing of Python's is left in
 // the process's signal handling afterwards.
+// While threading's shutdown runs, Python's threads and the Go code they
+// call use Python freely, as under python3 at exit. After a
+// FinalizeContext that gave up, Python is usable but threading's shutdown
+// has begun, as in python3: the main thread counts as stopped, and
+// concurrent.futures (run_in_executor, to_thread, asyncio's getaddrinfo)
+// takes no new work.
 //
 // # Signals
 //
@@ -95,9 +101,21 @@
 // PYTHONFAULTHANDLER): a native crash writes Python's tracebacks to its
 // file, and a fault in Go code stays Go's (a nil dereference in a Go
 // callback is a recoverable panic); faulthandler.register writes its
-// tracebacks when the signal comes, and the program's own subscribers get
-// the signal too (chain or not). After Finalize, nothing of Python's is
-// left in the process's signal handling.
+// tracebacks when the signal comes (holding the GIL: a thread that keeps
+// it in C code delays the dump), and the program's own subscribers get the
+// signal too (chain or not). After Finalize, nothing of Python's is left in
+// the process's signal handling.
+//
+// A Python handler runs at the main thread's first check after duet's
+// forwarding goroutine has handed the signal over (a few milliseconds;
+// python3 runs it at the next bytecode, even for os.kill of itself).
+//
+// A child process forked with Python code to run in it (os.fork,
+// multiprocessing's fork start method, subprocess's preexec_fn) is a Python
+// process: its signals are Python's (as in python3's children), and Go
+// code cannot run in it (no Go runtime runs in a forked child: a Go
+// callback called there hangs). Go's own os/exec children, and those of
+// subprocess without preexec_fn, start with the default dispositions.
 //
 // # API
 //
