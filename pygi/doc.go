@@ -53,6 +53,7 @@
 // Finalisation that lost output (the final flush of sys.stdout or
 // sys.stderr failed) returns ErrFlushFailed. Nothing of Python's is left in
 // the process's signal handling afterwards.
+//
 // While threading's shutdown runs, Python's threads and the Go code they
 // call use Python freely, as under python3 at exit. After a
 // FinalizeContext that gave up, Python is usable but threading's shutdown
