@@ -51,7 +51,9 @@ test: vet
 # handlers stay (a recovered nil dereference is a Go panic), ASan reports
 # bad memory accesses and UBSan undefined behaviour, and either ends the
 # test. make test runs it.
-SAN_ENV := ASAN_OPTIONS=detect_leaks=0:handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_sigill=0:handle_abort=0:allow_user_segv_handler=1 \
+# PYTHONMALLOC=malloc: Python's objects come from malloc, where ASan sees
+# them (pymalloc's arenas would hide a use after free of a Python object).
+SAN_ENV := PYTHONMALLOC=malloc ASAN_OPTIONS=detect_leaks=0:handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_sigill=0:handle_abort=0:allow_user_segv_handler=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	CGO_CFLAGS="-O1 -g -fsanitize=undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" CGO_LDFLAGS="-fsanitize=undefined"
 sanitize: deps

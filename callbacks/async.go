@@ -19,6 +19,7 @@ var (
 	errType     = reflect.TypeFor[error]()
 	objType     = reflect.TypeFor[*pygi.Object]()
 	uintptrType = reflect.TypeFor[uintptr]()
+	boolType    = reflect.TypeFor[bool]()
 )
 
 // Async makes fn, a func(ctx context.Context, args...) returning (T,
@@ -53,7 +54,7 @@ func Async(fn any, opts ...Option) (*pygi.Object, error) {
 		o(&cfg)
 	}
 	name := cfg.name
-	in := []reflect.Type{objType}
+	in := []reflect.Type{objType, boolType}
 	for i := 1; i < ft.NumIn(); i++ {
 		in = append(in, ft.In(i))
 	}
@@ -130,8 +131,9 @@ func startAsync(fv reflect.Value, name string, split func([]reflect.Value) (any,
 	if err != nil {
 		return 0, err
 	}
+	duetLoop := args[1].Bool()
 	call := []reflect.Value{{}}
-	for _, a := range args[1:] {
+	for _, a := range args[2:] {
 		if a.Type() == objType && !a.IsNil() {
 			c, err := a.Interface().(*pygi.Object).Clone()
 			if err != nil {
@@ -167,6 +169,14 @@ func startAsync(fv reflect.Value, name string, split func([]reflect.Value) (any,
 			value, err = split(out)
 			return err
 		}()
+		if !duetLoop {
+			// Another asyncio loop's future (asyncio.run in a Python
+			// thread): set on that loop, which call_soon_threadsafe wakes,
+			// from here; the UI thread may be waiting for that loop.
+			defer fut.Close()
+			settle(fut, name, value, err)
+			return
+		}
 		// Settled on the loop's thread, where the future lives (through the
 		// loop when it runs; here when it has stopped: nobody awaits then).
 		lifetime.OnUI(func() error {

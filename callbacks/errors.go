@@ -35,8 +35,9 @@ def make_async(start, cancel, name):
     import asyncio
 
     async def call(*args):
-        fut = asyncio.get_running_loop().create_future()
-        token = start(fut, *args)
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        token = start(fut, getattr(loop, "_duet_loop", False), *args)
         try:
             return await fut
         except asyncio.CancelledError:

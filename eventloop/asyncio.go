@@ -159,6 +159,14 @@ func startTask(ctx context.Context, fn *pygi.Object, args []any) (*Task, error) 
 		}
 		defer done.Close()
 		t.task, err = m.CallMethod("start_task", fn, args, done)
+		if err == nil && ctx.Err() != nil {
+			// The caller has stopped waiting (InvokeWait returned ctx's
+			// error): a task nobody will wait for is cancelled, as ending
+			// ctx promises.
+			if r, cerr := t.task.CallMethod("cancel"); cerr == nil {
+				r.Close()
+			}
+		}
 		return err
 	})
 	if err != nil {

@@ -143,6 +143,7 @@ def _make_classes():
 
     class GLibEventLoop(unix_events._UnixSelectorEventLoop):
         """asyncio's selector event loop, iterated by duet's GLib loop."""
+        _duet_loop = True  # futures made here are settled through duet's Invoke
 
         def __init__(self):
             self._glib_source = _Source()

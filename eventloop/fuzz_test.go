@@ -28,7 +28,8 @@ import (
 // middle of such operations: TestLifetimeOpsThroughFinalize.)
 func FuzzLifetime(f *testing.F) {
 	for _, seed := range [][]byte{
-		{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+		{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17},
+		{16, 3, 16, 17, 17, 12, 11, 16},
 		{3, 3, 4, 4, 7, 12, 11, 4},
 		{5, 5, 5, 6, 6, 7, 12, 11, 5},
 		{10, 10, 10, 11, 12, 15, 15, 11},
@@ -54,7 +55,7 @@ func FuzzLifetime(f *testing.F) {
 				defer wg.Done()
 				for i := g; i < len(ops); i += 3 {
 					if err := w.op(ops[i], i); err != nil && !typed(err) {
-						errs <- fmt.Errorf("op %d (%d): untyped error %T: %v", i, ops[i]%16, err, err)
+						errs <- fmt.Errorf("op %d (%d): not an error an operation may end with: %T: %v", i, ops[i]%18, err, err)
 					}
 				}
 			}()
@@ -95,6 +96,7 @@ class Emitter(GObject.Object):
     __gsignals__ = {"ping": (GObject.SignalFlags.RUN_LAST, int, (int,))}
 emitter = Emitter()
 held = []
+haunt_errors = []
 class Haunt:
     """Cyclic garbage whose __del__ calls a Go callback back."""
     def __init__(self, cb):
@@ -102,8 +104,8 @@ class Haunt:
     def __del__(self):
         try:
             self.cb(list(range(len(held) + 50)))  # decoded by Go, maybe inside another decode
-        except Exception:
-            pass
+        except Exception as e:
+            haunt_errors.append(repr(e))  # the sequence's settle fails on any
 async def via_go(n):
     return await double(n)
 `, w.g)
@@ -113,18 +115,21 @@ async def via_go(n):
 	return w, b.Err()
 }
 
-// typed: one of the errors duet documents.
+// typed: one of the errors an operation may legitimately end with. A
+// Python SystemError is duet's bug (an exception lost on the way), and a
+// deadline no operation here comes near (5 s) is a hang: neither counts.
 func typed(err error) bool {
 	var pe *pygi.Error
 	var ce *pygi.ConversionError
-	var pn *pygi.PanicError
-	return errors.As(err, &pe) || errors.As(err, &ce) || errors.As(err, &pn) ||
-		errors.Is(err, pygi.ErrClosed) || errors.Is(err, pygi.ErrFinalized) || errors.Is(err, eventloop.ErrNotRunning) ||
-		errors.Is(err, eventloop.ErrNotMain) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+	if errors.As(err, &pe) {
+		return !pe.Matches("SystemError")
+	}
+	return errors.As(err, &ce) || errors.Is(err, pygi.ErrClosed) || errors.Is(err, pygi.ErrFinalized) ||
+		errors.Is(err, eventloop.ErrNotRunning)
 }
 
 func (w *world) op(code byte, i int) error {
-	switch code % 16 {
+	switch code % 18 {
 	case 0: // New and Close, or New and drop; now and then a value that holds itself
 		l := []any{1, "two", 3.0}
 		if i%7 == 0 {
@@ -269,6 +274,26 @@ func (w *world) op(code byte, i int) error {
 		}
 		r.Close()
 		return err
+	case 16: // Python code on a thread of Python's own, calling Go (Python at depth 0)
+		return pygi.Exec(`
+import threading
+out = []
+def t():
+    try:
+        raise ValueError("in flight")
+    except ValueError:
+        out.append(sum(f(1) for f in list(held) if callable(f)))
+th = threading.Thread(target=t); th.start(); th.join()
+`, w.g)
+	case 17: // a goroutine that ends locked to its thread (the thread ends)
+		done := make(chan error)
+		go func() {
+			runtime.LockOSThread()
+			r, err := pygi.Eval("[1, 2, 3]", nil)
+			r.Close()
+			done <- err
+		}()
+		return <-done
 	default: // 15: decode Python values with objects inside into Go
 		o, err := pygi.Eval("{'a': [1, [2, 'x']], 'e': emitter, 'h': list(held)}", w.g)
 		if err != nil {
@@ -312,6 +337,12 @@ func (w *world) settle(base [2]int64) error {
 		if base[0] < 0 || now[0] <= base[0] && now[1] <= base[1] {
 			if n := capi.LeakedExceptions(); n > 0 {
 				return fmt.Errorf("%d entries left a Python exception set", n)
+			}
+			if r, err := pygi.Eval("haunt_errors[:]", w.g); err == nil {
+				n, _ := r.Len()
+				if n > 0 {
+					return fmt.Errorf("__del__ calling Go failed: %v", r)
+				}
 			}
 			return nil
 		}

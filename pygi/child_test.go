@@ -369,6 +369,7 @@ func init() {
 		deadline := time.Now().Add(10 * time.Second)
 		for capi.ThreadStates() > before+4 && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
+			Drain() // where the states of ended threads are reaped
 		}
 		fmt.Printf("thread states before %d, after 500 ended threads %d; freed %d\n", before, capi.ThreadStates(), capi.ThreadsFreed())
 		if n := capi.ThreadStates(); n > before+4 {

@@ -574,7 +574,10 @@ if old is None:
         spec = importlib.util.find_spec(name)
     except (ImportError, ValueError):
         spec = None
-    if spec is not None:
+    import os
+    same = spec is not None and spec.origin and os.path.exists(filename) and \
+        os.path.realpath(spec.origin) == os.path.realpath(filename)
+    if spec is not None and not same:  # the very file being loaded is no other module
         raise ImportError("module name %r is that of an importable module (%s): a module loaded under it would shadow it for all the code that imports it; give the file another name" % (name, spec.origin or "a package"), name=name)
 m = types.ModuleType(name)
 m.__file__ = filename

@@ -198,6 +198,16 @@ func setGoText() {
 	C.duet_set_go_text(C.uintptr_t(start), C.uintptr_t(hi))
 }
 
+// ReapPending reports whether threads that ended left Python states to
+// delete (a load of a C variable, no cgo call: it is on the entry path).
+func ReapPending() bool {
+	return atomic.LoadInt32((*int32)(unsafe.Pointer(&C.duet_reap_pending))) != 0
+}
+
+// ReapThreads deletes the Python states of threads that ended, on this
+// thread (their thread-locals' __del__ run here, Go callbacks included).
+func ReapThreads() { C.duet_reap_threads() }
+
 // ThreadStates counts the interpreter's thread states now; ThreadsFreed
 // those deleted because their thread ended (for tests and the census).
 func ThreadStates() int64 { return int64(C.duet_thread_states()) }

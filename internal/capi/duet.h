@@ -67,7 +67,9 @@ enum {
 // OS thread.
 int duet_init(int argc, char **argv, const char *venv, char **errmsg);
 int duet_finalize(void);
-int64_t duet_threads_freed(void);   // thread states deleted when their thread ended
+int64_t duet_threads_freed(void);   // thread states deleted after their thread ended
+void duet_reap_threads(void);       // delete them, here
+extern int duet_reap_pending;       // some wait
 int64_t duet_thread_states(void);   // the interpreter's thread states now
 int64_t duet_leaked_exceptions(void); // entries that left an exception set (a bug)
 

@@ -46,7 +46,9 @@ extern __thread int duet_depth;
 // when the thread ends (a goroutine that exits while locked to it ends it),
 // a thread-exit destructor deletes a state duet made (runtime.c).
 extern __thread int duet_pinned;
-void duet_pin_thread(int made); // once per thread, GIL held
+void duet_pin_thread(void); // once per thread whose state duet made, GIL held
+void duet_reap_threads(void); // delete the states of threads that ended (GIL held)
+extern int duet_reap_pending;
 void duet_free_thread_buffers(void); // this thread's scratch buffers (values.c, ops.c)
 void duet_free_scratch(void);
 extern int duet_initialized;
@@ -70,8 +72,16 @@ extern __thread int duet_on_ui;
 extern volatile int duet_ui_wants;
 void duet_defer_to_ui(void);
 
+// duet_entry_exc: whether an exception was already set when the outermost
+// entry on this thread began (Python code that calls back while one is in
+// flight: a decref while unwinding, say); see duet_leave.
+extern __thread int duet_entry_exc;
+
 static inline PyGILState_STATE duet_enter(void) {
 	PyGILState_STATE st;
+	// A state duet makes is pinned for the thread's life; one the thread
+	// had already (Python's own threads, a C thread inside a temporary
+	// PyGILState_Ensure) belongs to whoever made it, and is not.
 	int made = !duet_pinned && PyGILState_GetThisThreadState() == NULL;
 	if (duet_on_ui) {
 		__atomic_add_fetch(&duet_ui_wants, 1, __ATOMIC_SEQ_CST);
@@ -81,11 +91,12 @@ static inline PyGILState_STATE duet_enter(void) {
 		if (duet_depth == 0 && __atomic_load_n(&duet_ui_wants, __ATOMIC_RELAXED)) duet_defer_to_ui();
 		st = PyGILState_Ensure();
 	}
-	if (!duet_pinned) {
+	if (made) {
 		duet_pinned = 1;
 		(void)PyGILState_Ensure(); // never released: pins this thread's state
-		duet_pin_thread(made);
+		duet_pin_thread();
 	}
+	if (duet_depth == 0) duet_entry_exc = PyErr_Occurred() != NULL;
 	duet_depth++;
 	return st;
 }
@@ -99,7 +110,7 @@ void duet_leaked_exception(void);
 
 static inline void duet_leave(PyGILState_STATE st) {
 	duet_depth--;
-	if (__builtin_expect(duet_depth == 0 && PyErr_Occurred() != NULL, 0)) duet_leaked_exception();
+	if (__builtin_expect(duet_depth == 0 && !duet_entry_exc && PyErr_Occurred() != NULL, 0)) duet_leaked_exception();
 	duet_gc_poke();
 	PyGILState_Release(st);
 }

@@ -513,3 +513,36 @@ static int impl_disconnect(duet_ref objr, uint64_t id, duet_res *res) {
 	return rc;
 }
 DUET_ENTRY(disconnect, (duet_ref obj, uint64_t id), (obj, id, ))
+
+// ---- releases off the UI thread, after the loop ---------------------------------
+
+// duet_drain_off_ui releases, on a thread other than the UI thread once the
+// loop has returned, every reference whose release cannot finalise a GTK
+// object: all but the last reference to a GObject's wrapper (those might,
+// and GTK allows that only on its own thread). What it keeps stays in refs,
+// moved to the front; it returns how many it kept. A PyGObject not yet
+// loaded means no GObject wrapper exists.
+int64_t duet_drain_off_ui(duet_ref *refs, int64_t n) {
+	PyGILState_STATE st = duet_enter();
+	PyObject *t, *v, *tb;
+	PyErr_Fetch(&t, &v, &tb);
+	int gi = pygobject_ready || PyDict_GetItemString(PyImport_GetModuleDict(), "gi._gi") != NULL;
+	if (gi && !pygobject_ready && ensure_pygobject() < 0) {
+		PyErr_Clear();
+		gi = 0;
+	}
+	int64_t kept = 0;
+	for (int64_t j = 0; j < n; j++) {
+		PyObject *o = duet_deref(refs[j]);
+		if (!o) continue;
+		if (gi && Py_REFCNT(o) == 1 && PyObject_TypeCheck(o, &PyGObject_Type)) {
+			refs[kept++] = refs[j];
+			continue;
+		}
+		duet_slot_put(refs[j].s);
+		Py_DECREF(o);
+	}
+	PyErr_Restore(t, v, tb);
+	duet_leave(st);
+	return kept;
+}

@@ -150,3 +150,15 @@ func Disconnect(obj Ref, id uint64) (bool, Status, Ref) {
 	_, st, exc := res(cr)
 	return cr.n == 1, st, exc
 }
+
+// DrainOffUI releases, off the UI thread once the loop has returned, the
+// references whose release cannot finalise a GTK object, and returns those
+// it kept (the last references to GObjects' wrappers), for the UI thread.
+func DrainOffUI(refs []Ref) []Ref {
+	if len(refs) == 0 {
+		return nil
+	}
+	// Sound: Ref mirrors duet_ref; C reads and rewrites the slice during the call only.
+	n := int(C.duet_drain_off_ui((*C.duet_ref)(unsafe.Pointer(unsafe.SliceData(refs))), C.int64_t(len(refs))))
+	return refs[:n]
+}

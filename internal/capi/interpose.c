@@ -85,7 +85,27 @@ static void resolve(void) {
 // they handled takes its default action, or runs CPython's handler when
 // Python code handles it; ignored signals stay ignored. A child that runs
 // Python code gets the rest of Python's view next (duet_child_signals).
+// Signals are blocked across the fork, so that one sent to the child the
+// moment it exists waits until its dispositions are right (else Go's
+// handler, with no Go runtime behind it, would swallow it).
+static __thread sigset_t fork_mask;
+
+static void atfork_prepare(void) {
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &fork_mask);
+}
+
+static void atfork_parent(void) { pthread_sigmask(SIG_SETMASK, &fork_mask, NULL); }
+
+static void atfork_child_dispositions(void);
+
 static void atfork_child(void) {
+	atfork_child_dispositions();
+	pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
+}
+
+static void atfork_child_dispositions(void) {
 	if (!real_sigaction) return;
 	for (int sig = 1; sig < NSIG; sig++) {
 		if (sig == SIGKILL || sig == SIGSTOP) continue;
@@ -109,7 +129,7 @@ static void atfork_child(void) {
 __attribute__((constructor)) static void interpose_init(void) {
 	resolve();
 	our_pid = getpid();
-	pthread_atfork(NULL, NULL, atfork_child);
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	dl_iterate_phdr(find_libpython, NULL);
 	if (!real_sigaction) return;
 	static const int quiet[] = {SIGPIPE, SIGXFSZ};

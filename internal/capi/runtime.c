@@ -32,6 +32,7 @@ int duet_python_usable(void) {
 }
 
 __thread int duet_depth;
+__thread int duet_entry_exc;
 __thread int duet_pinned;
 int duet_initialized;
 
@@ -156,25 +157,59 @@ static pthread_key_t ts_key;
 static pthread_once_t ts_once = PTHREAD_ONCE_INIT;
 static int64_t ts_freed;
 
+// thread_gone runs as the thread ends, after Go has left it: no Python
+// code may run here (clearing a state runs __del__ of its thread-locals,
+// which may call Go). The state goes on a list that a live thread reaps,
+// holding the GIL (duet_reap_threads, from the release queue's drain).
+typedef struct dead_ts {
+	PyThreadState *ts;
+	struct dead_ts *next;
+} dead_ts;
+static dead_ts *dead; // pushed by ending threads, taken whole by the reaper
+int duet_reap_pending;
+
 static void thread_gone(void *p) {
-	PyThreadState *ts = p;
 	duet_free_thread_buffers();
-	pthread_mutex_lock(&ts_mu);
-	if (!ts_closed && duet_initialized && ts) {
-		PyEval_RestoreThread(ts); // the GIL, with the state of this thread's own
-		PyThreadState_Clear(ts);
-		PyThreadState_DeleteCurrent(); // and the GIL released
-		__atomic_add_fetch(&ts_freed, 1, __ATOMIC_RELAXED);
+	dead_ts *d = malloc(sizeof *d);
+	if (!d || !p) {
+		free(d);
+		return; // a state lost, never a crash
 	}
+	d->ts = p;
+	d->next = __atomic_load_n(&dead, __ATOMIC_ACQUIRE);
+	while (!__atomic_compare_exchange_n(&dead, &d->next, d, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+	}
+	__atomic_store_n(&duet_reap_pending, 1, __ATOMIC_RELEASE);
+}
+
+// duet_reap_threads deletes the states of threads that ended, on this
+// (live) thread. Their thread-locals' __del__ run here.
+void duet_reap_threads(void) {
+	if (!__atomic_exchange_n(&duet_reap_pending, 0, __ATOMIC_ACQ_REL)) return;
+	dead_ts *d = __atomic_exchange_n(&dead, NULL, __ATOMIC_ACQ_REL);
+	if (!d) return;
+	PyGILState_STATE st = duet_enter();
+	pthread_mutex_lock(&ts_mu);
+	int closed = ts_closed;
 	pthread_mutex_unlock(&ts_mu);
+	while (d) {
+		dead_ts *next = d->next;
+		if (!closed) {
+			PyThreadState_Clear(d->ts); // runs Python code: here, on a thread that can
+			PyThreadState_Delete(d->ts);
+			__atomic_add_fetch(&ts_freed, 1, __ATOMIC_RELAXED);
+		}
+		free(d);
+		d = next;
+	}
+	duet_leave(st);
 }
 
 static void ts_key_make(void) { pthread_key_create(&ts_key, thread_gone); }
 
-// duet_pin_thread: made is whether this thread had no Python state before
-// duet's first attach (Python's own threads delete theirs themselves).
-void duet_pin_thread(int made) {
-	if (!made) return;
+// duet_pin_thread: this thread's state is duet's (it had none before):
+// the thread's end hands it to the reaper.
+void duet_pin_thread(void) {
 	pthread_once(&ts_once, ts_key_make);
 	pthread_setspecific(ts_key, PyThreadState_Get());
 }

@@ -131,8 +131,12 @@ func Enter() error {
 		}
 	}
 	// While the loop runs, it drains the queue itself, on the UI thread.
-	if releases.dirty.Load() && (!ui.confined.Load() || !ui.running.Load() && capi.OnUIThread()) {
-		drain()
+	// After it (the loop ran, and returned), any entry drains what it may
+	// (drain decides), and one on the UI thread what waits for it too.
+	if releases.dirty.Load() || capi.ReapPending() || releases.uiDirty.Load() && capi.OnUIThread() {
+		if !ui.confined.Load() || !ui.running.Load() {
+			drain()
+		}
 	}
 	return nil
 }

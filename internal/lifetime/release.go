@@ -12,6 +12,11 @@ var releases struct {
 	mu    sync.Mutex
 	refs  []capi.Ref
 	dirty atomic.Bool
+	// forUI: after the loop, the references that only the UI thread may
+	// release (the last ones to GObjects' wrappers), set aside by
+	// drainOffUI; uiDirty says some wait.
+	forUI   []capi.Ref
+	uiDirty atomic.Bool
 
 	drained atomic.Int64
 }
@@ -38,9 +43,18 @@ func Queue(r capi.Ref) {
 // UI thread), else queues it for the loop. It must run inside an entry.
 func Release(r capi.Ref) {
 	if ui.confined.Load() {
-		if !capi.CloseOnUI(r) {
-			Queue(r)
+		if capi.CloseOnUI(r) {
+			return
 		}
+		if !ui.running.Load() {
+			// After the loop: released here unless it is the last
+			// reference to a GObject's wrapper (that waits for the UI
+			// thread: GTK finalises its objects there only).
+			if kept := capi.DrainOffUI([]capi.Ref{r}); len(kept) == 0 {
+				return
+			}
+		}
+		Queue(r)
 		return
 	}
 	capi.Close(r)
@@ -50,15 +64,47 @@ func Release(r capi.Ref) {
 // inside an entry, or during finalisation.
 func drain() {
 	if ui.confined.Load() && !capi.OnUIThread() {
+		if !ui.running.Load() {
+			drainOffUI() // after the loop: all but what must wait for the UI thread
+		}
 		return
+	}
+	if capi.ReapPending() {
+		capi.ReapThreads() // threads that ended: their Python states, here
 	}
 	releases.mu.Lock()
 	s := releases.refs
 	releases.refs = nil
 	releases.dirty.Store(false)
+	if len(releases.forUI) > 0 {
+		s = append(s, releases.forUI...)
+		releases.forUI = nil
+	}
+	releases.uiDirty.Store(false)
 	releases.mu.Unlock()
 	if len(s) > 0 {
 		releases.drained.Add(capi.Drain(s))
+	}
+}
+
+// drainOffUI releases, off the UI thread after the loop, what cannot
+// finalise a GTK object, and queues the rest again for the UI thread.
+func drainOffUI() {
+	releases.mu.Lock()
+	s := releases.refs
+	releases.refs = nil
+	releases.dirty.Store(false)
+	releases.mu.Unlock()
+	if len(s) == 0 {
+		return
+	}
+	kept := capi.DrainOffUI(s)
+	releases.drained.Add(int64(len(s) - len(kept)))
+	if len(kept) > 0 {
+		releases.mu.Lock()
+		releases.forUI = append(releases.forUI, kept...)
+		releases.mu.Unlock()
+		releases.uiDirty.Store(true)
 	}
 }
 
