@@ -143,6 +143,7 @@ func register(e *entry) uintptr {
 func releaseCallback(h uintptr) {
 	if e := registry.handles.get(h); e != nil && registry.handles.remove(h) {
 		registry.freed.Add(1)
+		lifetime.ForgetCallback(h)
 		bury(e, "Python (its last reference went away)")
 	}
 }
@@ -217,6 +218,7 @@ func freeBroken(b brokenState) {
 		bury(e, "the Go GC (GoOwnedBroken ownership)")
 		if registry.handles.remove(b.handle) {
 			registry.freedByG.Add(1)
+			lifetime.ForgetCallback(b.handle)
 		}
 	}
 	capi.FreeNative(b.native)

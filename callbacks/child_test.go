@@ -93,7 +93,7 @@ e = Emitter()
 		if err != nil {
 			return err
 		}
-		if _, err := callbacks.Connect(e, "ping", cb, false); err != nil {
+		if _, err := callbacks.Connect(e, "ping", cb); err != nil {
 			return err
 		}
 	}

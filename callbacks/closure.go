@@ -15,32 +15,59 @@ import (
 var ErrNotConnected = errors.New("callbacks: no such handler connected")
 
 // Connect connects fn to the signal of the GObject obj (a PyGObject
-// wrapper), after the default handler when after is set, and returns the
-// handler id. fn is a Go func (adapted as New adapts it, with opts) or a
-// callback New made. The handler runs through duet's own closure: GLib
-// hands the signal's values straight to Go, and only the arguments fn
-// takes are made (the emitter first, then the signal's arguments in
-// order; fn may take fewer than the signal gives). The connection owns the
-// callback, as a PyGObject connection would: disconnecting it, or the
-// object's finalisation, frees it. A Go func is made into its callable and
-// connected in one crossing. UI thread rules are GTK's (see package
-// widgets, which records such handlers for its window teardown).
-func Connect(obj *pygi.Object, signal string, fn any, after bool, opts ...Option) (uint64, error) {
+// wrapper) and returns the handler id; ConnectAfter connects it after the
+// signal's default handler. fn is a Go func (adapted as New adapts it) or
+// a callback New made (to give it a name, say).
+//
+// fn receives the emitter, then the signal's arguments in order, then
+// data, exactly as PyGObject's connect(signal, handler, *data) passes
+// them: a handler never needs to capture the object it is connected to,
+// and data is held on the Python side, where Python's collector sees
+// cycles through it. fn may take fewer values than it is given.
+//
+// Without data the handler runs through duet's own closure: GLib hands the
+// signal's values straight to Go and only the arguments fn takes are made;
+// a Go func is made into its callable and connected in one crossing. With
+// data it runs through PyGObject's closure, which holds the data.
+//
+// The connection owns the callback, as a PyGObject connection would:
+// disconnecting it, or the object's finalisation, frees it. Every
+// connection of a Go handler is recorded, whichever way it was made (this
+// function, Widget.Connect, PyGObject's connect and connect_after,
+// connect_object and connect_object_after called from Python or Go,
+// widgets.LoadUI): that is what Cycles reads, and how package widgets
+// disconnects the Go handlers of every widget of a window that is
+// destroyed. GTK's thread rules apply (see package widgets).
+func Connect(obj *pygi.Object, signal string, fn any, data ...any) (uint64, error) {
+	return connect(obj, signal, fn, false, data, captureSite(2))
+}
+
+// ConnectAfter is Connect for the phase after the signal's default
+// handler (g_signal_connect_after; PyGObject's connect_after).
+func ConnectAfter(obj *pygi.Object, signal string, fn any, data ...any) (uint64, error) {
+	return connect(obj, signal, fn, true, data, captureSite(2))
+}
+
+// connect is the one way a Go handler gets connected.
+func connect(obj *pygi.Object, signal string, fn any, after bool, data []any, where *site) (uint64, error) {
+	installConnectHook() // PyGObject's connect, from Python, records too
 	if cb, ok := fn.(*pygi.Object); ok {
+		if len(data) > 0 {
+			return connectData(obj, signal, cb, after, data)
+		}
 		return connectCallback(obj, signal, cb, after)
 	}
-	sig, cfg, code, err := prepare(fn, false, opts)
-	if err != nil {
-		return 0, err
-	}
-	if cfg.ownership == GoOwnedBroken {
-		// The broken mode needs a Go object to hang its GC cleanup on.
-		cb, err := newCallback(fn, false, opts, captureSite(2))
+	if len(data) > 0 {
+		cb, err := newCallback(fn, false, nil, where)
 		if err != nil {
 			return 0, err
 		}
 		defer cb.Close()
-		return connectCallback(obj, signal, cb, after)
+		return connectData(obj, signal, cb, after, data)
+	}
+	sig, cfg, code, err := prepare(fn, false, nil)
+	if err != nil {
+		return 0, err
 	}
 	if err := lifetime.Enter(); err != nil {
 		return 0, err
@@ -50,12 +77,13 @@ func Connect(obj *pygi.Object, signal string, fn any, after bool, opts ...Option
 	if err != nil {
 		return 0, err
 	}
-	e := &entry{sig: sig, name: cfg.name, code: code, site: captureSite(2)}
+	e := &entry{sig: sig, name: cfg.name, code: code, site: where}
 	h := register(e)
-	id, st, exc := capi.ConnectNew(o, signal, h, cfg.name, e.sig.doc(cfg), cfg.module, after, nargsOf(&e.sig))
+	id, gobj, st, exc := capi.ConnectNew(o, signal, h, cfg.name, e.sig.doc(cfg), cfg.module, after, nargsOf(&e.sig))
 	runtime.KeepAlive(obj)
 	switch st {
 	case capi.OK:
+		lifetime.NoteConnection(gobj, h, id)
 		return id, nil
 	}
 	releaseCallback(h) // a no-op when freeing the callable already gave it back
@@ -86,20 +114,83 @@ func connectCallback(obj *pygi.Object, signal string, cb *pygi.Object, after boo
 	if err != nil {
 		return 0, err
 	}
-	e := registry.handles.get(capi.CallbackHandle(c))
+	h := capi.CallbackHandle(c)
+	e := registry.handles.get(h)
 	if e == nil {
 		return 0, errors.New("callbacks: Connect: not a Go callback (want a Go func or a callback New made)")
 	}
-	id, st, exc := capi.ConnectNative(o, signal, c, after, nargsOf(&e.sig))
+	id, gobj, st, exc := capi.ConnectNative(o, signal, c, after, nargsOf(&e.sig))
 	runtime.KeepAlive(obj)
 	runtime.KeepAlive(cb)
 	switch st {
 	case capi.OK:
+		lifetime.NoteConnection(gobj, h, id)
 		return id, nil
 	case capi.Err:
 		return 0, bridge.NewError(exc)
 	}
 	return 0, pygi.ErrClosed
+}
+
+// connectData connects through PyGObject's closure, which holds data; the
+// connect hook records it (and so does this, should the hook be missing).
+func connectData(obj *pygi.Object, signal string, cb *pygi.Object, after bool, data []any) (uint64, error) {
+	if callbackHandle(cb) == 0 {
+		return 0, errors.New("callbacks: Connect: not a Go callback (want a Go func or a callback New made)")
+	}
+	method := "connect"
+	if after {
+		method = "connect_after"
+	}
+	r, err := obj.CallMethod(method, append([]any{signal, cb}, data...)...)
+	if err != nil {
+		return 0, err
+	}
+	id, err := r.Uint()
+	if err != nil {
+		return 0, err
+	}
+	recordConnection(obj, id, cb)
+	return id, nil
+}
+
+// recordConnection records a connection PyGObject made of a Go callback.
+func recordConnection(obj *pygi.Object, id uint64, cb *pygi.Object) {
+	h := callbackHandle(cb)
+	if h == 0 || registry.handles.get(h) == nil {
+		return // a capsule function, but not one of duet's
+	}
+	if err := lifetime.Enter(); err != nil {
+		return
+	}
+	defer lifetime.Exit()
+	r, err := bridge.RefOf(obj)
+	if err != nil {
+		return
+	}
+	p, _, st, exc := capi.GObjectPointer(r)
+	switch st {
+	case capi.OK:
+		lifetime.NoteConnection(uintptr(p), h, id)
+	case capi.Err:
+		_ = bridge.NewError(exc) // not a GObject: PyGObject's connect would have said so
+	}
+	runtime.KeepAlive(obj)
+}
+
+// callbackHandle is the Go handle behind a duet callback, or 0.
+func callbackHandle(o *pygi.Object) uintptr {
+	if err := lifetime.Enter(); err != nil {
+		return 0
+	}
+	defer lifetime.Exit()
+	r, err := bridge.RefOf(o)
+	if err != nil {
+		return 0
+	}
+	h := capi.CallbackHandle(r)
+	runtime.KeepAlive(o)
+	return h
 }
 
 // Disconnect disconnects handler id from the GObject obj, in one crossing

@@ -69,7 +69,7 @@ func TestConnectNativeArguments(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got = nil
-			id, err := callbacks.Connect(e, "ping", tc.fn, false)
+			id, err := callbacks.Connect(e, "ping", tc.fn)
 			require.NoError(t, err)
 			require.NotZero(t, id)
 			r, err := e.CallMethod("emit", "ping", 7, "seven")
@@ -101,7 +101,7 @@ func TestConnectNativeReturnsAndRaises(t *testing.T) {
 		r.Close()
 	}
 
-	id, err := callbacks.Connect(e, "ask", func(_ *pygi.Object, n int) bool { return n > 2 }, false)
+	id, err := callbacks.Connect(e, "ask", func(_ *pygi.Object, n int) bool { return n > 2 })
 	require.NoError(t, err)
 	yes, _ := emit("ask", 3).Bool()
 	no, _ := emit("ask", 1).Bool()
@@ -109,7 +109,7 @@ func TestConnectNativeReturnsAndRaises(t *testing.T) {
 	assert.False(t, no)
 	disconnect(id)
 
-	id, err = callbacks.Connect(e, "count", func(_ *pygi.Object, n int) int { return n * 2 }, false)
+	id, err = callbacks.Connect(e, "count", func(_ *pygi.Object, n int) int { return n * 2 })
 	require.NoError(t, err)
 	n, err := emit("count", 21).Int()
 	require.NoError(t, err)
@@ -118,7 +118,7 @@ func TestConnectNativeReturnsAndRaises(t *testing.T) {
 
 	// A handler that returns nothing where a bool is due gives False, as a
 	// Python handler returning None does under PyGObject.
-	id, err = callbacks.Connect(e, "ask", func() {}, false)
+	id, err = callbacks.Connect(e, "ask", func() {})
 	require.NoError(t, err)
 	no, _ = emit("ask", 9).Bool()
 	assert.False(t, no)
@@ -142,9 +142,9 @@ func TestConnectNativeReturnsAndRaises(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			require.NoError(t, pygi.Exec("raised.clear()", g))
 			after := false
-			id, err := callbacks.Connect(e, tc.signal, tc.fn, false)
+			id, err := callbacks.Connect(e, tc.signal, tc.fn)
 			require.NoError(t, err)
-			id2, err := callbacks.Connect(e, tc.signal, func() { after = true }, true)
+			id2, err := callbacks.ConnectAfter(e, tc.signal, func() { after = true })
 			require.NoError(t, err)
 			if tc.signal == "ping" {
 				emit("ping", 1, "x").Close()
@@ -165,22 +165,22 @@ func TestConnectNativeErrors(t *testing.T) {
 	e, err := g.Item("e")
 	require.NoError(t, err)
 
-	_, err = callbacks.Connect(e, "no-such-signal", func() {}, false)
+	_, err = callbacks.Connect(e, "no-such-signal", func() {})
 	var pe *pygi.Error
 	require.ErrorAs(t, err, &pe)
 	assert.True(t, pe.Matches("TypeError"))
 	assert.Contains(t, err.Error(), "unknown signal name: no-such-signal")
 
 	notGObject := eval(t, g, "object()")
-	_, err = callbacks.Connect(notGObject, "ping", func() {}, false)
+	_, err = callbacks.Connect(notGObject, "ping", func() {})
 	require.ErrorAs(t, err, &pe)
 	assert.Contains(t, err.Error(), "not a GObject")
 
-	_, err = callbacks.Connect(e, "ping", func(chan int) {}, false)
+	_, err = callbacks.Connect(e, "ping", func(chan int) {})
 	assert.Error(t, err, "a function that cannot be adapted")
 
 	e.Close()
-	_, err = callbacks.Connect(e, "ping", func() {}, false)
+	_, err = callbacks.Connect(e, "ping", func() {})
 	assert.ErrorIs(t, err, pygi.ErrClosed)
 
 	// Details and property notifications go through GLib's own parser.
@@ -188,7 +188,7 @@ func TestConnectNativeErrors(t *testing.T) {
 	require.NoError(t, err)
 	defer e2.Close()
 	notified := 0
-	id, err := callbacks.Connect(e2, "notify::n", func() { notified++ }, false)
+	id, err := callbacks.Connect(e2, "notify::n", func() { notified++ })
 	require.NoError(t, err)
 	require.NoError(t, e2.SetAttr("n", 5))
 	require.NoError(t, e2.SetAttr("n", 6))
@@ -208,7 +208,7 @@ func TestConnectNativeLifetime(t *testing.T) {
 	connect := func(expr string) uint64 {
 		o := eval(t, g, expr)
 		defer o.Close()
-		id, err := callbacks.Connect(o, "ping", func(_ *pygi.Object, n int) { calls += n }, false)
+		id, err := callbacks.Connect(o, "ping", func(_ *pygi.Object, n int) { calls += n })
 		require.NoError(t, err)
 		return id
 	}
@@ -239,7 +239,7 @@ func TestConnectNativeLifetime(t *testing.T) {
 	cb, err := callbacks.New(func() { calls++ })
 	require.NoError(t, err)
 	e := eval(t, g, "e")
-	id, err = callbacks.Connect(e, "ping", cb, false)
+	id, err = callbacks.Connect(e, "ping", cb)
 	require.NoError(t, err)
 	cb.Close()
 	forceGC(t, 5)
@@ -259,7 +259,7 @@ func TestDisconnect(t *testing.T) {
 	e, err := g.Item("e")
 	require.NoError(t, err)
 	calls := 0
-	id, err := callbacks.Connect(e, "ping", func() { calls++ }, false)
+	id, err := callbacks.Connect(e, "ping", func() { calls++ })
 	require.NoError(t, err)
 	require.NoError(t, pygi.Exec("e.emit('ping', 0, '')", g))
 	require.NoError(t, callbacks.Disconnect(e, id))
@@ -296,9 +296,9 @@ func TestConnectFailureFreesTheCallback(t *testing.T) {
 	defer e.Close()
 	before := callbacks.ReadStats()
 	for range 100 {
-		_, err := callbacks.Connect(e, "nope", func() {}, false)
+		_, err := callbacks.Connect(e, "nope", func() {})
 		require.Error(t, err)
-		_, err = callbacks.Connect(eval(t, g, "object()"), "ping", func() {}, false)
+		_, err = callbacks.Connect(eval(t, g, "object()"), "ping", func() {})
 		require.Error(t, err)
 	}
 	after := callbacks.ReadStats()
@@ -306,6 +306,6 @@ func TestConnectFailureFreesTheCallback(t *testing.T) {
 	assert.Equal(t, base, after.Live)
 
 	// A Python callable that is not a Go callback is refused, not wrapped.
-	_, err = callbacks.Connect(e, "ping", eval(t, g, "len"), false)
+	_, err = callbacks.Connect(e, "ping", eval(t, g, "len"))
 	assert.ErrorContains(t, err, "not a Go callback")
 }

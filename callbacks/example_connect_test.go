@@ -23,7 +23,7 @@ t = Thermometer()
 	_, err := callbacks.Connect(t, "reading", func(_ *pygi.Object, celsius float64) bool {
 		fmt.Printf("%.1f °C\n", celsius)
 		return celsius > 30
-	}, false)
+	})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -37,7 +37,7 @@ func init() {
 		if err != nil {
 			return err
 		}
-		if _, err := callbacks.Connect(o, "notify", func() {}, false); err != nil {
+		if _, err := callbacks.Connect(o, "notify", func() {}); err != nil {
 			return err
 		}
 		o.Close()

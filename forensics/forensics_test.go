@@ -134,8 +134,11 @@ emitter = RingEmitter()
 `, g))
 	emitter, err := g.Item("emitter")
 	require.NoError(t, err)
-	_, err = callbacks.Connect(emitter, "ping", func() {}, false, callbacks.Name("on_ping"))
+	onPing, err := callbacks.New(func() {}, callbacks.Name("on_ping"))
 	require.NoError(t, err)
+	_, err = callbacks.Connect(emitter, "ping", onPing)
+	require.NoError(t, err)
+	onPing.Close()
 	r, err = emitter.CallMethod("emit", "ping")
 	require.NoError(t, err)
 	r.Close()
@@ -293,7 +296,7 @@ held = []
 			panic(err)
 		}
 		if viaSignal {
-			_, err = callbacks.Connect(e, "ping", cb, false)
+			_, err = callbacks.Connect(e, "ping", cb)
 		} else {
 			_, err = held.CallMethod("append", cb)
 		}

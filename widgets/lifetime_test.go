@@ -328,3 +328,42 @@ func warmUpTeardown(t testing.TB) {
 		require.NoError(t, err)
 	})
 }
+
+// A window made with gotk4 and closed is finalised with no call of duet's:
+// duet learns of it when it is shown (it joins GTK's toplevels) and
+// releases gotk4's references to it, and to the gotk4 widgets in it, once
+// the window is destroyed and Go has let go.
+func TestGoMadeWindowsAreFinalisedWithoutTrack(t *testing.T) {
+	looptest.FailOnPythonExceptions(t)
+	warmUpTeardown(t)
+	var watches []*widgets.Watch
+	for i := range 12 {
+		var win *gtk.Window
+		looptest.Do(t, func(t testing.TB) {
+			win = gtk.NewWindow()
+			box := gtk.NewBox(gtk.OrientationVertical, 0)
+			button := gtk.NewButtonWithLabel("from Go")
+			box.Append(button)
+			label, err := Gtk(t).CallMethod("Label", pygi.Kw{"label": fmt.Sprint("from Python ", i)})
+			require.NoError(t, err)
+			_, err = widgets.Call(box, "append", label)
+			require.NoError(t, err)
+			win.SetChild(box)
+			win.Present()
+			lw, err := widgets.WatchFinalizePy(label)
+			require.NoError(t, err)
+			label.Close()
+			watches = append(watches, widgets.WatchFinalize(win), widgets.WatchFinalize(button), lw)
+		})
+		looptest.Do(t, func(t testing.TB) {}) // shown; a turn later, closed
+		looptest.Do(t, func(t testing.TB) { win.Close() })
+	}
+	ok := finalized(t, watches...)
+	alive := 0
+	for _, w := range watches {
+		if !w.Finalized() {
+			alive++
+		}
+	}
+	assert.True(t, ok, "%d of %d objects (windows, gotk4 buttons, Python labels) never finalised", alive, len(watches))
+}

@@ -167,41 +167,37 @@ func (w *Widget) SetProp(name string, value any) error {
 }
 
 // Connect connects fn (any Go func; see package callbacks for how it is
-// adapted) to a signal and returns the handler id. fn receives the emitter
-// and the signal's arguments, then data, as PyGObject's connect(signal,
-// handler, *data) passes them: the handler need not capture the widget or
-// anything else, and data is held on the Python side, where Python's
-// collector sees cycles through it. The signal connection owns the
-// callback: it lives exactly as long as the connection, and when the
-// window the widget is in is destroyed, duet disconnects it (as it does
-// for Go handlers connected any other way).
+// adapted) to a signal and returns the handler id: callbacks.Connect on
+// the widget, which says what fn receives and who owns it. When the
+// window the widget is in is destroyed, duet disconnects it.
 func (w *Widget) Connect(signal string, fn any, data ...any) (uint64, error) {
-	if err := eventloop.RequireMain("widgets.Widget.Connect"); err != nil {
+	return w.connect("widgets.Widget.Connect", signal, fn, false, data)
+}
+
+// ConnectAfter is Connect after the signal's default handler.
+func (w *Widget) ConnectAfter(signal string, fn any, data ...any) (uint64, error) {
+	return w.connect("widgets.Widget.ConnectAfter", signal, fn, true, data)
+}
+
+func (w *Widget) connect(what, signal string, fn any, after bool, data []any) (uint64, error) {
+	if err := eventloop.RequireMain(what); err != nil {
 		return 0, err
 	}
 	if err := hookConnect(); err != nil {
 		return 0, err
 	}
-	cb, err := callbacks.New(fn, callbacks.Name(strings.ReplaceAll(signal, "-", "_")+"_handler"))
-	if err != nil {
-		return 0, err
-	}
-	defer cb.Close()
-	if len(data) == 0 {
-		// duet's own closure: the signal's values go straight to Go.
-		id, err := callbacks.Connect(w.Object, signal, cb, false)
-		if err == nil {
-			recordHandler(w.Object, id, cb)
+	if _, ok := fn.(*pygi.Object); !ok {
+		cb, err := callbacks.New(fn, callbacks.Name(strings.ReplaceAll(signal, "-", "_")+"_handler"))
+		if err != nil {
+			return 0, err
 		}
-		return id, err
+		defer cb.Close()
+		fn = cb
 	}
-	// With data: PyGObject's closure holds it, where Python's collector
-	// sees it (the connect hook records the handler).
-	r, err := w.CallMethod("connect", append([]any{signal, cb}, data...)...)
-	if err != nil {
-		return 0, err
+	if after {
+		return callbacks.ConnectAfter(w.Object, signal, fn, data...)
 	}
-	return r.Uint()
+	return callbacks.Connect(w.Object, signal, fn, data...)
 }
 
 // Disconnect removes a signal handler (any, not only Go's); its callback

@@ -4,14 +4,12 @@ import (
 	_ "embed"
 	"fmt"
 	"os"
-	"runtime"
 	"sync"
 	"unsafe"
 
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/internal/bridge"
-	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/pygi"
 )
@@ -39,7 +37,6 @@ const teardownModule = "duet_teardown"
 
 var teardown struct {
 	mu       sync.Mutex
-	handlers map[unsafe.Pointer][]uint64 // GObject -> handler ids connected from Go
 	windows  map[unsafe.Pointer]*pygi.Object
 	helper   *Module
 	monitor  *pygi.Object // the toplevels model; held for the process
@@ -54,74 +51,20 @@ func hookConnect() error {
 	return teardown.err
 }
 
-// recordHandler is called by the connect wrappers (teardown.py) for each
-// handler whose __self__ is a capsule; only duet's callbacks are recorded.
-func recordHandler(o *pygi.Object, id uint64, handler *pygi.Object) {
-	if !isCallback(handler) {
-		return
-	}
-	p, _, err := pointer(o)
-	if err != nil {
-		return
-	}
-	lifetime.NoteConnection(uintptr(p), callbackHandle(handler))
-	teardown.mu.Lock()
-	_, known := teardown.handlers[p]
-	teardown.handlers[p] = append(teardown.handlers[p], id)
-	teardown.mu.Unlock()
-	if !known {
-		track.mu.Lock()
-		watchLocked(p, watcher{obj: p, fn: func() {
-			teardown.mu.Lock()
-			delete(teardown.handlers, p)
-			teardown.mu.Unlock()
-			lifetime.ForgetObject(uintptr(p))
-		}, quiet: true})
-		track.mu.Unlock()
-	}
-}
-
-// nativeConnect is what PyGObject's connect and connect_after do for a Go
-// callback without extra data (see teardown.py): duet's own closure. Zero
-// (never a handler id) says handler is not one of duet's callbacks, and
-// PyGObject connects it.
-func nativeConnect(obj *pygi.Object, signal string, handler *pygi.Object, after bool) (uint64, error) {
-	if callbackHandle(handler) == 0 {
-		return 0, nil
-	}
-	return callbacks.Connect(obj, signal, handler, after)
-}
-
-func callbackHandle(o *pygi.Object) uintptr {
-	if err := lifetime.Enter(); err != nil {
-		return 0
-	}
-	defer lifetime.Exit()
-	r, err := bridge.RefOf(o)
-	if err != nil {
-		return 0
-	}
-	h := capi.CallbackHandle(r)
-	runtime.KeepAlive(o)
-	return h
-}
-
-func isCallback(o *pygi.Object) bool {
-	if err := lifetime.Enter(); err != nil {
-		return false
-	}
-	defer lifetime.Exit()
-	r, err := bridge.RefOf(o)
-	if err != nil {
-		return false
-	}
-	yes := capi.IsCallback(r)
-	runtime.KeepAlive(o)
-	return yes
+// watchConnections forgets the connection records of a GObject when it
+// is finalised (lifetime calls it for each object's first record).
+func watchConnections(gobj uintptr) {
+	p := cptr(gobj)
+	track.mu.Lock()
+	watchLocked(p, watcher{obj: p, fn: func() { lifetime.ForgetObject(gobj) }, quiet: true})
+	track.mu.Unlock()
 }
 
 func startMonitor() error {
-	teardown.handlers = map[unsafe.Pointer][]uint64{}
+	lifetime.SetConnectionWatcher(watchConnections)
+	if err := bridge.InstallConnectHook(); err != nil {
+		return err
+	}
 	teardown.windows = map[unsafe.Pointer]*pygi.Object{}
 	m, err := load(teardownModule, teardownSource, "<"+teardownModule+">")
 	if err != nil {
@@ -144,21 +87,6 @@ func startMonitor() error {
 			r.Close()
 		}
 	})
-	rec, err := callbacks.New(recordHandler, callbacks.Name("duet_record_handler"))
-	if err != nil {
-		return err
-	}
-	defer rec.Close()
-	native, err := callbacks.New(nativeConnect, callbacks.Name("duet_connect_native"))
-	if err != nil {
-		return err
-	}
-	defer native.Close()
-	r, err := m.CallMethod("hook_connect", rec, native)
-	r.Close()
-	if err != nil {
-		return err
-	}
 	return refreshWindows(false)
 }
 
@@ -235,11 +163,11 @@ func disconnectTree(w *pygi.Object) {
 	for _, o := range all {
 		p, _, err := pointer(o)
 		if err == nil {
-			teardown.mu.Lock()
-			ids := teardown.handlers[p]
-			delete(teardown.handlers, p)
-			teardown.mu.Unlock()
-			for _, id := range ids {
+			// A gotk4-made widget (a window from gtk.NewWindow, a button
+			// from gtk.NewButton) carries gotk4's reference until duet
+			// releases it: the window's end is where duet learns of it.
+			noteWrap(p)
+			for _, id := range lifetime.TakeConnections(uintptr(p)) {
 				if r, err := teardown.helper.CallMethod("disconnect", o, id); err == nil {
 					r.Close()
 				}

@@ -414,9 +414,10 @@ static void closure_marshal(GClosure *closure, GValue *ret, guint n, const GValu
 
 // connect_closure connects fn (a duet callback whose Go function takes
 // nargs values, -1 for all) to the signal sig of the GObject wrapper obj;
-// 0 and *id, or -1 with an exception set. GIL held.
+// 0, *id and the GObject in *gobj (borrowed: obj holds it), or -1 with an
+// exception set. GIL held.
 static int connect_closure(PyObject *obj, const char *sig, int64_t slen, PyObject *fn, int after, int nargs,
-                           uint64_t *id) {
+                           uint64_t *id, void **gobj) {
 	if (ensure_pygobject() < 0) return -1;
 	if (!PyObject_TypeCheck(obj, &PyGObject_Type) || !pygobject_get(obj)) {
 		PyErr_SetString(PyExc_TypeError, "connect: not a GObject");
@@ -437,12 +438,14 @@ static int connect_closure(PyObject *obj, const char *sig, int64_t slen, PyObjec
 		g_closure_add_invalidate_notifier(closure, NULL, closure_invalidate);
 		g_closure_set_marshal(closure, closure_marshal);
 		*id = g_signal_connect_closure_by_id(g, sid, detail, closure, after != 0);
+		*gobj = g;
 	}
 	g_free(name);
 	return rc;
 }
 
-// impl_connect_native connects an existing callback; res->n is the id.
+// impl_connect_native connects an existing callback; res->n is the id,
+// res->p the GObject.
 static int impl_connect_native(duet_ref objr, const char *sig, int64_t slen, duet_ref fnr, int after, int nargs,
                                duet_res *res) {
 	PyGILState_STATE st = duet_enter();
@@ -451,7 +454,7 @@ static int impl_connect_native(duet_ref objr, const char *sig, int64_t slen, due
 	uint64_t id = 0;
 	if (!obj || !fn) {
 		rc = DUET_CLOSED;
-	} else if (connect_closure(obj, sig, slen, fn, after, nargs, &id) < 0) {
+	} else if (connect_closure(obj, sig, slen, fn, after, nargs, &id, &res->p) < 0) {
 		rc = duet_fail(&res->ref);
 	}
 	res->n = id;
@@ -463,7 +466,7 @@ DUET_ENTRY(connect_native, (duet_ref obj, const char *sig, int64_t slen, duet_re
 
 // impl_connect_new makes the callback for a Go handle and connects it in
 // one crossing: the connection holds the only reference, so disconnecting
-// frees it. res->n is the id.
+// frees it. res->n is the id, res->p the GObject.
 static int impl_connect_new(duet_ref objr, const char *sig, int64_t slen, uintptr_t handle, const char *name,
                             int64_t nlen, const char *doc, int64_t dlen, const char *module, int64_t mlen, int after,
                             int nargs, duet_res *res) {
@@ -476,7 +479,7 @@ static int impl_connect_new(duet_ref objr, const char *sig, int64_t slen, uintpt
 		rc = DUET_CLOSED;
 	} else {
 		PyObject *fn = duet_callback_make(handle, name, nlen, doc, dlen, module, mlen, 0, &native);
-		if (!fn || connect_closure(obj, sig, slen, fn, after, nargs, &id) < 0) rc = duet_fail(&res->ref);
+		if (!fn || connect_closure(obj, sig, slen, fn, after, nargs, &id, &res->p) < 0) rc = duet_fail(&res->ref);
 		Py_XDECREF(fn); // on failure this frees it, and the handle goes back to Go
 	}
 	res->n = id;

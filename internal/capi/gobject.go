@@ -116,18 +116,19 @@ func UsedGObjects() []UsedGObject {
 
 // ConnectNative connects the Go callback fn, whose Go function takes nargs
 // of the signal's values (-1: all), to a signal of the GObject wrapper obj
-// through duet's own closure; it returns the handler id.
-func ConnectNative(obj Ref, signal string, fn Ref, after bool, nargs int) (uint64, Status, Ref) {
+// through duet's own closure; it returns the handler id and the GObject's
+// address (an identity only: valid while obj lives).
+func ConnectNative(obj Ref, signal string, fn Ref, after bool, nargs int) (uint64, uintptr, Status, Ref) {
 	p, n := cstr(signal)
 	cr := C.duet_connect_native(obj.c(), p, n, fn.c(), cbool(after), C.int(nargs))
 	_, st, exc := res(cr)
-	return uint64(cr.n), st, exc
+	return uint64(cr.n), uintptr(cr.p), st, exc
 }
 
 // ConnectNew makes the callback for handle (as NewCallback, PythonOwned)
 // and connects it as ConnectNative does, in one crossing; the connection
 // holds the callback's only reference.
-func ConnectNew(obj Ref, signal string, handle uintptr, name, doc, module string, after bool, nargs int) (uint64, Status, Ref) {
+func ConnectNew(obj Ref, signal string, handle uintptr, name, doc, module string, after bool, nargs int) (uint64, uintptr, Status, Ref) {
 	sp, sn := cstr(signal)
 	np, nl := cstr(name)
 	var dp, mp *C.char
@@ -140,7 +141,7 @@ func ConnectNew(obj Ref, signal string, handle uintptr, name, doc, module string
 	}
 	cr := C.duet_connect_new(obj.c(), sp, sn, C.uintptr_t(handle), np, nl, dp, dl, mp, ml, cbool(after), C.int(nargs))
 	_, st, exc := res(cr)
-	return uint64(cr.n), st, exc
+	return uint64(cr.n), uintptr(cr.p), st, exc
 }
 
 // Disconnect disconnects handler id from the GObject wrapper obj; false

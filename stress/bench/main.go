@@ -178,7 +178,7 @@ func emitDuet(Gtk *pygi.Object, n int) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if _, err := callbacks.Connect(b, "clicked", func(*pygi.Object) {}, false); err != nil {
+	if _, err := callbacks.Connect(b, "clicked", func(*pygi.Object) {}); err != nil {
 		return 0, err
 	}
 	return pyLoop("b.emit('clicked')", n, pygi.Kw{"b": b})
@@ -333,7 +333,7 @@ func createDuet(Gtk *pygi.Object, n int) (float64, error) {
 	fn := func(*pygi.Object) {}
 	t := time.Now()
 	for range n {
-		id, err := callbacks.Connect(b, "clicked", fn, false)
+		id, err := callbacks.Connect(b, "clicked", fn)
 		if err != nil {
 			return 0, err
 		}
