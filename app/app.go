@@ -208,11 +208,11 @@ func (a *App) AddAction(name string, accels []string, fn func()) error {
 			return err
 		}
 		defer handler.Close()
-		act := b.Call(b.Import("gi.repository.Gio"), "SimpleAction.new", name, nil)
-		b.Call(act, "connect", "activate", handler)
-		b.Call(a.py, "add_action", act)
+		act := b.CallMethod(b.Import("gi.repository.Gio"), "SimpleAction.new", name, nil)
+		b.CallMethod(act, "connect", "activate", handler)
+		b.CallMethod(a.py, "add_action", act)
 		if len(accels) > 0 {
-			b.Call(a.py, "set_accels_for_action", "app."+name, accels)
+			b.CallMethod(a.py, "set_accels_for_action", "app."+name, accels)
 		}
 		if err := b.Err(); err != nil {
 			return fmt.Errorf("app: AddAction %q: %w", name, err)

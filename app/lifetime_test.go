@@ -41,7 +41,7 @@ func init() {
 	children["finalize-timeout"] = func() int {
 		a := mustNew(app.Options{ID: "org.duet.Timeout", NonUnique: true, FinalizeTimeout: 300 * time.Millisecond})
 		release, inFlight := make(chan struct{}), make(chan struct{})
-		go pygi.Do(func() error {
+		go pygi.WithGIL(func() error {
 			close(inFlight)
 			pygi.WithoutGIL(func() { <-release })
 			return nil

@@ -573,12 +573,12 @@ func TestBlockParameter(t *testing.T) {
 	g := ns(t, "def run(f, x):\n    try:\n        return f(x)\n    except Exception as e:\n        return 'raised: %s' % e\n")
 	run, err := g.Item("run")
 	require.NoError(t, err)
-	ok := func(b *pygi.Block, x *pygi.Object) string { return b.Text(b.Call(x, "upper")) }
+	ok := func(b *pygi.Block, x *pygi.Object) string { return b.Text(b.CallMethod(x, "upper")) }
 	r, err := run.Call(ok, "abc")
 	require.NoError(t, err)
 	s, _ := r.Text()
 	assert.Equal(t, "ABC", s)
-	bad := func(b *pygi.Block, x *pygi.Object) { b.Call(x, "no_such_method") }
+	bad := func(b *pygi.Block, x *pygi.Object) { b.CallMethod(x, "no_such_method") }
 	r, err = run.Call(bad, "abc")
 	require.NoError(t, err)
 	s, _ = r.Text()

@@ -92,18 +92,18 @@ func startAsyncio() (stop func(), err error) {
 		return nil, fmt.Errorf("eventloop: asyncio: %w", aio.bootErr)
 	}
 	var b pygi.Block
-	finder := b.Call(b.Item(aio.boot, "boot"), "")
+	finder := b.CallMethod(b.Item(aio.boot, "boot"), "")
 	if err := b.Err(); err != nil {
 		return nil, fmt.Errorf("eventloop: asyncio: %w", err)
 	}
 	return func() {
 		var b pygi.Block
 		if !finder.IsNone() {
-			b.Call(b.Item(aio.boot, "unboot"), "", finder)
+			b.CallMethod(b.Item(aio.boot, "unboot"), "", finder)
 		}
 		if aio.loaded.Load() {
 			m, _ := asyncioModule()
-			b.Call(m, "uninstall", AsyncioGrace.Seconds())
+			b.CallMethod(m, "uninstall", AsyncioGrace.Seconds())
 		}
 		if err := b.Err(); err != nil {
 			reportPanic(fmt.Sprintf("eventloop: closing the asyncio loop: %v", err), nil)

@@ -13,12 +13,12 @@ import (
 //
 //	var b pygi.Block
 //	Gtk := b.Import("gi.repository.Gtk")
-//	box := b.Call(Gtk, "Box", pygi.Kw{"orientation": b.Attr(Gtk, "Orientation.VERTICAL"), "spacing": 6})
-//	b.Call(box, "append", b.Call(Gtk, "Label", pygi.Kw{"label": "hi"}))
+//	box := b.CallMethod(Gtk, "Box", pygi.Kw{"orientation": b.Attr(Gtk, "Orientation.VERTICAL"), "spacing": 6})
+//	b.CallMethod(box, "append", b.CallMethod(Gtk, "Label", pygi.Kw{"label": "hi"}))
 //	if err := b.Err(); err != nil { ... }
 //
 // Names are paths: "Orientation.VERTICAL" is two attribute steps, and
-// Call(o, "props.label.upper") calls the method upper of o.props.label, each
+// CallMethod(o, "props.label.upper") calls the method upper of o.props.label, each
 // in one crossing into Python. Objects a Block returns are released by Go's
 // garbage collector like any Object (Close them early if you like).
 //
@@ -68,18 +68,18 @@ func (b *Block) Attr(o *Object, path string) *Object {
 	return r
 }
 
-// Set sets the attribute path of o to v (converted as by New).
-func (b *Block) Set(o *Object, path string, v any) {
+// SetAttr sets the attribute path of o to v (converted as by New).
+func (b *Block) SetAttr(o *Object, path string, v any) {
 	if b.err != nil {
 		return
 	}
 	b.fail(o.SetAttr(path, v), func() string { return describe(o, path) + " = ..." })
 }
 
-// Call calls the method path of o with args (positional values, then
-// Kw/KwArg keyword arguments, as Object.Call takes them), or o itself when
+// CallMethod calls the method path of o with args (positional values, then
+// Kw/KwArg keyword arguments, as Object.CallMethod takes them), or o itself when
 // path is empty, and returns the result (None as the None Object).
-func (b *Block) Call(o *Object, path string, args ...any) *Object {
+func (b *Block) CallMethod(o *Object, path string, args ...any) *Object {
 	if b.err != nil {
 		return nil
 	}

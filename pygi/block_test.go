@@ -62,12 +62,12 @@ func TestBlockKeepsTheFirstError(t *testing.T) {
 
 	var b Block
 	step := b.Item(g, "step")
-	b.Call(step, "", 1)
-	b.Call(g, "get", "log") // fine
+	b.CallMethod(step, "", 1)
+	b.CallMethod(g, "get", "log") // fine
 	bad := b.Attr(step, "no_such_attribute")
 	assert.Nil(t, bad)
-	b.Call(step, "", 2) // skipped
-	b.Set(g, "x", 3)    // skipped
+	b.CallMethod(step, "", 2) // skipped
+	b.SetAttr(g, "x", 3)    // skipped
 	assert.Zero(t, b.Int(b.Eval("40 + 2", nil)), "skipped after the error")
 
 	err = b.Err()

@@ -262,7 +262,7 @@ threading.Thread(target=watch, name="watcher").start()
 	childScenarios["finalize-inside-home"] = func() error {
 		done := make(chan error)
 		go func() {
-			done <- Do(func() error {
+			done <- WithGIL(func() error {
 				if err := Finalize(); !errors.Is(err, ErrInsideCall) {
 					return fmt.Errorf("Finalize inside Do on Python's own thread: %v", err)
 				}

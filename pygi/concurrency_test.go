@@ -74,7 +74,7 @@ func TestConcurrentMixedCalls(t *testing.T) {
 				}
 				o.Close()
 			case 4:
-				if err := Do(func() error {
+				if err := WithGIL(func() error {
 					for k := range 3 {
 						r, err := add.Call(k, k)
 						if err != nil {

@@ -122,7 +122,7 @@
 //
 //	Start and end          Configure, Options, Init, Finalize,
 //	                       FinalizeContext, CurrentPhase
-//	Attaching              Do (a batch under one attachment), WithoutGIL
+//	Attaching              WithGIL (a batch under one attachment), WithoutGIL
 //	Running code           Import, Eval, Exec, ExecFile, NewGlobals
 //	PyGObject              GI, RequireVersion, Repository, Version
 //	Objects                Attr, SetAttr, HasAttr, DelAttr, Call, CallMethod,

@@ -61,9 +61,9 @@ func ExampleError() {
 func ExampleBlock() {
 	var b pygi.Block
 	path := b.Import("os.path")
-	fmt.Println(b.Text(b.Call(path, "join", "a", "b")))
-	b.Call(path, "no_such_function")
-	b.Call(path, "join", "never", "called")
+	fmt.Println(b.Text(b.CallMethod(path, "join", "a", "b")))
+	b.CallMethod(path, "no_such_function")
+	b.CallMethod(path, "join", "never", "called")
 	fmt.Println(b.Err())
 	// Output:
 	// a/b

@@ -53,7 +53,7 @@ var lifetimeScenarios = map[string]func() error{
 			return err
 		}
 		release, inFlight := make(chan struct{}), make(chan struct{})
-		go Do(func() error {
+		go WithGIL(func() error {
 			close(inFlight)
 			WithoutGIL(func() { <-release }) // in flight, GIL free
 			return nil
@@ -101,7 +101,7 @@ var lifetimeScenarios = map[string]func() error{
 	},
 	// Finalize from inside a Do scope is refused; the interpreter stays usable.
 	"finalize-inside-do": func() error {
-		err := Do(func() error { return Finalize() })
+		err := WithGIL(func() error { return Finalize() })
 		if !errors.Is(err, ErrInsideCall) {
 			return fmt.Errorf("Finalize inside Do: got %v, want ErrInsideCall", err)
 		}
@@ -134,7 +134,7 @@ var lifetimeScenarios = map[string]func() error{
 			return err
 		}
 		// Inside Do it really detaches: another goroutine uses Python meanwhile.
-		err = Do(func() error {
+		err = WithGIL(func() error {
 			var inner error
 			WithoutGIL(func() {
 				go func() {

@@ -382,7 +382,7 @@ func TestNoGIExplainsItself(t *testing.T) {
 
 func TestDoAndWithoutGIL(t *testing.T) {
 	var total int64
-	err := Do(func() error {
+	err := WithGIL(func() error {
 		f, err := Eval("lambda a, b: a * b", nil)
 		if err != nil {
 			return err
@@ -413,7 +413,7 @@ func TestDoAndWithoutGIL(t *testing.T) {
 	assert.Equal(t, int64(9900), total)
 
 	sentinel := errors.New("stop")
-	assert.ErrorIs(t, Do(func() error { return sentinel }), sentinel)
+	assert.ErrorIs(t, WithGIL(func() error { return sentinel }), sentinel)
 	WithoutGIL(func() {}) // outside an attachment it just runs
 }
 

@@ -209,12 +209,12 @@ func startHere() error {
 func enter() error { return lifetime.Enter() }
 func exit()        { lifetime.Exit() }
 
-// Do runs fn with the calling goroutine attached to Python for the whole
+// WithGIL runs fn with the calling goroutine attached to Python for the whole
 // call: every pygi operation inside it reuses the attachment, which makes
 // many small operations cheaper. fn must not block on other goroutines
 // that need Python (they would wait for the GIL fn holds); use
 // WithoutGIL around such waits.
-func Do(fn func() error) error {
+func WithGIL(fn func() error) error {
 	if err := enter(); err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ var (
 	// while two exist: neither side could ever let go, and the object
 	// would never be finalised. Use the object from its Python side
 	// (Wrap, Widget) and pack it into gotk4 containers with Call.
-	ErrToggleTrap = errors.New("widgets: the object's Python wrapper holds a toggle reference; a gotk4 wrapper would keep it alive forever (use its Python side, and widgets.Call to pack it)")
+	ErrToggleTrap = errors.New("widgets: the object's Python wrapper holds a toggle reference; a gotk4 wrapper would keep it alive forever (use its Python side, and widgets.CallMethod to pack it)")
 )
 
 // pointer returns the GObject* behind a PyGObject object. It is borrowed:
@@ -124,12 +124,12 @@ func ToPython(obj coreglib.Objector) (*pygi.Object, error) {
 	return bridge.WrapOwned(r).(*pygi.Object), nil
 }
 
-// Call calls a PyGObject method on a gotk4 object, through its Python
+// CallMethod calls a PyGObject method on a gotk4 object, through its Python
 // wrapper. It is how Python widgets are packed into gotk4 containers
-// without giving them a gotk4 wrapper: Call(box, "append", chart.Object).
+// without giving them a gotk4 wrapper: CallMethod(box, "append", chart.Object).
 // UI thread only.
-func Call(obj coreglib.Objector, method string, args ...any) (*pygi.Object, error) {
-	if err := eventloop.RequireMain("widgets.Call"); err != nil {
+func CallMethod(obj coreglib.Objector, method string, args ...any) (*pygi.Object, error) {
+	if err := eventloop.RequireMain("widgets.CallMethod"); err != nil {
 		return nil, err
 	}
 	py, err := ToPython(obj)

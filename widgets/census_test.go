@@ -79,7 +79,7 @@ func TestCensusCountsTrackedAndWatchedGObjects(t *testing.T) {
 func censusRow(t testing.TB, w *widgets.Widget, table, name string) (n, delta int, ok bool) {
 	t.Helper()
 	var b pygi.Block
-	rows := pygi.BlockAs[[][]any](&b, b.Call(b.Attr(w.Object, "rows"), "get", table))
+	rows := pygi.BlockAs[[][]any](&b, b.CallMethod(b.Attr(w.Object, "rows"), "get", table))
 	require.NoError(t, b.Err())
 	for _, r := range rows { // one row per creation site
 		if r[0] == name {

@@ -62,7 +62,7 @@ func TestEveryConnectPathIsRecorded(t *testing.T) {
 		}},
 		{"PyGObject connect_after with data through a Block", func(t testing.TB, g *widgets.Widget) {
 			var b pygi.Block
-			b.Call(g.Object, "connect_after", "greeted", func(_, _, _ *pygi.Object) { g.CallMethod("set_name", "x") }, 1)
+			b.CallMethod(g.Object, "connect_after", "greeted", func(_, _, _ *pygi.Object) { g.CallMethod("set_name", "x") }, 1)
 			require.NoError(t, b.Err())
 		}},
 		{"PyGObject connect_object", func(t testing.TB, g *widgets.Widget) {

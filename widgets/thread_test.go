@@ -49,7 +49,7 @@ func TestUIThreadOnlyFromAGoroutine(t *testing.T) {
 		"widgets.ToGo":              func() error { _, err := widgets.ToGo(py.Object); return err },
 		"widgets.Cast":              func() error { _, err := widgets.Cast[*gtk.Button](py.Object); return err },
 		"widgets.ToPython":          func() error { _, err := widgets.ToPython(box); return err },
-		"widgets.Call":              func() error { _, err := widgets.Call(box, "append", py.Object); return err },
+		"widgets.CallMethod":              func() error { _, err := widgets.CallMethod(box, "append", py.Object); return err },
 		"widgets.Track":             func() error { return widgets.Track(box) },
 		"widgets.Reap":              func() error { _, err := widgets.Reap(); return err },
 		"widgets.InitGTK":           widgets.InitGTK,

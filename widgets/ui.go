@@ -45,7 +45,7 @@ func LoadUI(xml string, handlers map[string]any) (*UI, error) {
 		return nil, err
 	}
 	var b pygi.Block
-	names := pygi.BlockAs[[]string](&b, b.Call(m.Object, "handler_names", xml))
+	names := pygi.BlockAs[[]string](&b, b.CallMethod(m.Object, "handler_names", xml))
 	if err := b.Err(); err != nil {
 		return nil, fmt.Errorf("widgets: LoadUI: %w", err)
 	}
@@ -71,7 +71,7 @@ func LoadUI(xml string, handlers map[string]any) (*UI, error) {
 		}
 		return nil, fmt.Errorf("widgets: LoadUI: %s", strings.Join(why, "; "))
 	}
-	builder := b.Call(m.Object, "build", xml, handlers)
+	builder := b.CallMethod(m.Object, "build", xml, handlers)
 	if err := b.Err(); err != nil {
 		return nil, fmt.Errorf("widgets: LoadUI: %w", err)
 	}

@@ -104,7 +104,7 @@ func describe(file, mod, class string) (*classInfo, error) {
 	var b pygi.Block
 	g := b.Globals(nil)
 	b.Exec(describeSource, g)
-	text := b.Text(b.Call(b.Import("json"), "dumps", b.Call(b.Item(g, "describe"), "", file, mod, class)))
+	text := b.Text(b.CallMethod(b.Import("json"), "dumps", b.CallMethod(b.Item(g, "describe"), "", file, mod, class)))
 	if err := b.Err(); err != nil {
 		return nil, err
 	}

@@ -85,29 +85,29 @@ func main() {
 func newMainWindow(a *app.App, gcTimer *eventloop.Timer) (*pygi.Object, error) {
 	var b pygi.Block
 	Gtk := b.Import("gi.repository.Gtk")
-	win := b.Call(Gtk, "ApplicationWindow", pygi.Kw{"application": a.Python(), "default_width": 300,
+	win := b.CallMethod(Gtk, "ApplicationWindow", pygi.Kw{"application": a.Python(), "default_width": 300,
 		"default_height": 150, "title": "Awaker"})
-	b.Call(win, "connect", "close-request", func(*pygi.Object) bool {
+	b.CallMethod(win, "connect", "close-request", func(*pygi.Object) bool {
 		gcTimer.Cancel()
 		a.Quit()
 		return false
 	})
 	state := false
-	button := b.Call(Gtk, "ToggleButton", pygi.Kw{"label": "OFF"})
+	button := b.CallMethod(Gtk, "ToggleButton", pygi.Kw{"label": "OFF"})
 	// The handler gets the button it is connected to as its first
 	// argument, so it captures no widget: nothing for Go to hold that
 	// would keep the button alive (see "Handlers that do not leak" in
 	// package widgets).
 	onClick, err := callbacks.New(func(b *pygi.Block, button *pygi.Object) {
 		state = !state
-		b.Call(button, "set_label", map[bool]string{false: "OFF", true: "ON"}[state])
+		b.CallMethod(button, "set_label", map[bool]string{false: "OFF", true: "ON"}[state])
 	}, callbacks.Name("on_click"))
 	b.Fail(err)
-	b.Call(button, "connect", "clicked", onClick)
+	b.CallMethod(button, "connect", "clicked", onClick)
 	onClick.Close() // Go lets go: only the signal holds the callback now
-	vbox := b.Call(Gtk, "Box", pygi.Kw{"orientation": b.Attr(Gtk, "Orientation.VERTICAL")})
-	b.Call(vbox, "append", button)
-	b.Call(win, "set_child", vbox)
+	vbox := b.CallMethod(Gtk, "Box", pygi.Kw{"orientation": b.Attr(Gtk, "Orientation.VERTICAL")})
+	b.CallMethod(vbox, "append", button)
+	b.CallMethod(win, "set_child", vbox)
 	return win, b.Err()
 }
 
@@ -123,9 +123,9 @@ func clickAway(win *pygi.Object, done func()) {
 		err := eventloop.InvokeWait(context.Background(), func() error {
 			// Found afresh each time: Go keeps no reference to the button.
 			var b pygi.Block
-			button := b.Call(b.Call(win, "get_child"), "get_first_child")
-			b.Call(button, "emit", "clicked")
-			if got := b.Text(b.Call(button, "get_label")); b.Err() == nil && got != want {
+			button := b.CallMethod(b.CallMethod(win, "get_child"), "get_first_child")
+			b.CallMethod(button, "emit", "clicked")
+			if got := b.Text(b.CallMethod(button, "get_label")); b.Err() == nil && got != want {
 				return fmt.Errorf("after click %d the label is %q, want %q", i, got, want)
 			}
 			return b.Err()

@@ -36,20 +36,20 @@ func mark(name string) {
 // text is a method's str result, "" on error (inside callbacks).
 func text(o *pygi.Object, method string) string {
 	var b pygi.Block
-	return b.Text(b.Call(o, method))
+	return b.Text(b.CallMethod(o, method))
 }
 
 func activate(a *app.App) error {
 	quit = a.Quit
 	var b pygi.Block
 	Gtk, GLib, Gio, GObject := b.Import("gi.repository.Gtk"), b.Import("gi.repository.GLib"), b.Import("gi.repository.Gio"), b.Import("gi.repository.GObject")
-	win := b.Call(Gtk, "ApplicationWindow", pygi.Kw{"application": a.Python(), "title": "gallery"})
-	box := b.Call(Gtk, "Box", pygi.Kw{"orientation": b.Attr(Gtk, "Orientation.VERTICAL"), "spacing": 6})
-	b.Call(win, "set_child", box)
+	win := b.CallMethod(Gtk, "ApplicationWindow", pygi.Kw{"application": a.Python(), "title": "gallery"})
+	box := b.CallMethod(Gtk, "Box", pygi.Kw{"orientation": b.Attr(Gtk, "Orientation.VERTICAL"), "spacing": 6})
+	b.CallMethod(win, "set_child", box)
 	// timeout and idle sources
-	ticks, n := b.Call(Gtk, "Label", pygi.Kw{"label": "0"}), 0
-	b.Call(box, "append", ticks)
-	b.Call(GLib, "timeout_add", 20, func() bool {
+	ticks, n := b.CallMethod(Gtk, "Label", pygi.Kw{"label": "0"}), 0
+	b.CallMethod(box, "append", ticks)
+	b.CallMethod(GLib, "timeout_add", 20, func() bool {
 		n++
 		ticks.CallMethod("set_label", fmt.Sprint(n))
 		if n == 3 {
@@ -57,57 +57,57 @@ func activate(a *app.App) error {
 		}
 		return n < 3
 	})
-	b.Call(GLib, "idle_add", func() bool { mark("idle"); return false })
+	b.CallMethod(GLib, "idle_add", func() bool { mark("idle"); return false })
 	// a drawing area's draw func
-	area := b.Call(Gtk, "DrawingArea", pygi.Kw{"content_width": 100, "content_height": 40})
-	b.Call(area, "set_draw_func", func(d *pygi.Block, _, cr *pygi.Object, w, h int) {
-		d.Call(cr, "set_source_rgb", 0.2, 0.4, 0.8)
-		d.Call(cr, "rectangle", 0, 0, w, h)
-		d.Call(cr, "fill")
+	area := b.CallMethod(Gtk, "DrawingArea", pygi.Kw{"content_width": 100, "content_height": 40})
+	b.CallMethod(area, "set_draw_func", func(d *pygi.Block, _, cr *pygi.Object, w, h int) {
+		d.CallMethod(cr, "set_source_rgb", 0.2, 0.4, 0.8)
+		d.CallMethod(cr, "rectangle", 0, 0, w, h)
+		d.CallMethod(cr, "fill")
 		mark("draw")
 	})
-	b.Call(box, "append", area)
+	b.CallMethod(box, "append", area)
 	// an action
-	action := b.Call(Gio, "SimpleAction.new", "greet", nil)
-	b.Call(action, "connect", "activate", func(_, _ *pygi.Object) { mark("action") })
-	b.Call(a.Python(), "add_action", action)
-	b.Call(a.Python(), "activate_action", "greet", nil)
+	action := b.CallMethod(Gio, "SimpleAction.new", "greet", nil)
+	b.CallMethod(action, "connect", "activate", func(_, _ *pygi.Object) { mark("action") })
+	b.CallMethod(a.Python(), "add_action", action)
+	b.CallMethod(a.Python(), "activate_action", "greet", nil)
 	// a list view with a factory, a filter and a sorter
-	words := b.Call(Gtk, "StringList.new", []string{"gamma", "alpha", "beta", "delta"})
-	filtered := b.Call(Gtk, "FilterListModel.new", words, b.Call(Gtk, "CustomFilter.new",
+	words := b.CallMethod(Gtk, "StringList.new", []string{"gamma", "alpha", "beta", "delta"})
+	filtered := b.CallMethod(Gtk, "FilterListModel.new", words, b.CallMethod(Gtk, "CustomFilter.new",
 		func(s *pygi.Object) bool { return strings.Contains(text(s, "get_string"), "e") }))
-	model := b.Call(Gtk, "SortListModel.new", filtered, b.Call(Gtk, "CustomSorter.new",
+	model := b.CallMethod(Gtk, "SortListModel.new", filtered, b.CallMethod(Gtk, "CustomSorter.new",
 		func(x, y, _ *pygi.Object) int { return strings.Compare(text(x, "get_string"), text(y, "get_string")) }))
-	factory := b.Call(Gtk, "SignalListItemFactory")
-	b.Call(factory, "connect", "setup", func(d *pygi.Block, _, item *pygi.Object) { d.Call(item, "set_child", d.Call(Gtk, "Label")) })
-	b.Call(factory, "connect", "bind", func(d *pygi.Block, _, item *pygi.Object) {
-		d.Call(item, "props.child.set_label", d.Text(d.Call(item, "props.item.get_string")))
+	factory := b.CallMethod(Gtk, "SignalListItemFactory")
+	b.CallMethod(factory, "connect", "setup", func(d *pygi.Block, _, item *pygi.Object) { d.CallMethod(item, "set_child", d.CallMethod(Gtk, "Label")) })
+	b.CallMethod(factory, "connect", "bind", func(d *pygi.Block, _, item *pygi.Object) {
+		d.CallMethod(item, "props.child.set_label", d.Text(d.CallMethod(item, "props.item.get_string")))
 		mark("list")
 	})
-	b.Call(box, "append", b.Call(Gtk, "ListView", pygi.Kw{"model": b.Call(Gtk, "NoSelection", pygi.Kw{"model": model}), "factory": factory}))
+	b.CallMethod(box, "append", b.CallMethod(Gtk, "ListView", pygi.Kw{"model": b.CallMethod(Gtk, "NoSelection", pygi.Kw{"model": model}), "factory": factory}))
 	if b.Text(b.Eval("' '.join(s.get_string() for s in m)", b.Globals(pygi.Kw{"m": model}))) == "beta delta" {
 		mark("filter+sort")
 	}
 	// a property binding with a transform
-	adj := b.Call(Gtk, "Adjustment", pygi.Kw{"value": 1, "upper": 10})
-	shown := b.Call(Gtk, "Label")
-	b.Call(adj, "bind_property", "value", shown, "label", b.Attr(GObject, "BindingFlags.SYNC_CREATE"),
+	adj := b.CallMethod(Gtk, "Adjustment", pygi.Kw{"value": 1, "upper": 10})
+	shown := b.CallMethod(Gtk, "Label")
+	b.CallMethod(adj, "bind_property", "value", shown, "label", b.Attr(GObject, "BindingFlags.SYNC_CREATE"),
 		func(_ *pygi.Object, v float64) string { return fmt.Sprintf("value %d", int(v)) })
-	b.Call(adj, "set_value", 7)
-	if b.Text(b.Call(shown, "get_label")) == "value 7" {
+	b.CallMethod(adj, "set_value", 7)
+	if b.Text(b.CallMethod(shown, "get_label")) == "value 7" {
 		mark("binding")
 	}
-	b.Call(box, "append", shown)
+	b.CallMethod(box, "append", shown)
 	// an asynchronous file read
-	b.Call(b.Call(Gio, "File.new_for_path", *file), "load_contents_async", nil, func(d *pygi.Block, f, result *pygi.Object) {
-		if data := pygi.BlockAs[[]byte](d, d.Item(d.Call(f, "load_contents_finish", result), 1)); strings.Contains(string(data), "gallery") {
+	b.CallMethod(b.CallMethod(Gio, "File.new_for_path", *file), "load_contents_async", nil, func(d *pygi.Block, f, result *pygi.Object) {
+		if data := pygi.BlockAs[[]byte](d, d.Item(d.CallMethod(f, "load_contents_finish", result), 1)); strings.Contains(string(data), "gallery") {
 			mark("file")
 		}
 	})
 	// a tick callback
-	b.Call(box, "add_tick_callback", func(_, _ *pygi.Object) bool { mark("tick"); return false })
-	b.Call(GLib, "timeout_add_seconds", 20, func() { fmt.Fprintln(os.Stderr, "timed out:", done); os.Exit(1) })
-	b.Call(win, "present")
+	b.CallMethod(box, "add_tick_callback", func(_, _ *pygi.Object) bool { mark("tick"); return false })
+	b.CallMethod(GLib, "timeout_add_seconds", 20, func() { fmt.Fprintln(os.Stderr, "timed out:", done); os.Exit(1) })
+	b.CallMethod(win, "present")
 	return b.Err()
 }
 

@@ -27,8 +27,8 @@ func main() {
 		win.SetTitle("Hello, duet")
 		win.SetDefaultSize(360, 120)
 		var b pygi.Block
-		label := b.Call(b.Import("gi.repository.Gtk"), "Label", pygi.Kw{"label": "Hello from Python, in a Go window"}) // made in Python
-		_, err := widgets.Call(win, "set_child", label)
+		label := b.CallMethod(b.Import("gi.repository.Gtk"), "Label", pygi.Kw{"label": "Hello from Python, in a Go window"}) // made in Python
+		_, err := widgets.CallMethod(win, "set_child", label)
 		win.Present()
 		if *script {
 			eventloop.After(300*time.Millisecond, a.Quit)

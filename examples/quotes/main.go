@@ -104,7 +104,7 @@ func main() {
 		win := gtk.NewApplicationWindow(a.Gtk())
 		win.SetTitle("quotes: asyncio and goroutines on one loop")
 		win.SetDefaultSize(560, 320)
-		if _, err := widgets.Call(win, "set_child", feed.Object); err != nil {
+		if _, err := widgets.CallMethod(win, "set_child", feed.Object); err != nil {
 			return err
 		}
 		win.Present()
@@ -114,7 +114,7 @@ func main() {
 		}
 		if *script {
 			var b pygi.Block
-			fetch, button := b.Attr(feed.Object, "fetch"), b.Call(feed.Object, "get_first_child")
+			fetch, button := b.Attr(feed.Object, "fetch"), b.CallMethod(feed.Object, "get_first_child")
 			if err := b.Err(); err != nil {
 				return err
 			}

@@ -124,7 +124,7 @@ func build(a *app.App) error {
 		box   gtk.Widgetter
 		child *pygi.Object
 	}{{top, chart.Object}, {side, toggle}, {vbox, logv.Object}} {
-		r, err := widgets.Call(step.box, "append", step.child)
+		r, err := widgets.CallMethod(step.box, "append", step.child)
 		if err != nil {
 			return err
 		}

@@ -443,7 +443,7 @@ func Shared(env *harness.Env) error {
 				return err
 			}
 			defer chart.Close()
-			if r, err := widgets.Call(box, "append", chart.Object); err != nil {
+			if r, err := widgets.CallMethod(box, "append", chart.Object); err != nil {
 				return err
 			} else {
 				r.Close()

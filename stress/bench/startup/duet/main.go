@@ -27,7 +27,7 @@ func main() {
 		win.SetTitle("startup")
 		Gtk, _ := pygi.Repository("Gtk")
 		button, _ := Gtk.CallMethod("Button", pygi.Kw{"label": "button"})
-		widgets.Call(win, "set_child", button)
+		widgets.CallMethod(win, "set_child", button)
 		//duet:cycle-ok the window lives until the program exits
 		win.ConnectMap(func() {
 			gdk.BaseFrameClock(win.FrameClock()).ConnectAfterPaint(func() {
