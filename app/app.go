@@ -15,6 +15,9 @@ import (
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/forensics"
+	"github.com/duet-gtk/duet/internal/diag"
+	"github.com/duet-gtk/duet/internal/hooks"
+	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/widgets"
 )
@@ -495,7 +498,7 @@ func (a *App) RunContext(ctx context.Context, args []string) int {
 			status = 1
 		}
 	}
-	forensics.CloseCrashReports()
+	diag.CloseCrashReports()
 	return status
 }
 
@@ -525,8 +528,8 @@ func pythonExit(err error) (int, bool) {
 
 // shutdown runs after the loop, on the main thread. See Run for the order.
 func (a *App) shutdown() error {
-	eventloop.CancelTimers()
-	if err := widgets.CloseCensus(); err != nil {
+	lifetime.CancelTimers()
+	if err := hooks.CloseCensus(); err != nil {
 		fmt.Fprintln(os.Stderr, "app: closing the census window:", err)
 	}
 	// Destroy what is left while Python is alive: destroying a window runs
@@ -541,7 +544,7 @@ func (a *App) shutdown() error {
 			w.Close()
 		}
 	}
-	if _, err := eventloop.Flush(1000); err != nil {
+	if _, err := lifetime.FlushContext(1000); err != nil {
 		return err
 	}
 	// The application outlives Python (gotk4 keeps it): its handlers that
@@ -561,7 +564,7 @@ func (a *App) shutdown() error {
 			return err
 		}
 	}
-	if _, err := eventloop.Flush(1000); err != nil {
+	if _, err := lifetime.FlushContext(1000); err != nil {
 		return err
 	}
 	if a.opts.SkipFinalize {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/duet-gtk/duet/app"
 	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/widgets"
 )
@@ -174,9 +175,9 @@ keep = [client]
 			w.Present()
 			lbl := gtk.NewLabel("error: something went wrong")
 			w.SetChild(lbl)
-			eventloop.Flush(1000)
+			lifetime.FlushContext(1000)
 			w.Destroy()
-			eventloop.Flush(1000)
+			lifetime.FlushContext(1000)
 		}
 		fmt.Println("toplevels left after Run:", len(gtk.WindowListToplevels()))
 		fmt.Println("windows made after Run")

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/duet-gtk/duet/internal/bridge"
 	"github.com/duet-gtk/duet/internal/lifetime"
+	"github.com/duet-gtk/duet/internal/pyobj"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -233,5 +233,5 @@ func goException(err error) (*pygi.Object, error) {
 	if !ok {
 		return nil, fmt.Errorf("callbacks: cannot make the Python exception for %v", err)
 	}
-	return bridge.WrapOwned(ref).(*pygi.Object), nil
+	return pyobj.Owned(ref), nil
 }

@@ -9,14 +9,26 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/duet-gtk/duet/internal/bridge"
 	"github.com/duet-gtk/duet/internal/capi"
+	"github.com/duet-gtk/duet/internal/diag"
 	"github.com/duet-gtk/duet/internal/lifetime"
+	"github.com/duet-gtk/duet/internal/pyobj"
 	"github.com/duet-gtk/duet/pygi"
 )
 
 func init() {
+	pyobj.NewCallback = func(fn any, name string, broken, async bool) (*pygi.Object, error) {
+		opts := []Option{Name(name)}
+		if broken {
+			opts = append(opts, func(c *config) { c.ownership = goOwnedBroken })
+		}
+		if async {
+			return Async(fn, opts...)
+		}
+		return newCallback(fn, false, opts, captureSite(2))
+	}
 	capi.SetCallbackHandlers(invoke, releaseCallback, releaseHandle)
+	diag.SetCallbackCensus(liveCallbacks)
 	lifetime.SetErrorCause(errorCause)
 	// Go funcs passed anywhere pygi takes a value become callbacks, owned the
 	// same way (pygi closes its temporary reference after the operation).
@@ -32,34 +44,25 @@ func init() {
 	})
 }
 
-// Ownership says who frees a callback's native state.
-type Ownership int
+// ownership says who frees a callback's native state.
+type ownership int
 
 const (
-	// PythonOwned is the product: the callback's PyCapsule destructor, run
+	// pythonOwned is the product: the callback's PyCapsule destructor, run
 	// by CPython when the last Python reference to the function is gone,
 	// frees it. The Go-side *pygi.Object is just one more reference.
-	PythonOwned Ownership = iota
+	pythonOwned ownership = iota
 
-	// GoOwnedBroken is DELIBERATELY BROKEN. It exists only to reproduce the
+	// goOwnedBroken is DELIBERATELY BROKEN. It exists only to reproduce the
 	// classic crash of host-language bindings (the Deno seed's segfault):
 	// the callback's native state (its PyMethodDef and Go handle) is freed
 	// when the Go-side *pygi.Object is garbage-collected, even though Python
 	// may still hold the function, so a later call from Python is a genuine
 	// use-after-free that ends in a segfault or an abort. The stress harness
-	// uses it to show the crash on demand. Never use it in an application.
-	GoOwnedBroken
+	// makes its workload's callbacks so with -ownership go (through
+	// internal/pyobj.NewCallback); nothing else can.
+	goOwnedBroken
 )
-
-func (o Ownership) String() string {
-	switch o {
-	case PythonOwned:
-		return "capsule"
-	case GoOwnedBroken:
-		return "go (broken on purpose)"
-	}
-	return fmt.Sprintf("Ownership(%d)", int(o))
-}
 
 // Option configures a callback.
 type Option func(*config)
@@ -67,7 +70,7 @@ type Option func(*config)
 type config struct {
 	name, doc, module string
 	params            []string
-	ownership         Ownership
+	ownership         ownership
 	method            bool
 }
 
@@ -83,9 +86,6 @@ func Params(names ...string) Option { return func(c *config) { c.params = names 
 
 // Module sets the callable's __module__ (default: the Go function's package).
 func Module(m string) Option { return func(c *config) { c.module = m } }
-
-// WithOwnership picks the ownership mode; see GoOwnedBroken before using it.
-func WithOwnership(o Ownership) Option { return func(c *config) { c.ownership = o } }
 
 // New turns fn, any Go func, into a Python callable. The result is a
 // builtin function (PyCFunction) whose __self__ is a PyCapsule that owns fn:
@@ -189,16 +189,16 @@ func newCallback(fn any, method bool, opts []Option, where *site) (*pygi.Object,
 	if method {
 		flags |= capi.CallbackMethod
 	}
-	if cfg.ownership == GoOwnedBroken {
+	if cfg.ownership == goOwnedBroken {
 		flags |= capi.CallbackBroken
 	}
 	ref, native, st, exc := capi.NewCallback(h, cfg.name, e.sig.doc(cfg), cfg.module, flags)
 	if st != capi.OK {
 		releaseCallback(h) // a no-op if the capsule destructor already ran
-		return nil, bridge.NewError(exc)
+		return nil, pyobj.Error(exc)
 	}
-	o := bridge.WrapOwned(ref).(*pygi.Object)
-	if cfg.ownership == GoOwnedBroken {
+	o := pyobj.Owned(ref)
+	if cfg.ownership == goOwnedBroken {
 		runtime.AddCleanup(o, freeBroken, brokenState{handle: h, native: native})
 	}
 	return o, nil
@@ -215,7 +215,7 @@ func freeBroken(b brokenState) {
 	if e := registry.handles.get(b.handle); e != nil {
 		// Buried before it leaves the table: a call that finds the handle
 		// gone, at any moment, finds its grave (DUET_DEBUG=callbacks).
-		bury(e, "the Go GC (GoOwnedBroken ownership)")
+		bury(e, "the Go GC (the deliberately broken ownership)")
 		if registry.handles.remove(b.handle) {
 			registry.freedByG.Add(1)
 			lifetime.ForgetCallback(b.handle)

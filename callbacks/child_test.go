@@ -15,13 +15,14 @@ import (
 
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/internal/pyobj"
 	"github.com/duet-gtk/duet/internal/testutil"
 	"github.com/duet-gtk/duet/pygi"
 )
 
 // The seed's bug in miniature: Python keeps a callback, Go drops its
 // wrapper, both collectors run, Python calls the callback.
-func heldThenCalled(o callbacks.Ownership) error {
+func heldThenCalled(broken bool) error {
 	g, err := pygi.NewGlobals()
 	if err != nil {
 		return err
@@ -34,7 +35,7 @@ func heldThenCalled(o callbacks.Ownership) error {
 		return err
 	}
 	for i := range 50 {
-		cb, err := callbacks.New(func(x int) int { return x + i }, callbacks.WithOwnership(o))
+		cb, err := pyobj.NewCallback(func(x int) int { return x + i }, "held", broken, false)
 		if err != nil {
 			return err
 		}
@@ -68,7 +69,7 @@ func heldThenCalled(o callbacks.Ownership) error {
 
 // The same through duet's own signal closure (callbacks.Connect): the
 // connection holds the callback, Go drops it, the signal is emitted.
-func connectedThenEmitted(o callbacks.Ownership) error {
+func connectedThenEmitted(broken bool) error {
 	if err := pygi.RequireVersion("GObject", "2.0"); err != nil {
 		return err
 	}
@@ -89,7 +90,7 @@ e = Emitter()
 		return err
 	}
 	for i := range 50 {
-		cb, err := callbacks.New(func(_ *pygi.Object, x int) int { return x + i }, callbacks.WithOwnership(o))
+		cb, err := pyobj.NewCallback(func(_ *pygi.Object, x int) int { return x + i }, "handler", broken, false)
 		if err != nil {
 			return err
 		}
@@ -117,10 +118,10 @@ e = Emitter()
 }
 
 var scenarios = map[string]func() error{
-	"capsule":        func() error { return heldThenCalled(callbacks.PythonOwned) },
-	"broken":         func() error { return heldThenCalled(callbacks.GoOwnedBroken) },
-	"capsule-signal": func() error { return connectedThenEmitted(callbacks.PythonOwned) },
-	"broken-signal":  func() error { return connectedThenEmitted(callbacks.GoOwnedBroken) },
+	"capsule":        func() error { return heldThenCalled(false) },
+	"broken":         func() error { return heldThenCalled(true) },
+	"capsule-signal": func() error { return connectedThenEmitted(false) },
+	"broken-signal":  func() error { return connectedThenEmitted(true) },
 	// runtime.Goexit inside a callback that Python called from a goroutine:
 	// the process must end with a message, not hang with the GIL held.
 	"goexit": func() error {

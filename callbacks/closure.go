@@ -4,9 +4,9 @@ import (
 	"errors"
 	"runtime"
 
-	"github.com/duet-gtk/duet/internal/bridge"
 	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/lifetime"
+	"github.com/duet-gtk/duet/internal/pyobj"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -73,7 +73,7 @@ func connect(obj *pygi.Object, signal string, fn any, after bool, data []any, wh
 		return 0, err
 	}
 	defer lifetime.Exit()
-	o, err := bridge.RefOf(obj)
+	o, err := pyobj.Ref(obj)
 	if err != nil {
 		return 0, err
 	}
@@ -88,7 +88,7 @@ func connect(obj *pygi.Object, signal string, fn any, after bool, data []any, wh
 	}
 	releaseCallback(h) // a no-op when freeing the callable already gave it back
 	if st == capi.Err {
-		return 0, bridge.NewError(exc)
+		return 0, pyobj.Error(exc)
 	}
 	return 0, pygi.ErrClosed
 }
@@ -106,11 +106,11 @@ func connectCallback(obj *pygi.Object, signal string, cb *pygi.Object, after boo
 		return 0, err
 	}
 	defer lifetime.Exit()
-	o, err := bridge.RefOf(obj)
+	o, err := pyobj.Ref(obj)
 	if err != nil {
 		return 0, err
 	}
-	c, err := bridge.RefOf(cb)
+	c, err := pyobj.Ref(cb)
 	if err != nil {
 		return 0, err
 	}
@@ -127,7 +127,7 @@ func connectCallback(obj *pygi.Object, signal string, cb *pygi.Object, after boo
 		lifetime.NoteConnection(gobj, h, id)
 		return id, nil
 	case capi.Err:
-		return 0, bridge.NewError(exc)
+		return 0, pyobj.Error(exc)
 	}
 	return 0, pygi.ErrClosed
 }
@@ -160,36 +160,22 @@ func recordConnection(obj *pygi.Object, id uint64, cb *pygi.Object) {
 	if h == 0 || registry.handles.get(h) == nil {
 		return // a capsule function, but not one of duet's
 	}
-	if err := lifetime.Enter(); err != nil {
-		return
-	}
-	defer lifetime.Exit()
-	r, err := bridge.RefOf(obj)
-	if err != nil {
-		return
-	}
-	p, _, st, exc := capi.GObjectPointer(r)
-	switch st {
-	case capi.OK:
-		lifetime.NoteConnection(uintptr(p), h, id)
-	case capi.Err:
-		_ = bridge.NewError(exc) // not a GObject: PyGObject's connect would have said so
-	}
-	runtime.KeepAlive(obj)
+	// Not a GObject: PyGObject's connect would have said so.
+	_ = pyobj.Use(obj, func(r capi.Ref) (capi.Status, capi.Ref) {
+		p, _, st, exc := capi.GObjectPointer(r)
+		if st == capi.OK {
+			lifetime.NoteConnection(uintptr(p), h, id)
+		}
+		return st, exc
+	})
 }
 
 // callbackHandle is the Go handle behind a duet callback, or 0.
-func callbackHandle(o *pygi.Object) uintptr {
-	if err := lifetime.Enter(); err != nil {
-		return 0
-	}
-	defer lifetime.Exit()
-	r, err := bridge.RefOf(o)
-	if err != nil {
-		return 0
-	}
-	h := capi.CallbackHandle(r)
-	runtime.KeepAlive(o)
+func callbackHandle(o *pygi.Object) (h uintptr) {
+	pyobj.Use(o, func(r capi.Ref) (capi.Status, capi.Ref) {
+		h = capi.CallbackHandle(r)
+		return capi.OK, capi.Ref{}
+	})
 	return h
 }
 
@@ -197,23 +183,13 @@ func callbackHandle(o *pygi.Object) uintptr {
 // (no Python call); the callback is freed if nothing else holds it. An id
 // that is not connected gives ErrNotConnected.
 func Disconnect(obj *pygi.Object, id uint64) error {
-	if err := lifetime.Enter(); err != nil {
-		return err
-	}
-	defer lifetime.Exit()
-	o, err := bridge.RefOf(obj)
-	if err != nil {
-		return err
-	}
-	ok, st, exc := capi.Disconnect(o, id)
-	runtime.KeepAlive(obj)
-	switch {
-	case st == capi.Err:
-		return bridge.NewError(exc)
-	case st != capi.OK:
-		return pygi.ErrClosed
-	case !ok:
+	var ok bool
+	err := pyobj.Use(obj, func(r capi.Ref) (st capi.Status, exc capi.Ref) {
+		ok, st, exc = capi.Disconnect(r, id)
+		return st, exc
+	})
+	if err == nil && !ok {
 		return ErrNotConnected
 	}
-	return nil
+	return err
 }

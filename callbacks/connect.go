@@ -6,7 +6,7 @@ import (
 	"os"
 	"sync/atomic"
 
-	"github.com/duet-gtk/duet/internal/bridge"
+	"github.com/duet-gtk/duet/internal/hooks"
 	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/pygi"
 )
@@ -33,7 +33,7 @@ var connectSource string
 var hookState atomic.Int32
 
 func init() {
-	bridge.InstallConnectHook = installConnectHook
+	hooks.InstallConnectHook = installConnectHook
 }
 
 // installConnectHook wraps PyGObject's connect methods, once per

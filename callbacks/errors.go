@@ -5,8 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/duet-gtk/duet/internal/bridge"
 	"github.com/duet-gtk/duet/internal/capi"
+	"github.com/duet-gtk/duet/internal/pyobj"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -134,7 +134,7 @@ func makeGoException(cls, msg, stack string, err error) (capi.Ref, bool) {
 		goErrors.m.Delete(h)
 		return capi.Ref{}, false
 	}
-	capsule := bridge.WrapOwned(capRef).(*pygi.Object) // owns the handle from now on
+	capsule := pyobj.Owned(capRef) // owns the handle from now on
 	defer capsule.Close()
 	class, err2 := m.Attr(cls)
 	if err2 != nil {
@@ -146,7 +146,7 @@ func makeGoException(cls, msg, stack string, err error) (capi.Ref, bool) {
 		return capi.Ref{}, false
 	}
 	defer e.Close()
-	r, rerr := bridge.RefOf(e)
+	r, rerr := pyobj.Ref(e)
 	if rerr != nil {
 		return capi.Ref{}, false
 	}

@@ -11,8 +11,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/duet-gtk/duet/internal/bridge"
 	"github.com/duet-gtk/duet/internal/capi"
+	"github.com/duet-gtk/duet/internal/pyobj"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -286,8 +286,8 @@ func (s *signature) call(args []capi.Ref, nargs, nkw int, kwnames capi.Ref) (res
 		s.fast0()
 		return capi.Ref{}, capi.ResultNone
 	case s.fastObj != nil && nargs == 1 && nkw == 0:
-		o := bridge.WrapBorrowed(args[0]).(*pygi.Object)
-		defer bridge.Invalidate(o)
+		o := pyobj.Borrowed(args[0])
+		defer pyobj.Invalidate(o)
 		defer s.recoverInto(&res, &rc)
 		s.fastObj(o)
 		return capi.Ref{}, capi.ResultNone
@@ -313,13 +313,13 @@ func (s *signature) callSlow(args []capi.Ref, nargs, nkw int, kwnames capi.Ref) 
 	var small [6]*pygi.Object
 	objs := small[:0]
 	borrow := func(r capi.Ref) *pygi.Object {
-		o := bridge.WrapBorrowed(r).(*pygi.Object)
+		o := pyobj.Borrowed(r)
 		objs = append(objs, o)
 		return o
 	}
 	defer func() {
 		for _, o := range objs {
-			bridge.Invalidate(o)
+			pyobj.Invalidate(o)
 		}
 	}()
 	defer s.recoverInto(&res, &rc)
@@ -431,7 +431,7 @@ func (s *signature) finish(val any, err error) (capi.Ref, capi.CallbackResult) {
 	}
 	// A new reference for Python: the Go value (even an *Object the Go code
 	// keeps using) stays the Go code's.
-	r, st, err := bridge.NewRef(val)
+	r, st, err := pyobj.NewRef(val)
 	if err != nil {
 		capi.RaiseMessage(capi.TypeError, fmt.Sprintf("%s() returned a value Python cannot hold: %v", s.name, err))
 		return capi.Ref{}, capi.ResultRaised

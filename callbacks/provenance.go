@@ -106,24 +106,16 @@ func shortFile(f string) string {
 	return f
 }
 
-// A Live is a group of callbacks alive now with the same name and
-// creation site.
-type Live struct {
-	Name  string
-	Site  string // file:line (see the package doc on provenance)
-	Count int
-}
-
-// LiveCallbacks groups the callbacks alive now by name and creation site,
-// most numerous first.
-func LiveCallbacks() []Live {
+// liveCallbacks groups the callbacks alive now by name and creation site,
+// most numerous first (the census's callbacks table).
+func liveCallbacks() []diag.Live {
 	counts := map[[2]string]int{}
 	registry.handles.each(func(e *entry) { counts[[2]string{e.name, e.created()}]++ })
-	out := make([]Live, 0, len(counts))
+	out := make([]diag.Live, 0, len(counts))
 	for k, n := range counts {
-		out = append(out, Live{Name: k[0], Site: k[1], Count: n})
+		out = append(out, diag.Live{Name: k[0], Site: k[1], Count: n})
 	}
-	slices.SortFunc(out, func(a, b Live) int {
+	slices.SortFunc(out, func(a, b diag.Live) int {
 		if a.Count != b.Count {
 			return b.Count - a.Count
 		}

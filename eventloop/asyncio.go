@@ -19,9 +19,8 @@ import (
 //go:embed asyncio.py
 var asyncioSource string
 
-// AsyncioGrace bounds how long the loop's end waits for the asyncio tasks
-// it cancels (and the default executor) to finish.
-var AsyncioGrace = 2 * time.Second
+// asyncioGrace is the running (or last) loop's AsyncioGrace.
+var asyncioGrace atomic.Int64
 
 var aio struct {
 	once   sync.Once
@@ -103,7 +102,7 @@ func startAsyncio() (stop func(), err error) {
 		}
 		if aio.loaded.Load() {
 			m, _ := asyncioModule()
-			b.CallMethod(m, "uninstall", AsyncioGrace.Seconds())
+			b.CallMethod(m, "uninstall", time.Duration(asyncioGrace.Load()).Seconds())
 		}
 		if err := b.Err(); err != nil {
 			reportPanic(fmt.Sprintf("eventloop: closing the asyncio loop: %v", err), nil)
@@ -224,7 +223,7 @@ func (t *Task) Wait(ctx context.Context) (*pygi.Object, error) {
 			return t.res, t.err
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(AsyncioGrace + time.Second):
+		case <-time.After(time.Duration(asyncioGrace.Load()) + time.Second):
 			return nil, ErrNotRunning
 		}
 	}

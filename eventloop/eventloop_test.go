@@ -77,8 +77,7 @@ func TestInvokeWaitAndPanics(t *testing.T) {
 
 	// A panic in fire-and-forget work is reported and the loop goes on.
 	reported := make(chan *pygi.PanicError, 1)
-	eventloop.SetPanicHandler(func(p *pygi.PanicError) { reported <- p })
-	defer eventloop.SetPanicHandler(nil)
+	defer eventloop.OnPanic(func(p *pygi.PanicError) { reported <- p })()
 	eventloop.Invoke(func() { panic(sentinel) })
 	select {
 	case p := <-reported:

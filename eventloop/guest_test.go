@@ -185,7 +185,6 @@ for n in names:
 	// The loop's UI thread stuck, a host handler of its own: the grace ends,
 	// duet hands SIGTERM back, and the host decides (here: status 7).
 	"host-stuck-handback": func() error {
-		eventloop.SetSignalGrace(300 * time.Millisecond)
 		ch := make(chan os.Signal, 4)
 		signal.Notify(ch, syscall.SIGTERM)
 		go func() {
@@ -198,7 +197,7 @@ for n in names:
 			ready()
 			select {} // never comes back
 		})
-		eventloop.Run(context.Background())
+		eventloop.Run(context.Background(), eventloop.SignalGrace(300*time.Millisecond))
 		return errors.New("the loop returned")
 	},
 	// Signals Python handles (not SIGINT, SIGTERM) while the UI thread is
@@ -212,13 +211,12 @@ for n in names:
 		if err := pygi.Exec("import signal\ngot = []\nsignal.signal(signal.SIGUSR1, lambda n, f: got.append(n))\n", g); err != nil {
 			return err
 		}
-		eventloop.SetSignalGrace(500 * time.Millisecond)
 		eventloop.Invoke(func() {
 			ready()
 			time.Sleep(2 * time.Second) // busy in Go, well past the grace
 		})
 		eventloop.After(2500*time.Millisecond, eventloop.Quit)
-		if err := eventloop.Run(context.Background()); err != nil {
+		if err := eventloop.Run(context.Background(), eventloop.SignalGrace(500*time.Millisecond)); err != nil {
 			return err
 		}
 		r, err := pygi.Eval("len(got)", g)
@@ -231,7 +229,6 @@ for n in names:
 	// PyGObject's own test_ossig pattern: signal.alarm with a handler while
 	// Python code on the UI thread is busy past the grace.
 	"loop-alarm-busy": func() error {
-		eventloop.SetSignalGrace(300 * time.Millisecond)
 		var got error
 		eventloop.Invoke(func() {
 			ready()
@@ -247,7 +244,7 @@ assert fired, "the alarm's handler did not run"
 `, nil)
 			eventloop.Quit()
 		})
-		if err := eventloop.Run(context.Background()); err != nil {
+		if err := eventloop.Run(context.Background(), eventloop.SignalGrace(300*time.Millisecond)); err != nil {
 			return err
 		}
 		if got != nil {
@@ -708,7 +705,6 @@ def start():
 	// task that needs longer than what is left of it to finish after its
 	// cancellation: the UI thread came back in time, so the task finishes.
 	lifetimeChildren["grace-vs-asyncio"] = func() error {
-		eventloop.SetSignalGrace(time.Second)
 		g, err := pygi.NewGlobals()
 		if err != nil {
 			return err
@@ -732,7 +728,7 @@ def start():
 			ready()
 			time.Sleep(600 * time.Millisecond) // busy, within the grace
 		})
-		err = eventloop.Run(context.Background())
+		err = eventloop.Run(context.Background(), eventloop.SignalGrace(time.Second))
 		var se *eventloop.SignalError
 		if !errors.As(err, &se) {
 			return fmt.Errorf("Run: want a SignalError, got %v", err)
@@ -775,7 +771,6 @@ GLib.idle_add(cb)
 	// A host that survives a handed-back SIGTERM: Python's handler for it
 	// runs again for the next one, as under python3.
 	lifetimeChildren["handback-keeps-python"] = func() error {
-		eventloop.SetSignalGrace(200 * time.Millisecond)
 		ch := make(chan os.Signal, 8)
 		signal.Notify(ch, syscall.SIGTERM)
 		g, err := pygi.NewGlobals()
@@ -790,7 +785,7 @@ GLib.idle_add(cb)
 			time.Sleep(800 * time.Millisecond) // past the grace: handed back
 			eventloop.Quit()
 		})
-		eventloop.Run(context.Background())
+		eventloop.Run(context.Background(), eventloop.SignalGrace(200*time.Millisecond))
 		before, err := pygi.Eval("len(runs)", g)
 		if err != nil {
 			return err

@@ -95,10 +95,7 @@ func Drive(ctx context.Context, run func(), quit func(), opts ...Option) error {
 	if err := RequireMain("eventloop.Run"); err != nil {
 		return err
 	}
-	var cfg config
-	for _, o := range opts {
-		o(&cfg)
-	}
+	cfg := newConfig(opts)
 	state.mu.Lock()
 	if state.running.Load() {
 		state.mu.Unlock()
@@ -171,7 +168,8 @@ func Drive(ctx context.Context, run func(), quit func(), opts ...Option) error {
 	defer stopGC()
 
 	owned := loopSignals(cfg)
-	sh := newSignalHandling(stop, owned)
+	sh := newSignalHandling(stop, owned, cfg.signalGrace)
+	asyncioGrace.Store(int64(cfg.asyncioGrace))
 	state.mu.Lock()
 	state.signals = sh
 	state.mu.Unlock()
@@ -368,47 +366,48 @@ func runGuarded(where string, fn func() error) (err error) {
 	return err
 }
 
-var panicHandler atomic.Pointer[func(*pygi.PanicError)]
+var panics struct {
+	mu   sync.Mutex
+	subs map[int]func(*pygi.PanicError)
+	next int
+}
 
-// SetPanicHandler sets what happens to a panic recovered from Invoke work or
-// a timer (the default prints it with its stack to stderr). nil restores
-// the default.
-func SetPanicHandler(h func(*pygi.PanicError)) {
-	if h == nil {
-		panicHandler.Store(nil)
-		return
+// OnPanic registers fn to receive the panics recovered from Invoke work
+// and timers, instead of their being printed with their stacks to stderr
+// (the default while nobody is registered). It returns a function that
+// removes fn.
+func OnPanic(fn func(*pygi.PanicError)) (remove func()) {
+	panics.mu.Lock()
+	defer panics.mu.Unlock()
+	if panics.subs == nil {
+		panics.subs = map[int]func(*pygi.PanicError){}
 	}
-	panicHandler.Store(&h)
+	id := panics.next
+	panics.next++
+	panics.subs[id] = fn
+	return func() {
+		panics.mu.Lock()
+		delete(panics.subs, id)
+		panics.mu.Unlock()
+	}
 }
 
 func reportPanic(msg string, err error) {
 	var pe *pygi.PanicError
 	if errors.As(err, &pe) {
-		if h := panicHandler.Load(); h != nil {
-			(*h)(pe)
-			return
+		panics.mu.Lock()
+		subs := make([]func(*pygi.PanicError), 0, len(panics.subs))
+		for _, f := range panics.subs {
+			subs = append(subs, f)
 		}
-		fmt.Fprintf(os.Stderr, "%s\n%s\n", pe.Error(), pe.Stack)
+		panics.mu.Unlock()
+		for _, f := range subs {
+			f(pe)
+		}
+		if len(subs) == 0 {
+			fmt.Fprintf(os.Stderr, "%s\n%s\n", pe.Error(), pe.Stack)
+		}
 		return
 	}
 	fmt.Fprintln(os.Stderr, msg)
-}
-
-// Flush dispatches whatever the default main context has ready, without
-// blocking, at most max times, and returns how many iterations dispatched
-// something. UI thread only, while no loop runs (app uses it during
-// shutdown, so that destroyed widgets finish disposing while Python is
-// still alive).
-func Flush(max int) (int, error) {
-	if err := RequireMain("eventloop.Flush"); err != nil {
-		return 0, err
-	}
-	if Running() {
-		return 0, errors.New("eventloop.Flush: the loop is running; it dispatches by itself")
-	}
-	n := 0
-	for n < max && capi.LoopIterate(false) {
-		n++
-	}
-	return n, nil
 }

@@ -172,7 +172,6 @@ with ctx.Pool(2, initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_
 	// back for the signal when its handler ran. The same for a
 	// KeyboardInterrupt the job catches.
 	"handler-counts-as-back": func() error {
-		eventloop.SetSignalGrace(500 * time.Millisecond)
 		var jobErr error
 		eventloop.Invoke(func() {
 			ready()
@@ -189,7 +188,7 @@ print("job done", flush=True)
 `, nil)
 			eventloop.Quit()
 		})
-		if err := eventloop.Run(context.Background()); err != nil {
+		if err := eventloop.Run(context.Background(), eventloop.SignalGrace(500*time.Millisecond)); err != nil {
 			return fmt.Errorf("Run: %v", err)
 		}
 		if jobErr != nil {

@@ -6,13 +6,12 @@ import (
 	"os"
 	"os/signal"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
-	"github.com/duet-gtk/duet/internal/bridge"
 	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/lifetime"
+	"github.com/duet-gtk/duet/internal/pyobj"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -22,23 +21,32 @@ type SignalError struct{ Signal os.Signal }
 
 func (e *SignalError) Error() string { return "eventloop: quit on " + e.Signal.String() }
 
-// The grace a signal gives the UI thread: after SIGINT or SIGTERM, the UI
-// thread must come back (run the signal's Python handler, or end the loop
-// for the ordered shutdown) within it, or the signal is handed back.
-var signalGrace atomic.Int64
-
-func init() { signalGrace.Store(int64(3 * time.Second)) }
-
-// SetSignalGrace sets how long the UI thread has, after SIGINT or SIGTERM,
-// to come back before duet hands the signal back to the process (see
-// "Signals" in the package doc); it returns the previous value (default
-// 3 s).
-func SetSignalGrace(d time.Duration) time.Duration { return time.Duration(signalGrace.Swap(int64(d))) }
-
 // Option changes how Run and Drive run the loop.
 type Option func(*config)
 
-type config struct{ hostSignals bool }
+type config struct {
+	hostSignals  bool
+	signalGrace  time.Duration // after SIGINT or SIGTERM, for the UI thread to come back
+	asyncioGrace time.Duration // for the asyncio tasks the loop's end cancels
+}
+
+func newConfig(opts []Option) config {
+	c := config{signalGrace: 3 * time.Second, asyncioGrace: 2 * time.Second}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+// SignalGrace sets how long the UI thread has, after SIGINT or SIGTERM, to
+// come back (run the signal's Python handler, or end the loop for the
+// ordered shutdown) before duet hands the signal back to the process (see
+// "Signals" in the package doc). Default 3 s.
+func SignalGrace(d time.Duration) Option { return func(c *config) { c.signalGrace = d } }
+
+// AsyncioGrace bounds how long the loop's end waits for the asyncio tasks
+// it cancels (and the default executor) to finish. Default 2 s.
+func AsyncioGrace(d time.Duration) Option { return func(c *config) { c.asyncioGrace = d } }
 
 // HostSignals leaves SIGINT and SIGTERM to the program: the loop does not
 // subscribe to them, so they do what the program makes them do (its own
@@ -75,6 +83,7 @@ func loopSignals(c config) []syscall.Signal {
 type signalHandling struct {
 	stop  func(error)
 	owned map[syscall.Signal]bool
+	grace time.Duration
 
 	mu       sync.Mutex
 	waiting  syscall.Signal // an owned signal whose handling the UI thread has not reached yet
@@ -88,8 +97,8 @@ type signalHandling struct {
 	sigint bool
 }
 
-func newSignalHandling(stop func(error), owned []syscall.Signal) *signalHandling {
-	h := &signalHandling{stop: stop, owned: map[syscall.Signal]bool{}}
+func newSignalHandling(stop func(error), owned []syscall.Signal, grace time.Duration) *signalHandling {
+	h := &signalHandling{stop: stop, owned: map[syscall.Signal]bool{}, grace: grace}
 	for _, s := range owned {
 		h.owned[s] = true
 	}
@@ -167,7 +176,7 @@ func (h *signalHandling) arm(sig syscall.Signal) {
 	if h.timer != nil {
 		h.timer.Stop()
 	}
-	grace := time.Duration(signalGrace.Load())
+	grace := h.grace
 	h.timer = time.AfterFunc(grace, func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
@@ -316,7 +325,7 @@ func runPythonSignalHandlers() error {
 	}
 	defer lifetime.Exit()
 	if st, exc := capi.CheckSignals(); st == capi.Err {
-		return bridge.NewError(exc)
+		return pyobj.Error(exc)
 	}
 	return nil
 }

@@ -124,7 +124,6 @@ GLib.idle_add(busy)
 	// happen, so after the grace SIGTERM is handed back and ends the
 	// process as it ends a Go program.
 	"loop-stuck-sigterm": func() error {
-		eventloop.SetSignalGrace(time.Second)
 		if err := pygi.Exec(`
 from gi.repository import GLib
 def stuck():
@@ -139,18 +138,17 @@ GLib.idle_add(stuck)
 `, nil); err != nil {
 			return err
 		}
-		eventloop.Run(context.Background())
+		eventloop.Run(context.Background(), eventloop.SignalGrace(time.Second))
 		return errors.New("the loop returned")
 	},
 	// The UI thread is stuck in Go; a second SIGINT is handed back at once
 	// and ends the process.
 	"loop-stuck-second-signal": func() error {
-		eventloop.SetSignalGrace(time.Minute)
 		eventloop.Invoke(func() {
 			ready()
 			select {} // never comes back
 		})
-		eventloop.Run(context.Background())
+		eventloop.Run(context.Background(), eventloop.SignalGrace(time.Minute))
 		return errors.New("the loop returned")
 	},
 	// No loop, the main thread busy in Go: SIGINT ends the process as it

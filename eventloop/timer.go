@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/duet-gtk/duet/internal/capi"
+	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -110,9 +111,11 @@ func fireTimer(h uintptr) bool {
 	return false
 }
 
-// CancelTimers cancels every timer still scheduled; app calls it during
+func init() { lifetime.SetTimerCanceller(cancelTimers) }
+
+// cancelTimers cancels every timer still scheduled; app has it run during
 // shutdown, before Python goes away.
-func CancelTimers() {
+func cancelTimers() {
 	timers.m.Range(func(_, v any) bool {
 		v.(*Timer).Cancel()
 		return true

@@ -18,6 +18,8 @@ import (
 
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/forensics"
+	"github.com/duet-gtk/duet/internal/diag"
+	"github.com/duet-gtk/duet/internal/pyobj"
 	"github.com/duet-gtk/duet/internal/testutil"
 	"github.com/duet-gtk/duet/pygi"
 )
@@ -45,7 +47,7 @@ func init() {
 	scenarios["clean-close"] = func() error {
 		path, err := forensics.EnableCrashReports(os.Getenv("REPORT"))
 		fmt.Println("path", path, "error", err)
-		forensics.CloseCrashReports()
+		diag.CloseCrashReports()
 		return nil
 	}
 }
@@ -323,7 +325,7 @@ func init() {
 			return err
 		}
 		func() {
-			cb, err := callbacks.New(func() {}, callbacks.Name("on_race"), callbacks.WithOwnership(callbacks.GoOwnedBroken))
+			cb, err := pyobj.NewCallback(func() {}, "on_race", true, false)
 			if err != nil {
 				panic(err)
 			}

@@ -5,14 +5,12 @@ import (
 	"errors"
 	"os"
 	"slices"
-	"sync"
 	"time"
 
-	"github.com/duet-gtk/duet/callbacks"
-	"github.com/duet-gtk/duet/internal/bridge"
 	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/diag"
 	"github.com/duet-gtk/duet/internal/lifetime"
+	"github.com/duet-gtk/duet/internal/pyobj"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -34,14 +32,6 @@ func EnableCrashReports(path string) (string, error) { return diag.EnableCrashRe
 // writes it; "" when there is none (crash reports off, or closed by
 // CloseCrashReports).
 func CrashReportPath() string { return diag.CrashReportPath() }
-
-// CloseCrashReports is for a process that ends cleanly: a crash after it
-// reports to stderr only, and no empty report file is left (duet removes
-// only a file it created). app.Run, looptest.Main and the stress harness
-// call it; a process that ends otherwise (os.Exit) leaves nothing either,
-// except on a file system that cannot make unnamed files (O_TMPFILE),
-// where the named file had to be made at once.
-func CloseCrashReports() { diag.CloseCrashReports() }
 
 // SetProvenance turns the recording of callbacks' creation sites on or
 // off for callbacks made from now on (on with crash reports and with
@@ -103,34 +93,12 @@ type Census struct {
 	Quarantined int           `json:"quarantined"` // freed callbacks kept in quarantine (DUET_DEBUG=callbacks)
 }
 
-// Total sums a table.
-func Total(t []Count) int {
-	n := 0
-	for _, c := range t {
-		n += c.N
-	}
-	return n
-}
-
-var sources struct {
-	mu       sync.Mutex
-	gobjects func() map[string]int
-}
-
-// RegisterGObjects sets the source of the GObjects table (package widgets
-// registers its tracked and watched objects).
-func RegisterGObjects(fn func() map[string]int) {
-	sources.mu.Lock()
-	sources.gobjects = fn
-	sources.mu.Unlock()
-}
-
 // TakeCensus counts what lives now. Safe from any goroutine; the GObjects
 // table is exact on the UI thread (elsewhere an object may finalise while
 // it is counted: it is then counted or not).
 func TakeCensus() (*Census, error) {
 	c := &Census{At: time.Since(diag.Start), Quarantined: capi.Quarantined()}
-	for _, l := range callbacks.LiveCallbacks() {
+	for _, l := range diag.LiveCallbacks() {
 		c.Callbacks = append(c.Callbacks, Count{Name: l.Name, Site: l.Site, N: l.Count})
 	}
 	refs, err := censusRefs()
@@ -138,11 +106,8 @@ func TakeCensus() (*Census, error) {
 		return nil, err
 	}
 	c.PyObjects = table(refs)
-	sources.mu.Lock()
-	g := sources.gobjects
-	sources.mu.Unlock()
-	if g != nil {
-		c.GObjects = table(g())
+	if g := diag.GObjects(); g != nil {
+		c.GObjects = table(g)
 	}
 	return c, nil
 }
@@ -174,11 +139,11 @@ func censusRefs() (map[string]int, error) {
 	switch st {
 	case capi.OK:
 	case capi.Err:
-		return nil, bridge.NewError(exc)
+		return nil, pyobj.Error(exc)
 	default:
 		return nil, errors.New("forensics: census of references failed")
 	}
-	o := bridge.WrapOwned(r).(*pygi.Object)
+	o := pyobj.Owned(r)
 	defer o.Close()
 	// The dict is made from the slots before Go holds it: it counts nothing
 	// of its own.

@@ -17,6 +17,7 @@ import (
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/forensics"
+	"github.com/duet-gtk/duet/internal/pyobj"
 	"github.com/duet-gtk/duet/internal/testutil"
 	"github.com/duet-gtk/duet/pygi"
 )
@@ -105,7 +106,7 @@ func TestCensusCountsKnownAllocations(t *testing.T) {
 	for _, c := range after.PyObjects {
 		assert.NotEqual(t, "CensusProbe", c.Name)
 	}
-	assert.Equal(t, forensics.Total(mark.Callbacks), forensics.Total(after.Callbacks))
+	assert.Equal(t, total(mark.Callbacks), total(after.Callbacks))
 }
 
 func TestCrossingsRecordTheBoundary(t *testing.T) {
@@ -291,7 +292,7 @@ held = []
 	}
 	func() {
 		fmt.Println("site", siteOfNextLine())
-		cb, err := callbacks.New(func() {}, callbacks.Name("on_tick"), callbacks.WithOwnership(callbacks.GoOwnedBroken))
+		cb, err := pyobj.NewCallback(func() {}, "on_tick", true, false)
 		if err != nil {
 			panic(err)
 		}
@@ -421,4 +422,12 @@ func firstLineWith(s, prefix string) string {
 		}
 	}
 	return ""
+}
+
+func total(t []forensics.Count) int {
+	n := 0
+	for _, c := range t {
+		n += c.N
+	}
+	return n
 }

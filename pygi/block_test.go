@@ -67,7 +67,7 @@ func TestBlockKeepsTheFirstError(t *testing.T) {
 	bad := b.Attr(step, "no_such_attribute")
 	assert.Nil(t, bad)
 	b.CallMethod(step, "", 2) // skipped
-	b.SetAttr(g, "x", 3)    // skipped
+	b.SetAttr(g, "x", 3)      // skipped
 	assert.Zero(t, b.Int(b.Eval("40 + 2", nil)), "skipped after the error")
 
 	err = b.Err()

@@ -9,9 +9,9 @@ import (
 	coreglib "github.com/diamondburned/gotk4/pkg/core/glib"
 
 	"github.com/duet-gtk/duet/eventloop"
-	"github.com/duet-gtk/duet/internal/bridge"
 	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/lifetime"
+	"github.com/duet-gtk/duet/internal/pyobj"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -30,45 +30,21 @@ var (
 
 // pointer returns the GObject* behind a PyGObject object. It is borrowed:
 // valid while o (which holds a reference to the GObject) is alive.
-func pointer(o *pygi.Object) (unsafe.Pointer, bool, error) {
-	if err := lifetime.Enter(); err != nil {
-		return nil, false, err
+func pointer(o *pygi.Object) (p unsafe.Pointer, toggled bool, err error) {
+	var notGObject bool
+	err = pyobj.Use(o, func(r capi.Ref) (st capi.Status, exc capi.Ref) {
+		p, toggled, st, exc = capi.GObjectPointer(r)
+		notGObject = st == capi.Err
+		return st, exc
+	})
+	if notGObject {
+		return nil, false, fmt.Errorf("%w: %w", ErrNotGObject, err)
 	}
-	defer lifetime.Exit()
-	r, err := bridge.RefOf(o)
-	if err != nil {
-		return nil, false, err
-	}
-	p, toggled, st, exc := capi.GObjectPointer(r)
-	runtime.KeepAlive(o)
-	switch st {
-	case capi.OK:
-		return p, toggled, nil
-	case capi.Err:
-		return nil, false, fmt.Errorf("%w: %w", ErrNotGObject, bridge.NewError(exc))
-	}
-	return nil, false, pygi.ErrClosed
+	return p, toggled, err
 }
 
-// Pointer returns the address of the GObject behind a PyGObject object,
-// for identity checks; it is only meaningful while o lives. Any goroutine.
-func Pointer(o *pygi.Object) (uintptr, error) {
-	p, _, err := pointer(o)
-	return uintptr(p), err
-}
-
-// ToGo returns gotk4's view of the GObject behind a PyGObject object: the
-// same object, not a copy. gotk4 takes its own reference (a toggle
-// reference; see the package documentation for what that means for
-// lifetime).
-//
-// Objects whose Python wrapper holds a toggle reference are refused with
-// ErrToggleTrap (see there). UI thread only: gotk4's wrappers are made
-// there, where duet also releases them (lifetime.go).
-func ToGo(o *pygi.Object) (*coreglib.Object, error) {
-	if err := eventloop.RequireMain("widgets.ToGo"); err != nil {
-		return nil, err
-	}
+// toGo is Cast's core: gotk4's own wrapper of the object, tracked.
+func toGo(o *pygi.Object) (*coreglib.Object, error) {
 	p, toggled, err := pointer(o)
 	if err != nil {
 		return nil, err
@@ -81,18 +57,28 @@ func ToGo(o *pygi.Object) (*coreglib.Object, error) {
 	return obj, nil
 }
 
-// Cast returns the GObject behind a PyGObject object as the gotk4 type T
-// (for example *gtk.Button, or gtk.Widgetter): an error, not a panic, when
-// the object is not a T. UI thread only, like ToGo. (pygi.As converts
-// Python values to Go values; Cast gives gotk4's view of a GObject.)
+// Cast returns gotk4's view of the GObject behind a PyGObject object (the
+// same object, not a copy) as the gotk4 type T: *gtk.Button, say, or
+// gtk.Widgetter, or *coreglib.Object for the object itself; an error, not
+// a panic, when the object is not a T. (pygi.As converts Python values to
+// Go values; Cast gives gotk4's view of a GObject.)
+//
+// gotk4 takes its own reference (a toggle reference; see the package
+// documentation for what that means for lifetime). Objects whose Python
+// wrapper holds a toggle reference are refused with ErrToggleTrap (see
+// there). UI thread only: gotk4's wrappers are made there, where duet also
+// releases them (lifetime.go).
 func Cast[T any](o *pygi.Object) (T, error) {
 	var zero T
 	if err := eventloop.RequireMain("widgets.Cast"); err != nil {
 		return zero, err
 	}
-	obj, err := ToGo(o)
+	obj, err := toGo(o)
 	if err != nil {
 		return zero, err
+	}
+	if v, ok := any(obj).(T); ok {
+		return v, nil
 	}
 	v, ok := any(obj.Cast()).(T)
 	if !ok {
@@ -119,9 +105,9 @@ func ToPython(obj coreglib.Objector) (*pygi.Object, error) {
 	r, st, exc := capi.WrapGObject(base.Native())
 	runtime.KeepAlive(obj)
 	if st != capi.OK {
-		return nil, bridge.NewError(exc)
+		return nil, pyobj.Error(exc)
 	}
-	return bridge.WrapOwned(r).(*pygi.Object), nil
+	return pyobj.Owned(r), nil
 }
 
 // CallMethod calls a PyGObject method on a gotk4 object, through its Python

@@ -8,6 +8,7 @@ import (
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/forensics"
+	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -50,11 +51,11 @@ func ShowCensus(parent *pygi.Object) (*Widget, error) {
 	return &Widget{w}, nil
 }
 
-// CloseCensus closes the census window if it is open (app.Run does, when
+// closeCensus closes the census window if it is open (app.Run does, when
 // the application shuts down: the window is not one of its windows, so
 // that it never keeps the app running). UI thread only.
-func CloseCensus() error {
-	if err := eventloop.RequireMain("widgets.CloseCensus"); err != nil {
+func closeCensus() error {
+	if err := lifetime.RequireMain("closing the census window"); err != nil {
 		return err
 	}
 	m := censusHelper.loaded()

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/internal/testutil"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/widgets"
@@ -50,7 +50,7 @@ queued = not ran
 `, g); err != nil {
 			return err
 		}
-		if _, err := eventloop.Flush(100); err != nil {
+		if _, err := lifetime.FlushContext(100); err != nil {
 			return err
 		}
 		if err := pygi.Exec("assert queued, 'ran synchronously on the calling thread'\n"+
@@ -83,7 +83,7 @@ queued = not ran
 			if _, err := widgets.Reap(); err != nil {
 				return err
 			}
-			if _, err := eventloop.Flush(10000); err != nil {
+			if _, err := lifetime.FlushContext(10000); err != nil {
 				return err
 			}
 		}

@@ -1,6 +1,10 @@
 package widgets
 
-import "io"
+import (
+	"io"
+
+	"github.com/duet-gtk/duet/pygi"
+)
 
 // SimulateUnknownToggleLayout makes duet behave as on a GLib whose toggle
 // record it cannot read, writing the start-up warning to w; restore undoes it.
@@ -13,3 +17,18 @@ func SimulateUnknownToggleLayout(w io.Writer) (restore func()) {
 		track.layoutUnknown.Store(was)
 	}
 }
+
+// Pointer returns the address of the GObject behind o, for identity checks.
+func Pointer(o *pygi.Object) (uintptr, error) {
+	p, _, err := pointer(o)
+	return uintptr(p), err
+}
+
+// ToGo is Cast to *coreglib.Object, as the tests knew it.
+func ToGo(o *pygi.Object) (any, error) { return toGo(o) }
+
+// Reap is hooks.Reap, for the tests.
+func Reap() (int, error) { return reap() }
+
+// CloseCensus is hooks.CloseCensus, for the tests.
+func CloseCensus() error { return closeCensus() }

@@ -13,8 +13,10 @@ import (
 	"github.com/diamondburned/gotk4/pkg/core/intern"
 
 	"github.com/duet-gtk/duet/eventloop"
-	"github.com/duet-gtk/duet/forensics"
 	"github.com/duet-gtk/duet/internal/capi"
+	"github.com/duet-gtk/duet/internal/diag"
+	"github.com/duet-gtk/duet/internal/hooks"
+	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -98,7 +100,9 @@ func init() {
 	capi.SetIdleAfterHandler(releaseReady)
 	newSentinel()
 	checkToggleLayout(capi.ToggleLayoutKnown())
-	forensics.RegisterGObjects(gobjectCensus)
+	diag.SetGObjectCensus(gobjectCensus)
+	hooks.Reap = reap
+	hooks.CloseCensus = closeCensus
 }
 
 // gobjectCensus counts the GObjects duet sees (tracked gotk4 wrappers and
@@ -152,7 +156,7 @@ func newSentinel() {
 		if n > 0 && eventloop.Running() && !track.scanQueued.Swap(true) {
 			eventloop.Invoke(func() {
 				track.scanQueued.Store(false)
-				Reap() // on the loop: cannot fail
+				reap() // on the loop: cannot fail
 			})
 		}
 	})
@@ -194,13 +198,14 @@ func takeTracked(p unsafe.Pointer) *coreglib.Object {
 	return coreglib.Take(p)
 }
 
-// Reap looks for tracked objects gotk4 has let go of (see above) and
+// reap looks for tracked objects gotk4 has let go of (see above) and
 // schedules their release in a fresh idle on the loop. It runs on the UI
 // thread, after every finalizer epoch while the loop runs; with no loop
-// running, call Reap and then iterate the main context (eventloop.Flush).
-// It returns how many objects it scheduled. UI thread only.
-func Reap() (int, error) {
-	if err := eventloop.RequireMain("widgets.Reap"); err != nil {
+// running, app and the stress harness call it (hooks.Reap) and then
+// iterate the main context. It returns how many objects it scheduled. UI
+// thread only.
+func reap() (int, error) {
+	if err := lifetime.RequireMain("reaping gotk4's objects"); err != nil {
 		return 0, err
 	}
 	epoch := track.epoch.Load()

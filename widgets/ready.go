@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/duet-gtk/duet/eventloop"
-	"github.com/duet-gtk/duet/internal/bridge"
+	"github.com/duet-gtk/duet/internal/pyobj"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -39,7 +39,7 @@ func Library() (*Module, error) {
 		if err != nil {
 			return nil, err // not cached: a later call may succeed
 		}
-		bridge.Keep(m.Object)
+		pyobj.Keep(m.Object)
 		ready.mod = m
 	}
 	return ready.mod, nil

@@ -9,7 +9,7 @@ import (
 
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
-	"github.com/duet-gtk/duet/internal/bridge"
+	"github.com/duet-gtk/duet/internal/hooks"
 	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/pygi"
 )
@@ -36,12 +36,12 @@ var teardownSource string
 const teardownModule = "duet_teardown"
 
 var teardown struct {
-	mu       sync.Mutex
-	windows  map[unsafe.Pointer]*pygi.Object
-	helper   *Module
-	monitor  *pygi.Object // the toplevels model; held for the process
-	once     sync.Once
-	err      error
+	mu      sync.Mutex
+	windows map[unsafe.Pointer]*pygi.Object
+	helper  *Module
+	monitor *pygi.Object // the toplevels model; held for the process
+	once    sync.Once
+	err     error
 }
 
 // hookConnect makes every connect path record Go handlers (once, on the UI
@@ -62,7 +62,7 @@ func watchConnections(gobj uintptr) {
 
 func startMonitor() error {
 	lifetime.SetConnectionWatcher(watchConnections)
-	if err := bridge.InstallConnectHook(); err != nil {
+	if err := hooks.InstallConnectHook(); err != nil {
 		return err
 	}
 	teardown.windows = map[unsafe.Pointer]*pygi.Object{}

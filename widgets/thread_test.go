@@ -11,6 +11,7 @@ import (
 
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/eventloop/looptest"
+	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/widgets"
 )
@@ -46,10 +47,9 @@ func TestUIThreadOnlyFromAGoroutine(t *testing.T) {
 	})
 	file := filepath.Join("testdata", "greeter.py")
 	calls := map[string]func() error{
-		"widgets.ToGo":              func() error { _, err := widgets.ToGo(py.Object); return err },
 		"widgets.Cast":              func() error { _, err := widgets.Cast[*gtk.Button](py.Object); return err },
 		"widgets.ToPython":          func() error { _, err := widgets.ToPython(box); return err },
-		"widgets.CallMethod":              func() error { _, err := widgets.CallMethod(box, "append", py.Object); return err },
+		"widgets.CallMethod":        func() error { _, err := widgets.CallMethod(box, "append", py.Object); return err },
 		"widgets.Track":             func() error { return widgets.Track(box) },
 		"widgets.Reap":              func() error { _, err := widgets.Reap(); return err },
 		"widgets.InitGTK":           widgets.InitGTK,
@@ -73,7 +73,7 @@ func TestUIThreadOnlyFromAGoroutine(t *testing.T) {
 			_, err := widgets.DefineClass(widgets.ClassSpec{Name: "FromGoroutine", Base: base})
 			return err
 		},
-		"eventloop.Flush": func() error { _, err := eventloop.Flush(1); return err },
+		"eventloop.Flush": func() error { _, err := lifetime.FlushContext(1); return err },
 		"eventloop.Run":   func() error { return eventloop.Run(t.Context()) },
 	}
 	for name, call := range calls {

@@ -4,9 +4,9 @@ import (
 	"runtime"
 	"unsafe"
 
-	"github.com/duet-gtk/duet/internal/bridge"
 	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/lifetime"
+	"github.com/duet-gtk/duet/internal/pyobj"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -47,7 +47,7 @@ func (w *WeakRef) Get() (*Widget, bool) {
 	runtime.KeepAlive(w)
 	switch st {
 	case capi.OK:
-		return &Widget{bridge.WrapOwned(r).(*pygi.Object)}, true
+		return &Widget{pyobj.Owned(r)}, true
 	case capi.Err:
 		capi.Drain([]capi.Ref{exc})
 	}

@@ -24,8 +24,3 @@ var (
 	// Keep makes an Object permanent: shared, never released, Close a no-op.
 	Keep func(o any)
 )
-
-// InstallConnectHook wraps PyGObject's connect methods so that every
-// connection of a Go handler is recorded (package callbacks sets it;
-// package widgets calls it when it starts GTK).
-var InstallConnectHook func() error

@@ -93,3 +93,36 @@ func ErrorCause(exc capi.Ref) error {
 	}
 	return nil
 }
+
+// FlushContext dispatches whatever the default main context has ready,
+// without blocking, at most max times, and returns how many iterations
+// dispatched something. UI thread only, while no loop runs: app uses it
+// during shutdown, so that destroyed widgets finish disposing while Python
+// is still alive.
+func FlushContext(max int) (int, error) {
+	if err := RequireMain("flushing the main context"); err != nil {
+		return 0, err
+	}
+	if LoopRunning() {
+		return 0, errors.New("duet: the loop is running; it dispatches by itself")
+	}
+	n := 0
+	for n < max && capi.LoopIterate(false) {
+		n++
+	}
+	return n, nil
+}
+
+var timerCanceller atomic.Pointer[func()]
+
+// SetTimerCanceller sets what cancels every scheduled timer (package
+// eventloop).
+func SetTimerCanceller(f func()) { timerCanceller.Store(&f) }
+
+// CancelTimers cancels every timer still scheduled; app calls it during
+// shutdown, before Python goes away.
+func CancelTimers() {
+	if f := timerCanceller.Load(); f != nil {
+		(*f)()
+	}
+}

@@ -18,8 +18,10 @@ import (
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/eventloop/looptest"
 	"github.com/duet-gtk/duet/forensics"
+	"github.com/duet-gtk/duet/internal/hooks"
+	"github.com/duet-gtk/duet/internal/lifetime"
+	"github.com/duet-gtk/duet/internal/pyobj"
 	"github.com/duet-gtk/duet/pygi"
-	"github.com/duet-gtk/duet/widgets"
 )
 
 // Scenario is one workload. Run executes in a child process on the main OS
@@ -45,10 +47,11 @@ type Scenario struct {
 // Env is what a scenario works with.
 type Env struct {
 	Ctx context.Context
-	// Ownership is the mode the workload's own callbacks must be made with
-	// (callbacks.WithOwnership(env.Ownership)); the harness and the app's
-	// infrastructure always use the correct one.
-	Ownership  callbacks.Ownership
+	// Broken says the workload's own callbacks are made with the
+	// deliberately broken ownership (-ownership go), which reproduces the
+	// classic crash: make them with Callback and Async. The harness and
+	// the app's infrastructure always use the correct one.
+	Broken     bool
 	GCInterval time.Duration
 	// Exe is the stress binary, for scenarios that start processes.
 	Exe string
@@ -137,10 +140,10 @@ type Sample struct {
 
 // ChildMain runs a scenario in this (child) process: it reports samples on
 // stdout until stdin closes (the parent's stop), then settles and exits.
-func ChildMain(sc Scenario, ownership callbacks.Ownership, gcInterval time.Duration) int {
+func ChildMain(sc Scenario, broken bool, gcInterval time.Duration) int {
 	ctx, stop := context.WithCancel(context.Background())
 	exe, _ := os.Executable()
-	env := &Env{Ctx: ctx, Ownership: ownership, GCInterval: gcInterval, Exe: exe}
+	env := &Env{Ctx: ctx, Broken: broken, GCInterval: gcInterval, Exe: exe}
 	if path := os.Getenv(boxEnv); path != "" {
 		if b, err := openBlackBox(path); err == nil {
 			env.box = b
@@ -281,14 +284,18 @@ func settleGObjects() {
 		if err != nil {
 			return -1
 		}
-		return forensics.Total(c.GObjects)
+		n := 0
+		for _, g := range c.GObjects {
+			n += g.N
+		}
+		return n
 	}
 	last, still := count(), 0
 	for round := 0; round < 100 && still < 5; round++ {
 		runtime.GC()
 		eventloop.Collect()
-		widgets.Reap()
-		eventloop.Flush(1000)
+		hooks.Reap()
+		lifetime.FlushContext(1000)
 		time.Sleep(5 * time.Millisecond)
 		if n := count(); n == last {
 			still++
@@ -343,4 +350,16 @@ func rss() int64 {
 	var pages int64
 	fmt.Sscan(f[1], &pages)
 	return pages * int64(os.Getpagesize())
+}
+
+// Callback makes one of the workload's callbacks (callbacks.New, named
+// name), with the ownership the run asks for.
+func (e *Env) Callback(fn any, name string) (*pygi.Object, error) {
+	return pyobj.NewCallback(fn, name, e.Broken, false)
+}
+
+// Async makes one of the workload's async callbacks (callbacks.Async,
+// named name), with the ownership the run asks for.
+func (e *Env) Async(fn any, name string) (*pygi.Object, error) {
+	return pyobj.NewCallback(fn, name, e.Broken, true)
 }

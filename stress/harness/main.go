@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/forensics"
+	"github.com/duet-gtk/duet/internal/diag"
 )
 
 // Exit statuses of Main.
@@ -52,12 +52,11 @@ func Main(args []string, scenarios []Scenario) int {
 		fs.Usage()
 		return ExitBadFlags
 	}
-	var own callbacks.Ownership
+	var broken bool
 	switch *ownership {
 	case "capsule":
-		own = callbacks.PythonOwned
 	case "go":
-		own = callbacks.GoOwnedBroken
+		broken = true
 	default:
 		return bad("-ownership must be capsule or go, not %q", *ownership)
 	}
@@ -80,7 +79,7 @@ func Main(args []string, scenarios []Scenario) int {
 		if !ok {
 			return bad("unknown scenario %q", *child)
 		}
-		return ChildMain(sc, own, *gcEvery)
+		return ChildMain(sc, broken, *gcEvery)
 	}
 
 	var run []Scenario
@@ -112,7 +111,7 @@ func Main(args []string, scenarios []Scenario) int {
 	}
 	// This process only watches; a crash report file it opened (with
 	// DUET_CRASH_REPORT set) goes when it stays empty.
-	defer forensics.CloseCrashReports()
+	defer diag.CloseCrashReports()
 	sum := Summary{OK: true}
 	reproduced := 0
 	for _, sc := range run {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/duet-gtk/duet/app"
-	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/stress/harness"
@@ -59,8 +58,7 @@ func Asyncio(env *harness.Env) error {
 	aio.Close()
 	return runApp(env, "asyncio", func(a *app.App) (func(), error) {
 		makeAsync := func() (*pygi.Object, error) {
-			return callbacks.Async(func(ctx context.Context, n int) int { return n + 1 },
-				callbacks.Name("inc"), callbacks.WithOwnership(env.Ownership))
+			return env.Async(func(ctx context.Context, n int) int { return n + 1 }, "inc")
 		}
 		var b pygi.Block
 		g := b.Globals(pygi.Kw{})

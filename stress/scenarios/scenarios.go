@@ -19,8 +19,9 @@ import (
 	"github.com/diamondburned/gotk4/pkg/gtk/v4"
 
 	"github.com/duet-gtk/duet/app"
-	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/internal/hooks"
+	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/stress/harness"
 	"github.com/duet-gtk/duet/widgets"
@@ -162,14 +163,14 @@ func Awaker(env *harness.Env) error {
 		state := false
 		// The handler is created here and not kept by Go: only the signal
 		// holds it (in the broken mode Go's GC frees it regardless).
-		onClick, err := callbacks.New(func(b *pygi.Object) {
+		onClick, err := env.Callback(func(b *pygi.Object) {
 			state = !state
 			l := "OFF"
 			if state {
 				l = "ON"
 			}
 			b.CallMethod("set_label", l)
-		}, callbacks.Name("on_click"), callbacks.WithOwnership(env.Ownership))
+		}, "on_click")
 		if err != nil {
 			return nil, err
 		}
@@ -247,7 +248,7 @@ func Churn(env *harness.Env) error {
 				return err
 			}
 			hits := 0
-			cb, err := callbacks.New(func(*pygi.Object) { hits++ }, callbacks.WithOwnership(env.Ownership))
+			cb, err := env.Callback(func(*pygi.Object) { hits++ }, "on_clicked")
 			if err != nil {
 				return err
 			}
@@ -255,7 +256,7 @@ func Churn(env *harness.Env) error {
 			if err != nil {
 				return err
 			}
-			if env.Ownership == callbacks.PythonOwned {
+			if !env.Broken {
 				cb.Close() // only the signal holds it now
 			} // the broken mode must be left to Go's GC, as in the seed
 			env.Op("churn %d: emit", n)
@@ -301,8 +302,7 @@ func Threads(env *harness.Env) error {
 			return nil, err
 		}
 		var handled atomic.Int64
-		handler, err := callbacks.New(func(_ *pygi.Object, n int) int { handled.Add(1); return n + 1 },
-			callbacks.Name("go_handler"), callbacks.WithOwnership(env.Ownership))
+		handler, err := env.Callback(func(_ *pygi.Object, n int) int { handled.Add(1); return n + 1 }, "go_handler")
 		if err != nil {
 			return nil, err
 		}
@@ -522,8 +522,8 @@ func Shared(env *harness.Env) error {
 		}
 		eventloop.Collect()
 		// The loop has ended: release what gotk4 forgot on this thread.
-		widgets.Reap()
-		eventloop.Flush(100)
+		hooks.Reap()
+		lifetime.FlushContext(100)
 		time.Sleep(5 * time.Millisecond)
 	}
 	var alive []string
