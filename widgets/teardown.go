@@ -1,7 +1,6 @@
 package widgets
 
 import (
-	_ "embed"
 	"fmt"
 	"os"
 	"runtime"
@@ -32,9 +31,6 @@ import (
 // they captured. A widget removed from a window that lives on is another
 // matter: see "Handlers that do not leak" in the package doc.
 
-//go:embed teardown.py
-var teardownSource string
-
 const teardownModule = "duet_teardown"
 
 var teardown struct {
@@ -43,15 +39,13 @@ var teardown struct {
 	windows  map[unsafe.Pointer]*pygi.Object
 	helper   *Module
 	monitor  *pygi.Object // the toplevels model; held for the process
-	once     sync.Once
-	err      error
 }
 
 // hookConnect makes every connect path record Go handlers (once, on the UI
-// thread, after GTK is initialised).
+// thread, after GTK is initialised: the teardown module's Setup does it).
 func hookConnect() error {
-	teardown.once.Do(func() { teardown.err = startMonitor() })
-	return teardown.err
+	_, err := teardownPy.Load()
+	return err
 }
 
 // recordHandler is called by the connect wrappers (teardown.py) for each
@@ -120,13 +114,11 @@ func isCallback(o *pygi.Object) bool {
 	return yes
 }
 
-func startMonitor() error {
+// startMonitor is the teardown module's Setup.
+func startMonitor(mod *pygi.Object) error {
 	teardown.handlers = map[unsafe.Pointer][]uint64{}
 	teardown.windows = map[unsafe.Pointer]*pygi.Object{}
-	m, err := load(teardownModule, teardownSource, "<"+teardownModule+">")
-	if err != nil {
-		return err
-	}
+	m := &Module{Object: mod, Name: teardownModule}
 	teardown.helper = m
 	cb, err := callbacks.New(toplevelsChanged, callbacks.Name("duet_toplevels_changed"))
 	if err != nil {
