@@ -24,13 +24,15 @@
 //   - A load that fails is not remembered: the next Load runs the file
 //     again, as Python's import retries a module whose import failed. The
 //     error names the module and its file; a syntax error also says where.
-//   - The lifetime gate is pygi's: after Finalize, Load of a module not yet
-//     loaded returns an error wrapping pygi.ErrFinalized; while Python
-//     finalises, a load nested in a call Python makes (an atexit function
-//     calling Go) goes ahead, as any such entry does. The interpreter has
-//     one life (internal/lifetime, rule 1): Init after Finalize is refused,
-//     so a module is loaded at most once per process. Reset forgets what
-//     was loaded, for tests.
+//   - The lifetime gate is pygi's: a load is one entry (pygi.Do), so a
+//     Finalize that begins meanwhile waits for it; after Finalize, Load of
+//     a module not yet loaded returns an error wrapping pygi.ErrFinalized
+//     (a module loaded before stays the same Object, whose operations
+//     return ErrFinalized); while Python finalises, a load nested in a call
+//     Python makes (an atexit function calling Go) goes ahead, as any such
+//     entry does. The interpreter has one life (internal/lifetime, rule
+//     1): Init after Finalize is refused, so a module is loaded at most
+//     once per process. Reset forgets what was loaded, for tests.
 //   - A UIThread module (one whose code or Setup touches GTK) loads on the
 //     UI thread only: elsewhere Load returns an error wrapping
 //     lifetime.ErrNotMain, and never hops threads.
@@ -75,8 +77,9 @@ type Module struct {
 	setup      func(*pygi.Object) error
 
 	mod     atomic.Pointer[pygi.Object] // set once the load (Setup included) succeeded
-	mu      sync.Mutex                  // serialises loads
-	loading atomic.Int64                // the OS thread running a load, 0 when none
+	mu      sync.Mutex                  // serialises loads; its holder never waits at the gate
+	loading atomic.Int64                // the OS thread running the load, 0 when none
+	befores sync.Map                    // OS threads running Before
 }
 
 // An Option configures a Module.
@@ -87,13 +90,16 @@ type Option func(*Module)
 func UIThread() Option { return func(m *Module) { m.ui = true } }
 
 // Before runs fn before the module's code, at each attempt to load it
-// (what the code needs first: GTK's version pinned, say). Its error fails
-// the load.
+// (what the code needs first: GTK's version pinned, say); concurrent first
+// Loads may each run it, so it must be idempotent. Its error fails the
+// load.
 func Before(fn func() error) Option { return func(m *Module) { m.before = fn } }
 
 // Setup runs fn once the module's code has run, before any Load hands the
-// module out: where the package installs what goes with it. Its error
-// fails the load (the next Load runs the file again).
+// module out: where the package installs what goes with it. It runs
+// attached to Python (as in pygi.Do): it must not block on other
+// goroutines that need Python. Its error fails the load (the next Load
+// runs the file again).
 func Setup(fn func(mod *pygi.Object) error) Option { return func(m *Module) { m.setup = fn } }
 
 var registry struct {
@@ -170,36 +176,53 @@ func (m *Module) load() (*pygi.Object, error) {
 			return nil, err
 		}
 	}
-	// The load keeps its goroutine on one OS thread (see below), so a Load
-	// coming back on that thread is one from inside the load.
+	// The load keeps its goroutine on one OS thread, so a Load that comes
+	// back on that thread is one from inside the load.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	tid := int64(syscall.Gettid())
-	if m.loading.Load() == tid {
+	if _, in := m.befores.Load(tid); in || m.loading.Load() == tid {
 		return nil, m.wrap(errors.New("loaded again from inside its own load (its code, or code its load runs, needs the module)"))
 	}
-	pygi.WithoutGIL(m.mu.Lock)
-	defer m.mu.Unlock()
-	if mod := m.mod.Load(); mod != nil {
-		return mod, nil // loaded while this one waited
+	if m.before != nil && m.mod.Load() == nil {
+		// Outside the lock and unattached: what Before does waits at the
+		// gate like any other entry, and holds up nobody.
+		m.befores.Store(tid, true)
+		err := m.before()
+		m.befores.Delete(tid)
+		if err != nil {
+			return nil, m.wrap(err)
+		}
 	}
-	m.loading.Store(tid)
-	defer m.loading.Store(0)
-	mod, err := m.run()
+	var mod *pygi.Object
+	// The lock is held only inside an entry, attached: a Finalize that
+	// begins meanwhile waits for the load, and what the load runs goes on
+	// (rule 3 of internal/lifetime), so a Load waiting for the lock inside
+	// an entry of its own never waits for a load that waits for Finalize.
+	err := pygi.Do(func() error {
+		pygi.WithoutGIL(m.mu.Lock)
+		defer m.mu.Unlock()
+		if mod = m.mod.Load(); mod != nil {
+			return nil // loaded while this one waited
+		}
+		m.loading.Store(tid)
+		defer m.loading.Store(0)
+		var err error
+		if mod, err = m.run(); err != nil {
+			return err
+		}
+		bridge.Keep(mod)
+		m.mod.Store(mod)
+		return nil
+	})
 	if err != nil {
 		return nil, m.wrap(err)
 	}
-	bridge.Keep(mod)
-	m.mod.Store(mod)
 	return mod, nil
 }
 
+// run runs the module's file and its Setup.
 func (m *Module) run() (*pygi.Object, error) {
-	if m.before != nil {
-		if err := m.before(); err != nil {
-			return nil, err
-		}
-	}
 	src, err := fs.ReadFile(m.files.fsys, m.file)
 	if err != nil {
 		return nil, err
