@@ -422,3 +422,16 @@ func TestLoadWhilePythonFinalises(t *testing.T) {
 	runChild(t, "load-during-finalize")
 	runChild(t, "finalize-during-load")
 }
+
+// BenchmarkLoadLoaded: Load of a module loaded already, what every user of
+// a module pays on each use.
+func BenchmarkLoadLoaded(b *testing.B) {
+	if _, err := plainPy.Load(); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := plainPy.Load(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
