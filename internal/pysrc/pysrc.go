@@ -11,7 +11,8 @@
 //
 // and calls hooks.Load() wherever it needs the module. No Python source
 // lives in Go string literals, and every embedded file is listed here, so
-// one test compiles them all (CompileAll).
+// one test compiles them all (CompileAll; widgets' test, which links
+// every package, also checks that no .py file of duet's tree is left out).
 //
 // # Loading
 //
@@ -154,10 +155,10 @@ func (m *Module) Name() string { return m.name }
 // Path is the module's file as duet's tree has it ("eventloop/hooks.py").
 func (m *Module) Path() string { return path.Join(m.files.pkg, m.file) }
 
-// Filename is what tracebacks and the module's __file__ say: angle
+// filename is what tracebacks and the module's __file__ say: angle
 // brackets, as for any source Python cannot read from disk (linecache
 // then does not look for a file of that name).
-func Filename(pkg, file string) string { return "<duet " + path.Join(pkg, file) + ">" }
+func filename(pkg, file string) string { return "<duet " + path.Join(pkg, file) + ">" }
 
 // Load returns the module, loading it if this interpreter has not yet.
 func (m *Module) Load() (*pygi.Object, error) {
@@ -227,7 +228,7 @@ func (m *Module) run() (*pygi.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	mod, err := pygi.ExecModule(m.name, string(src), Filename(m.files.pkg, m.file))
+	mod, err := pygi.ExecModule(m.name, string(src), filename(m.files.pkg, m.file))
 	if err != nil {
 		return nil, err
 	}
@@ -282,10 +283,9 @@ type File struct {
 	Source        string
 }
 
-// All returns every embedded Python file of the packages linked in,
-// whether a Module declares it or not; testdata directories are left out
-// (a package's tests may embed broken files on purpose).
-func All() ([]File, error) {
+// all returns the files CompileAll compiles, whether a Module declares
+// them or not.
+func all() ([]File, error) {
 	registry.mu.Lock()
 	files := append([]*Files(nil), registry.files...)
 	registry.mu.Unlock()
@@ -315,11 +315,13 @@ func All() ([]File, error) {
 	return out, nil
 }
 
-// CompileAll compiles every file All returns (compile(), as py_compile
-// does, without running anything) and returns the errors, one per file
-// that does not compile, each naming its file and line.
+// CompileAll compiles every embedded Python file of the packages linked in
+// (compile(), as py_compile does, without running anything; testdata
+// directories left out, since a package's tests may embed broken files on
+// purpose). It returns the files, and an error per file that does not
+// compile, naming its file and line.
 func CompileAll() ([]File, error) {
-	files, err := All()
+	files, err := all()
 	if err != nil {
 		return nil, err
 	}
@@ -330,7 +332,7 @@ func CompileAll() ([]File, error) {
 	defer builtins.Close()
 	var errs []error
 	for _, f := range files {
-		code, err := builtins.CallMethod("compile", f.Source, Filename(f.Package, f.Path), "exec", 0, true)
+		code, err := builtins.CallMethod("compile", f.Source, filename(f.Package, f.Path), "exec", 0, true)
 		code.Close()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", path.Join(f.Package, f.Path), err))
