@@ -18,6 +18,14 @@ def loop(f, n):
     for _ in range(n):
         f()
     return time.perf_counter_ns() - t
+def loop_raising(f, n):
+    t = time.perf_counter_ns()
+    for _ in range(n):
+        try:
+            f()
+        except Exception:
+            pass
+    return time.perf_counter_ns() - t
 def loop1(f, n, a):
     t = time.perf_counter_ns()
     for _ in range(n):
@@ -25,11 +33,16 @@ def loop1(f, n, a):
     return time.perf_counter_ns() - t
 `
 
-func pyLoop(b *testing.B, fn any, arg ...any) {
+func pyLoop(b *testing.B, fn any, arg ...any) { pyLoopNamed(b, "", fn, arg...) }
+
+func pyLoopNamed(b *testing.B, name string, fn any, arg ...any) {
 	g := ns(b, loopSrc)
-	name := "loop"
-	if len(arg) > 0 {
+	switch {
+	case name != "":
+	case len(arg) > 0:
 		name = "loop1"
+	default:
+		name = "loop"
 	}
 	loop, err := g.Item(name)
 	require.NoError(b, err)
@@ -54,6 +67,14 @@ func BenchmarkPythonCallsPythonNoop(b *testing.B) {
 	f, err := pygi.Eval("lambda: None", nil)
 	require.NoError(b, err)
 	pyLoop(b, f)
+}
+
+// BenchmarkPythonCallsGoError: a Go func returning an error, which
+// becomes a GoError (duet_callbacks) that Python catches.
+func BenchmarkPythonCallsGoError(b *testing.B) {
+	cb, err := callbacks.New(func() error { return errSentinel })
+	require.NoError(b, err)
+	pyLoopNamed(b, "loop_raising", cb)
 }
 
 // BenchmarkPythonCallsGoObjectArg: one argument received as *pygi.Object.

@@ -4,10 +4,10 @@ import (
 	_ "embed"
 	"fmt"
 	"os"
-	"sync/atomic"
 
 	"github.com/duet-gtk/duet/internal/hooks"
 	"github.com/duet-gtk/duet/internal/lifetime"
+	"github.com/duet-gtk/duet/internal/pysrc"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -23,37 +23,24 @@ import (
 // installed on the first Connect, or when package widgets starts GTK;
 // PyGObject's connect of a Go callable before either is not recorded.
 
-//go:embed connect.py
-var connectSource string
-
-// hookState: 0 not installed, 1 being installed, 2 installed. Nobody waits
-// for an install in progress: a caller may hold the GIL the installer
-// needs (a connect from a callback on another thread, or from __del__
-// during the install); its own connection is recorded by connect anyway.
-var hookState atomic.Int32
+// connectPy wraps PyGObject's connect methods when it loads, once per
+// interpreter. It imports gi: its callers have a GObject, or start GTK.
+var connectPy = python.Module("duet_connect", "connect.py", pysrc.Setup(installHook))
 
 func init() {
 	hooks.InstallConnectHook = installConnectHook
 }
 
-// installConnectHook wraps PyGObject's connect methods, once per
-// interpreter. It imports gi: callers have a GObject, or start GTK.
-func installConnectHook() (err error) {
-	if hookState.Load() == 2 || !hookState.CompareAndSwap(0, 1) {
-		return nil
-	}
-	defer func() {
-		if err != nil {
-			hookState.Store(0)
-		} else {
-			hookState.Store(2)
-		}
-	}()
-	m, err := pygi.ExecModule("duet_connect", connectSource, "<duet_connect>")
-	if err != nil {
-		return err
-	}
-	defer m.Close()
+// installConnectHook loads connectPy. A load already under way elsewhere
+// is waited for without the GIL; one from inside the install (a connect
+// that __del__ makes while it runs) is an error, which connect ignores:
+// its own connection is recorded anyway.
+func installConnectHook() error {
+	_, err := connectPy.Load()
+	return err
+}
+
+func installHook(m *pygi.Object) error {
 	rec, err := New(recordConnection, Name("duet_record_connection"))
 	if err != nil {
 		return err

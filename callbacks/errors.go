@@ -1,90 +1,29 @@
 package callbacks
 
 import (
+	"embed"
 	"errors"
 	"sync"
 	"sync/atomic"
 
 	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/pyobj"
+	"github.com/duet-gtk/duet/internal/pysrc"
 	"github.com/duet-gtk/duet/pygi"
 )
 
-// The Python exception classes, defined once per interpreter.
-const excSource = `
-class GoError(Exception):
-    """An error returned by a Go callback; __go_error__ carries it back to Go."""
+// The Python side of the package: the exception classes and the
+// coroutine functions over Go async funcs (errors.py), and the connect
+// hook (connect.py).
+//
+//go:embed *.py
+var pyFiles embed.FS
 
-class GoPanic(BaseException):
-    """A Go panic recovered at the boundary. It derives from BaseException
-    so that 'except Exception' does not swallow it by accident; go_stack
-    holds the Go stack."""
+var python = pysrc.Embed("callbacks", pyFiles)
 
-def make(cls, message, handle, stack):
-    e = cls(message)
-    e.__go_error__ = handle
-    e.go_stack = stack
-    return e
+var excPy = python.Module("duet_callbacks", "errors.py")
 
-def make_async(start, cancel, name):
-    """A coroutine function over a Go async func (callbacks.Async): start
-    runs the Go func on a goroutine, which settles the future on the loop
-    (duet's Invoke, not call_soon_threadsafe: no GIL taken off the UI
-    thread, no self-pipe), and returns the await's token; cancel(token)
-    cancels the Go func's context."""
-    import asyncio
-
-    async def call(*args):
-        loop = asyncio.get_running_loop()
-        fut = loop.create_future()
-        token = start(fut, getattr(loop, "_duet_loop", False), *args)
-        try:
-            return await fut
-        except asyncio.CancelledError:
-            cancel(token)
-            raise
-
-    call.__name__ = call.__qualname__ = name
-    return call
-
-def settle(fut, ok, value):
-    """Runs on duet's UI thread. A future of the loop running there is set
-    directly; one of another loop (asyncio.run in a Python thread, say) is
-    set on its own loop, which call_soon_threadsafe also wakes."""
-    import asyncio
-
-    loop = fut.get_loop()
-    if loop.is_closed():
-        return  # nobody awaits any more
-    if asyncio._get_running_loop() is loop:
-        _settle_now(fut, ok, value)
-    else:
-        try:
-            loop.call_soon_threadsafe(_settle_now, fut, ok, value)
-        except RuntimeError:
-            pass  # closed meanwhile
-
-def _settle_now(fut, ok, value):
-    if fut.done():
-        return  # cancelled
-    if ok:
-        fut.set_result(value)
-    else:
-        fut.set_exception(value)
-`
-
-var exc struct {
-	once sync.Once
-	err  error
-	mod  *pygi.Object // holds make, GoError and GoPanic
-}
-
-func excModule() (*pygi.Object, error) {
-	exc.once.Do(func() {
-		exc.mod, exc.err = pygi.ExecModule("duet_callbacks", excSource, "<duet callbacks>")
-	})
-	return exc.mod, exc.err
-}
+func excModule() (*pygi.Object, error) { return excPy.Load() }
 
 // Go errors that exceptions carry, by handle. A capsule holding the handle
 // rides on the exception; its destructor releases the entry.

@@ -2,10 +2,8 @@ package eventloop
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,92 +14,31 @@ import (
 // asyncio on the loop: see asyncio.py for how, and the package doc for what
 // it gives.
 
-//go:embed asyncio.py
-var asyncioSource string
+// asyncioPy is loaded by the hooks module's import watch when the program
+// first imports asyncio while the loop runs (or at the loop's start, when
+// it had before): compiling it costs milliseconds of start-up, and a
+// program that never imports asyncio has nothing of it.
+var asyncioPy = python.Module("duet_asyncio", "asyncio.py")
 
 // asyncioGrace is the running (or last) loop's AsyncioGrace.
 var asyncioGrace atomic.Int64
 
-var aio struct {
-	once   sync.Once
-	err    error
-	mod    *pygi.Object // the duet_asyncio module
-	loaded atomic.Bool  // mod was loaded (the first import may be on any thread)
-
-	bootOnce sync.Once
-	bootErr  error
-	boot     *pygi.Object // the bootstrap's globals
-}
-
-// asyncioBoot is what runs when the loop starts: a finder that loads
-// asyncio.py (compiling it costs milliseconds of start-up) only when the
-// program imports asyncio, or the load now if it already has.
-const asyncioBoot = `
-import sys, _thread
-
-class DuetAsyncioFinder:
-    def find_spec(self, name, path=None, target=None):
-        if name != "asyncio":
-            return None
-        try:
-            sys.meta_path.remove(self)
-        except ValueError:
-            pass
-        m = load()
-        m.install(ui)
-        f = m._state["finder"]
-        return f.find_spec(name, path, target) if f is not None else None
-
-def boot():
-    global ui
-    ui = _thread.get_ident()
-    if "asyncio" in sys.modules:
-        load().install(ui)
-        return None
-    f = DuetAsyncioFinder()
-    sys.meta_path.insert(0, f)
-    return f
-
-def unboot(f):
-    try:
-        sys.meta_path.remove(f)
-    except ValueError:
-        pass
-`
-
-func asyncioModule() (*pygi.Object, error) {
-	aio.once.Do(func() {
-		aio.mod, aio.err = pygi.ExecModule("duet_asyncio", asyncioSource, "<duet asyncio>")
-		aio.loaded.Store(aio.err == nil)
-	})
-	return aio.mod, aio.err
-}
-
 // startAsyncio runs on the UI thread when the loop starts; the function it
 // returns runs when the loop is about to return.
 func startAsyncio() (stop func(), err error) {
-	aio.bootOnce.Do(func() {
-		var b pygi.Block
-		load := func() (*pygi.Object, error) { return asyncioModule() }
-		aio.boot = b.Globals(pygi.Kw{"load": load})
-		b.Exec(asyncioBoot, aio.boot)
-		aio.bootErr = b.Err()
-	})
-	if aio.bootErr != nil {
-		return nil, fmt.Errorf("eventloop: asyncio: %w", aio.bootErr)
-	}
-	var b pygi.Block
-	finder := b.CallMethod(b.Item(aio.boot, "boot"), "")
-	if err := b.Err(); err != nil {
+	hooks, err := hooksPy.Load()
+	if err != nil {
 		return nil, fmt.Errorf("eventloop: asyncio: %w", err)
 	}
+	r, err := hooks.CallMethod("watch", "asyncio", asyncioPy.Name())
+	if err != nil {
+		return nil, fmt.Errorf("eventloop: asyncio: %w", err)
+	}
+	r.Close()
 	return func() {
 		var b pygi.Block
-		if !finder.IsNone() {
-			b.CallMethod(b.Item(aio.boot, "unboot"), "", finder)
-		}
-		if aio.loaded.Load() {
-			m, _ := asyncioModule()
+		b.CallMethod(hooks, "unwatch", "asyncio")
+		if m := asyncioPy.Loaded(); m != nil {
 			b.CallMethod(m, "uninstall", time.Duration(asyncioGrace.Load()).Seconds())
 		}
 		if err := b.Err(); err != nil {
@@ -139,16 +76,16 @@ func startTask(ctx context.Context, fn *pygi.Object, args []any) (*Task, error) 
 	t := &Task{done: make(chan struct{})}
 	err := InvokeWait(ctx, func() error {
 		// The first use of asyncio may be this one: importing it starts
-		// the loop's asyncio (through the bootstrap's finder). Once loaded,
-		// each loop start installs it.
-		if !aio.loaded.Load() {
+		// the loop's asyncio (through the hooks module's import watch).
+		// Once loaded, each loop start installs it.
+		if asyncioPy.Loaded() == nil {
 			a, err := pygi.Import("asyncio")
 			if err != nil {
 				return err
 			}
 			a.Close()
 		}
-		m, err := asyncioModule()
+		m, err := asyncioPy.Load()
 		if err != nil {
 			return err
 		}

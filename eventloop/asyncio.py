@@ -10,10 +10,10 @@
 # iteration of asyncio (_run_once) without blocking. No second loop, no
 # thread, no polling: an idle loop sleeps in GLib's poll.
 #
-# Nothing here is loaded until the program imports asyncio (eventloop's
-# bootstrap finder loads this module then), so apps that never use asyncio
-# pay nothing; install() then starts the loop right after asyncio's own
-# import.
+# Nothing here is loaded until the program imports asyncio (the import
+# watch of duet_hooks loads this module then, and calls imported()), so
+# apps that never use asyncio pay nothing; install() then starts the loop
+# right after asyncio's own import.
 import _thread
 import sys
 
@@ -277,6 +277,18 @@ def install(ui):
         f = _Finder()
         _state["finder"] = f
         sys.meta_path.insert(0, f)
+
+
+def imported(ui, name=None, path=None, target=None):
+    """The program imports asyncio while the duet loop runs: from inside
+    that import (name, path and target are find_spec's; the spec returned
+    is that of the finder install() puts in place), or before the loop
+    started (no name)."""
+    install(ui)
+    f = _state["finder"]
+    if name is None or f is None:
+        return None
+    return f.find_spec(name, path, target)
 
 
 def running_loop():

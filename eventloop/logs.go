@@ -88,16 +88,15 @@ func RouteLogs(h slog.Handler) (stop func(), err error) {
 }
 
 func setRoute(emit *pygi.Object) error {
-	route, err := pyexc.hooks.Item("route")
+	m, err := hooksPy.Load()
 	if err != nil {
 		return err
 	}
-	defer route.Close()
 	var arg any = emit
 	if emit == nil {
 		arg = nil
 	}
-	r, err := route.Call(arg)
+	r, err := m.CallMethod("route", arg)
 	r.Close()
 	return err
 }

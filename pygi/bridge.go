@@ -29,4 +29,5 @@ func init() {
 	}
 	bridge.NewError = newError
 	bridge.Keep = func(o any) { keep(o.(*Object)) }
+	bridge.PythonFiles = pyFiles
 }

@@ -28,6 +28,43 @@ def exc_info(e):
     return (_qualname(t), msg, tb, mro)
 
 
+def exec_module(name, src, filename):
+    """pygi.ExecModule: src run as a new module called name, registered in
+    sys.modules. A name Python already knows as another module is refused;
+    if src raises, sys.modules is left as it was."""
+    import importlib.util
+    import os
+    import types
+
+    old = sys.modules.get(name)
+    if old is not None and not getattr(old, "__duet_module__", False):
+        where = getattr(old, "__file__", None) or "built in"
+        raise ImportError("module name %r is taken by Python's own %r (%s): a module loaded under it would shadow it for all the code that imports it; give the file another name" % (name, name, where), name=name)
+    if old is None:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        same = spec is not None and spec.origin and os.path.exists(filename) and \
+            os.path.realpath(spec.origin) == os.path.realpath(filename)
+        if spec is not None and not same:  # the very file being loaded is no other module
+            raise ImportError("module name %r is that of an importable module (%s): a module loaded under it would shadow it for all the code that imports it; give the file another name" % (name, spec.origin or "a package"), name=name)
+    m = types.ModuleType(name)
+    m.__file__ = filename
+    m.__duet_module__ = True
+    code = compile(src, filename, "exec")
+    sys.modules[name] = m
+    try:
+        exec(code, m.__dict__)
+    except BaseException:
+        if old is None:
+            sys.modules.pop(name, None)
+        else:
+            sys.modules[name] = old
+        raise
+    return m
+
+
 def interpreter_info():
     """Which interpreter is embedded, for error messages."""
     return "Python %s (prefix %s), sys.path = %r" % (

@@ -553,49 +553,11 @@ func ExecFile(src, filename string, globals *Object) error {
 // before. If src raises, sys.modules is as it was and the error comes back
 // as *Error.
 func ExecModule(name, src, filename string) (*Object, error) {
-	g, err := NewGlobals()
-	if err != nil {
+	if err := enter(); err != nil { // starts Python: the helper exists from then on
 		return nil, err
 	}
-	defer g.Close()
-	for k, v := range map[string]any{"name": name, "src": src, "filename": filename} {
-		if err := g.SetItem(k, v); err != nil {
-			return nil, err
-		}
-	}
-	if err := ExecFile(`
-import sys, types, importlib.util
-old = sys.modules.get(name)
-if old is not None and not getattr(old, "__duet_module__", False):
-    where = getattr(old, "__file__", None) or "built in"
-    raise ImportError("module name %r is taken by Python's own %r (%s): a module loaded under it would shadow it for all the code that imports it; give the file another name" % (name, name, where), name=name)
-if old is None:
-    try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError):
-        spec = None
-    import os
-    same = spec is not None and spec.origin and os.path.exists(filename) and \
-        os.path.realpath(spec.origin) == os.path.realpath(filename)
-    if spec is not None and not same:  # the very file being loaded is no other module
-        raise ImportError("module name %r is that of an importable module (%s): a module loaded under it would shadow it for all the code that imports it; give the file another name" % (name, spec.origin or "a package"), name=name)
-m = types.ModuleType(name)
-m.__file__ = filename
-m.__duet_module__ = True
-code = compile(src, filename, "exec")
-sys.modules[name] = m
-try:
-    exec(code, m.__dict__)
-except BaseException:
-    if old is None:
-        sys.modules.pop(name, None)
-    else:
-        sys.modules[name] = old
-    raise
-`, "<duet module loader>", g); err != nil {
-		return nil, err
-	}
-	return g.Item("m")
+	defer exit()
+	return interp.helper.CallMethod("exec_module", name, src, filename)
 }
 
 // Eval evaluates one Python expression with globals (a dict; nil for a

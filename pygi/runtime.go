@@ -2,7 +2,7 @@ package pygi
 
 import (
 	"context"
-	_ "embed"
+	"embed"
 	"errors"
 	"fmt"
 	"os"
@@ -40,8 +40,14 @@ var interp struct {
 
 func init() { lifetime.SetStarter(start) }
 
-//go:embed helper.py
-var helperSource string
+// pyFiles holds pygi's Python: helper.py, the _duet module. It is the
+// interpreter's bootstrap, run by startHere before any operation can run,
+// so it cannot go through internal/pysrc's loader (which runs on
+// operations); pysrc still lists it (bridge.PythonFiles), so the test
+// that compiles every embedded file covers it.
+//
+//go:embed *.py
+var pyFiles embed.FS
 
 // Options configure the interpreter; they take effect when it starts.
 type Options struct {
@@ -173,6 +179,10 @@ func startHere() error {
 	if err != nil {
 		return err
 	}
+	src, err := pyFiles.ReadFile("helper.py")
+	if err != nil {
+		return fmt.Errorf("pygi: the _duet helper module: %w", err)
+	}
 	if err := capi.Init(args, venv); err != nil {
 		return fmt.Errorf("pygi: cannot start the embedded Python: %v", err)
 	}
@@ -194,7 +204,7 @@ func startHere() error {
 	}
 	dict, _, _ := capi.GetAttr(mod, "__dict__")
 	defer capi.Drain([]capi.Ref{dict})
-	if _, st, exc = capi.Run(helperSource, "<duet helper>", false, dict); st != capi.OK && st != capi.None {
+	if _, st, exc = capi.Run(string(src), "<duet pygi/helper.py>", false, dict); st != capi.OK && st != capi.None {
 		msg := "pygi: the _duet helper module failed"
 		if text, s2, _ := capi.Str(exc, false); s2 == capi.OK {
 			msg += ": " + text

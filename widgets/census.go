@@ -1,7 +1,6 @@
 package widgets
 
 import (
-	_ "embed"
 	"fmt"
 	"time"
 
@@ -11,11 +10,6 @@ import (
 	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/pygi"
 )
-
-//go:embed census.py
-var censusSource string
-
-var censusHelper = &helperModule{name: "duet_census", src: censusSource}
 
 // ShowCensus opens the census window, or raises the one already open: the
 // tables of forensics.TakeCensus (Go callbacks by name and creation site,

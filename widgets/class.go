@@ -1,9 +1,7 @@
 package widgets
 
 import (
-	_ "embed"
 	"fmt"
-	"sync"
 
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
@@ -54,15 +52,6 @@ type Property struct {
 	Blurb   string
 }
 
-//go:embed class.py
-var classSource string
-
-var classHelper struct {
-	once sync.Once
-	fn   *pygi.Object
-	err  error
-}
-
 // DefineClass creates the class. The Go funcs become callbacks owned by the
 // class (which lives as long as Python keeps it, normally for the rest of
 // the program). UI thread only.
@@ -73,16 +62,9 @@ func DefineClass(spec ClassSpec) (*pygi.Object, error) {
 	if spec.Name == "" || spec.Base == nil {
 		return nil, fmt.Errorf("widgets: DefineClass needs a Name and a Base")
 	}
-	classHelper.once.Do(func() {
-		m, err := LoadSource("duet_classes", classSource)
-		if err != nil {
-			classHelper.err = err
-			return
-		}
-		classHelper.fn, classHelper.err = m.Attr("define_class")
-	})
-	if classHelper.err != nil {
-		return nil, classHelper.err
+	helper, err := classPy.get()
+	if err != nil {
+		return nil, err
 	}
 	methods := map[string]any{}
 	for name, fn := range spec.Methods {
@@ -122,7 +104,7 @@ func DefineClass(spec ClassSpec) (*pygi.Object, error) {
 			"nick": p.Nick, "blurb": p.Blurb,
 		})
 	}
-	cls, err := classHelper.fn.Call(spec.Name, spec.Base, methods, signals, props, init)
+	cls, err := helper.CallMethod("define_class", spec.Name, spec.Base, methods, signals, props, init)
 	for _, m := range methods {
 		m.(*pygi.Object).Close() // the class holds them now
 	}

@@ -7,40 +7,11 @@ import (
 	"os"
 	"path"
 	"strings"
-	"sync"
 
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/pygi"
 )
-
-// helperModule is one of duet's own Python modules embedded in widgets,
-// loaded on first use (UI thread: its users check) and kept.
-type helperModule struct {
-	name, src string
-	mu        sync.Mutex
-	mod       *Module
-}
-
-func (h *helperModule) get() (*Module, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.mod == nil {
-		m, err := load(h.name, h.src, "<"+h.name+">")
-		if err != nil {
-			return nil, err
-		}
-		h.mod = m
-	}
-	return h.mod, nil
-}
-
-// loaded returns the module if it was loaded, else nil.
-func (h *helperModule) loaded() *Module {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.mod
-}
 
 // Module is Python widget code loaded into the embedded interpreter.
 type Module struct {

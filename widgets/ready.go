@@ -1,17 +1,12 @@
 package widgets
 
 import (
-	"embed"
 	"fmt"
 	"sync"
 
 	"github.com/duet-gtk/duet/eventloop"
-	"github.com/duet-gtk/duet/internal/pyobj"
 	"github.com/duet-gtk/duet/pygi"
 )
-
-//go:embed py/duet_widgets.py
-var readyFS embed.FS
 
 // The typed methods of the ready-made widgets are generated from their
 // Python classes; push and append are written here instead (batched, safe
@@ -20,11 +15,6 @@ var readyFS embed.FS
 //go:generate go run ../cmd/duetgen -file py/duet_widgets.py -class LineChart -no-struct -no-constructor -skip push
 //go:generate go run ../cmd/duetgen -file py/duet_widgets.py -class LogView -no-struct -no-constructor -skip append
 
-var ready struct {
-	mu  sync.Mutex
-	mod *Module
-}
-
 // Library returns duet's ready-made Python widgets module (duet_widgets,
 // embedded in the Go binary), loading it on first use. The module is shared
 // by every caller: closing it does nothing. UI thread only.
@@ -32,17 +22,7 @@ func Library() (*Module, error) {
 	if err := eventloop.RequireMain("widgets.Library"); err != nil {
 		return nil, err
 	}
-	ready.mu.Lock()
-	defer ready.mu.Unlock()
-	if ready.mod == nil {
-		m, err := LoadFS(readyFS, "py/duet_widgets.py")
-		if err != nil {
-			return nil, err // not cached: a later call may succeed
-		}
-		pyobj.Keep(m.Object)
-		ready.mod = m
-	}
-	return ready.mod, nil
+	return libraryPy.get()
 }
 
 // batcher collects values from any goroutine and hands them to the loop in

@@ -1,7 +1,6 @@
 package widgets
 
 import (
-	_ "embed"
 	"fmt"
 	"os"
 	"sync"
@@ -30,9 +29,6 @@ import (
 // they captured. A widget removed from a window that lives on is another
 // matter: see "Handlers that do not leak" in the package doc.
 
-//go:embed teardown.py
-var teardownSource string
-
 const teardownModule = "duet_teardown"
 
 var teardown struct {
@@ -40,15 +36,13 @@ var teardown struct {
 	windows map[unsafe.Pointer]*pygi.Object
 	helper  *Module
 	monitor *pygi.Object // the toplevels model; held for the process
-	once    sync.Once
-	err     error
 }
 
 // hookConnect makes every connect path record Go handlers (once, on the UI
-// thread, after GTK is initialised).
+// thread, after GTK is initialised: the teardown module's Setup does it).
 func hookConnect() error {
-	teardown.once.Do(func() { teardown.err = startMonitor() })
-	return teardown.err
+	_, err := teardownPy.Load()
+	return err
 }
 
 // watchConnections forgets the connection records of a GObject when it
@@ -60,16 +54,14 @@ func watchConnections(gobj uintptr) {
 	track.mu.Unlock()
 }
 
-func startMonitor() error {
+// startMonitor is the teardown module's Setup.
+func startMonitor(mod *pygi.Object) error {
 	lifetime.SetConnectionWatcher(watchConnections)
 	if err := hooks.InstallConnectHook(); err != nil {
 		return err
 	}
 	teardown.windows = map[unsafe.Pointer]*pygi.Object{}
-	m, err := load(teardownModule, teardownSource, "<"+teardownModule+">")
-	if err != nil {
-		return err
-	}
+	m := &Module{Object: mod, Name: teardownModule}
 	teardown.helper = m
 	cb, err := callbacks.New(toplevelsChanged, callbacks.Name("duet_toplevels_changed"))
 	if err != nil {

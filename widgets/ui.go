@@ -1,7 +1,6 @@
 package widgets
 
 import (
-	_ "embed"
 	"fmt"
 	"io/fs"
 	"slices"
@@ -10,11 +9,6 @@ import (
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/pygi"
 )
-
-//go:embed ui.py
-var uiSource string
-
-var uiHelper = &helperModule{name: "duet_ui", src: uiSource}
 
 // A UI is a GtkBuilder interface (a .ui file) whose signal handlers are Go
 // funcs: the way Gtk.Template works in PyGObject and CompositeTemplate in

@@ -3,7 +3,11 @@
 // typed any are *pygi.Object (bridge cannot name the type: pygi imports it).
 package bridge
 
-import "github.com/duet-gtk/duet/internal/capi"
+import (
+	"io/fs"
+
+	"github.com/duet-gtk/duet/internal/capi"
+)
 
 var (
 	// WrapOwned makes an Object that takes over r.
@@ -23,4 +27,7 @@ var (
 	NewError func(exc capi.Ref) error
 	// Keep makes an Object permanent: shared, never released, Close a no-op.
 	Keep func(o any)
+	// PythonFiles is pygi's embedded Python (its bootstrap, which
+	// internal/pysrc lists with every package's files).
+	PythonFiles fs.FS
 )
