@@ -56,7 +56,7 @@
 // instead of a bare SIGSEGV:
 //
 //	duet: use after free: callback on_click (scenarios/scenarios.go:149),
-//	freed by the Go GC (GoOwnedBroken ownership) at 0.34 s, called from
+//	freed by the Go GC (the deliberately broken ownership) at 0.34 s, called from
 //	signal 'clicked' of GtkToggleButton 0x…
 //
 // and then aborts (with the crash report, when on). Only the broken

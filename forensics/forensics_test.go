@@ -391,7 +391,7 @@ func TestUseAfterFreeDiagnosis(t *testing.T) {
 		scenario, debug string
 		want, not       []string
 	}{
-		{"uaf-python", "callbacks", []string{"duet: use after free: callback on_tick (", "freed by the Go GC (GoOwnedBroken ownership) at ", "called from Python"}, nil},
+		{"uaf-python", "callbacks", []string{"duet: use after free: callback on_tick (", "freed by the Go GC (the deliberately broken ownership) at ", "called from Python"}, nil},
 		{"uaf-signal", "callbacks", []string{"duet: use after free: callback on_tick (", "called from signal 'ping' of ", "Emitter 0x"}, nil},
 		{"uaf-signal", "", nil, []string{"use after free: callback on_tick"}},
 	} {
