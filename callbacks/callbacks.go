@@ -17,7 +17,7 @@ import (
 )
 
 func init() {
-	pyobj.NewCallback = func(fn any, name string, broken, async bool) (*pygi.Object, error) {
+	pyobj.NewCallback = func(fn any, name string, broken, async bool, skip int) (*pygi.Object, error) {
 		opts := []Option{Name(name)}
 		if broken {
 			opts = append(opts, func(c *config) { c.ownership = goOwnedBroken })
@@ -25,7 +25,7 @@ func init() {
 		if async {
 			return Async(fn, opts...)
 		}
-		return newCallback(fn, false, opts, captureSite(2))
+		return newCallback(fn, false, opts, captureSite(2+skip))
 	}
 	capi.SetCallbackHandlers(invoke, releaseCallback, releaseHandle)
 	diag.SetCallbackCensus(liveCallbacks)

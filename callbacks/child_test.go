@@ -35,7 +35,7 @@ func heldThenCalled(broken bool) error {
 		return err
 	}
 	for i := range 50 {
-		cb, err := pyobj.NewCallback(func(x int) int { return x + i }, "held", broken, false)
+		cb, err := pyobj.NewCallback(func(x int) int { return x + i }, "held", broken, false, 0)
 		if err != nil {
 			return err
 		}
@@ -90,7 +90,7 @@ e = Emitter()
 		return err
 	}
 	for i := range 50 {
-		cb, err := pyobj.NewCallback(func(_ *pygi.Object, x int) int { return x + i }, "handler", broken, false)
+		cb, err := pyobj.NewCallback(func(_ *pygi.Object, x int) int { return x + i }, "handler", broken, false, 0)
 		if err != nil {
 			return err
 		}

@@ -325,7 +325,7 @@ func init() {
 			return err
 		}
 		func() {
-			cb, err := pyobj.NewCallback(func() {}, "on_race", true, false)
+			cb, err := pyobj.NewCallback(func() {}, "on_race", true, false, 0)
 			if err != nil {
 				panic(err)
 			}

@@ -292,7 +292,7 @@ held = []
 	}
 	func() {
 		fmt.Println("site", siteOfNextLine())
-		cb, err := pyobj.NewCallback(func() {}, "on_tick", true, false)
+		cb, err := pyobj.NewCallback(func() {}, "on_tick", true, false, 0)
 		if err != nil {
 			panic(err)
 		}

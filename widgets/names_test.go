@@ -38,7 +38,7 @@ func TestWidgetsOwnCallbacksAreNamed(t *testing.T) {
 			assert.NotRegexp(t, unnamed, l.Name, "widgets made a callback without a name (callbacks.Name): %+v", l)
 		}
 	}
-	for _, want := range []string{"census", "duet_toplevels_changed", "duet_record_handler", "duet_connect_native"} {
+	for _, want := range []string{"census", "duet_toplevels_changed", "duet_record_connection", "duet_connect_native"} {
 		assert.True(t, names[want], "%s is alive (what the test covers): %v", want, live)
 	}
 }

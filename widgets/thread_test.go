@@ -11,7 +11,6 @@ import (
 
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/eventloop/looptest"
-	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/widgets"
 )
@@ -47,34 +46,32 @@ func TestUIThreadOnlyFromAGoroutine(t *testing.T) {
 	})
 	file := filepath.Join("testdata", "greeter.py")
 	calls := map[string]func() error{
-		"widgets.Cast":              func() error { _, err := widgets.Cast[*gtk.Button](py.Object); return err },
-		"widgets.ToPython":          func() error { _, err := widgets.ToPython(box); return err },
-		"widgets.CallMethod":        func() error { _, err := widgets.CallMethod(box, "append", py.Object); return err },
-		"widgets.Track":             func() error { return widgets.Track(box) },
-		"widgets.Reap":              func() error { _, err := widgets.Reap(); return err },
-		"widgets.InitGTK":           widgets.InitGTK,
-		"widgets.LoadFile":          func() error { _, err := widgets.LoadFile(file); return err },
-		"widgets.LoadFS":            func() error { _, err := widgets.LoadFS(testdata, file); return err },
-		"widgets.LoadSource":        func() error { _, err := widgets.LoadSource("x_src", "x = 1\n"); return err },
-		"widgets.Library":           func() error { _, err := widgets.Library(); return err },
-		"widgets.NewLineChart":      func() error { _, err := widgets.NewLineChart("t", "u", 10); return err },
-		"widgets.NewLogView":        func() error { _, err := widgets.NewLogView(10); return err },
-		"widgets.ShowCensus":        func() error { _, err := widgets.ShowCensus(nil); return err },
-		"widgets.CloseCensus":       widgets.CloseCensus,
-		"widgets.Module.New":        func() error { _, err := mod.New("Greeter", pygi.Kw{"name": "g"}); return err },
-		"widgets.LineChart.Points":  func() error { _, err := chart.Points("s"); return err },
-		"widgets.LogView.Text":      func() error { _, err := logv.Text(); return err },
-		"widgets.Widget.Prop":       func() error { _, err := py.Prop("label"); return err },
-		"widgets.Widget.SetProp":    func() error { return py.SetProp("label", "y") },
-		"widgets.Widget.Connect":    func() error { _, err := py.Connect("clicked", func() {}); return err },
-		"widgets.Widget.Disconnect": func() error { return py.Disconnect(1) },
-		"widgets.Widget.Emit":       func() error { _, err := py.Emit("clicked"); return err },
+		"widgets.Cast":                func() error { _, err := widgets.Cast[*gtk.Button](py.Object); return err },
+		"widgets.ToPython":            func() error { _, err := widgets.ToPython(box); return err },
+		"widgets.CallMethod":          func() error { _, err := widgets.CallMethod(box, "append", py.Object); return err },
+		"widgets.Track":               func() error { return widgets.Track(box) },
+		"widgets.InitGTK":             widgets.InitGTK,
+		"widgets.LoadFile":            func() error { _, err := widgets.LoadFile(file); return err },
+		"widgets.LoadFS":              func() error { _, err := widgets.LoadFS(testdata, file); return err },
+		"widgets.LoadSource":          func() error { _, err := widgets.LoadSource("x_src", "x = 1\n"); return err },
+		"widgets.Library":             func() error { _, err := widgets.Library(); return err },
+		"widgets.NewLineChart":        func() error { _, err := widgets.NewLineChart("t", "u", 10); return err },
+		"widgets.NewLogView":          func() error { _, err := widgets.NewLogView(10); return err },
+		"widgets.ShowCensus":          func() error { _, err := widgets.ShowCensus(nil); return err },
+		"widgets.Module.New":          func() error { _, err := mod.New("Greeter", pygi.Kw{"name": "g"}); return err },
+		"widgets.LineChart.Points":    func() error { _, err := chart.Points("s"); return err },
+		"widgets.LogView.Text":        func() error { _, err := logv.Text(); return err },
+		"widgets.Widget.Prop":         func() error { _, err := py.Prop("label"); return err },
+		"widgets.Widget.SetProp":      func() error { return py.SetProp("label", "y") },
+		"widgets.Widget.Connect":      func() error { _, err := py.Connect("clicked", func() {}); return err },
+		"widgets.Widget.ConnectAfter": func() error { _, err := py.ConnectAfter("clicked", func() {}); return err },
+		"widgets.Widget.Disconnect":   func() error { return py.Disconnect(1) },
+		"widgets.Widget.Emit":         func() error { _, err := py.Emit("clicked"); return err },
 		"widgets.DefineClass": func() error {
 			_, err := widgets.DefineClass(widgets.ClassSpec{Name: "FromGoroutine", Base: base})
 			return err
 		},
-		"eventloop.Flush": func() error { _, err := lifetime.FlushContext(1); return err },
-		"eventloop.Run":   func() error { return eventloop.Run(t.Context()) },
+		"eventloop.Run": func() error { return eventloop.Run(t.Context()) },
 	}
 	for name, call := range calls {
 		t.Run(name, func(t *testing.T) {

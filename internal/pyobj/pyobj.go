@@ -69,5 +69,7 @@ func Ref(o *pygi.Object) (capi.Ref, error) { return bridge.RefOf(o) }
 // NewCallback makes a callback as callbacks.New (or callbacks.Async) does,
 // named name; broken makes it with the deliberately broken ownership that
 // reproduces the classic crash (see callbacks' goOwnedBroken): for the
-// stress harness only. Package callbacks sets it.
-var NewCallback func(fn any, name string, broken, async bool) (*pygi.Object, error)
+// stress harness only. The callback's creation site is NewCallback's
+// caller, or skip frames above it (a wrapper's caller). Package callbacks
+// sets it.
+var NewCallback func(fn any, name string, broken, async bool, skip int) (*pygi.Object, error)

@@ -355,11 +355,11 @@ func rss() int64 {
 // Callback makes one of the workload's callbacks (callbacks.New, named
 // name), with the ownership the run asks for.
 func (e *Env) Callback(fn any, name string) (*pygi.Object, error) {
-	return pyobj.NewCallback(fn, name, e.Broken, false)
+	return pyobj.NewCallback(fn, name, e.Broken, false, 1)
 }
 
 // Async makes one of the workload's async callbacks (callbacks.Async,
 // named name), with the ownership the run asks for.
 func (e *Env) Async(fn any, name string) (*pygi.Object, error) {
-	return pyobj.NewCallback(fn, name, e.Broken, true)
+	return pyobj.NewCallback(fn, name, e.Broken, true, 1)
 }
