@@ -97,7 +97,7 @@ func New(opts Options) (*App, error) {
 		}
 	}
 	if opts.Venv != "" {
-		if err := pygi.Configure(pygi.Options{Venv: opts.Venv}); err != nil {
+		if err := pygi.Init(pygi.Options{Venv: opts.Venv}); err != nil {
 			return nil, err
 		}
 	}
@@ -572,7 +572,7 @@ func (a *App) shutdown() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), a.opts.FinalizeTimeout)
 	defer cancel()
-	if err := pygi.FinalizeContext(ctx); err != nil {
+	if err := pygi.Finalize(ctx); err != nil {
 		return fmt.Errorf("Python not finalised: %w", err)
 	}
 	return nil

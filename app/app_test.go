@@ -19,6 +19,7 @@ import (
 	"github.com/duet-gtk/duet/app"
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/eventloop/looptest"
+	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/internal/testutil"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/widgets"
@@ -116,7 +117,7 @@ var children = map[string]func() int{
 		a := mustNew(app.Options{ID: "org.duet.Skip", NonUnique: true, SkipFinalize: true})
 		must(a.OnActivate(func() { eventloop.After(50*time.Millisecond, a.Quit) }))
 		status := a.Run(prog)
-		if pygi.CurrentPhase() != pygi.PhaseReady {
+		if lifetime.Current() != lifetime.Ready {
 			fmt.Fprintln(os.Stderr, "Python was finalised although SkipFinalize was set")
 			return 9
 		}

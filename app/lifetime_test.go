@@ -12,6 +12,7 @@ import (
 
 	"github.com/duet-gtk/duet/app"
 	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -49,7 +50,7 @@ func init() {
 		<-inFlight
 		must(a.OnActivate(func() { eventloop.After(50*time.Millisecond, a.Quit) }))
 		status := a.Run(prog)
-		fmt.Println("status", status, "phase", pygi.CurrentPhase())
+		fmt.Println("status", status, "phase", lifetime.Current())
 		close(release)
 		r, err := pygi.Eval("'still here'", nil)
 		must(err)

@@ -60,7 +60,7 @@ threading.Thread(target=time.sleep, args=(0.5,), name="short").start()
 `, nil))
 		must(a.OnActivate(func() { eventloop.After(50*time.Millisecond, a.Quit) }))
 		status := a.Run(prog)
-		fmt.Println("phase", pygi.CurrentPhase())
+		fmt.Println("phase", lifetime.Current())
 		return status
 	}
 	// Quit while one goroutine is in a 3 s Python call and four others call
@@ -107,7 +107,7 @@ threading.Thread(target=time.sleep, args=(0.5,), name="short").start()
 		wg.Wait()
 		n := 0
 		finalized.Range(func(_, _ any) bool { n++; return true })
-		fmt.Printf("status %d after %.1f s, phase %v, %d of 4 saw ErrFinalized\n", status, took.Seconds(), pygi.CurrentPhase(), n)
+		fmt.Printf("status %d after %.1f s, phase %v, %d of 4 saw ErrFinalized\n", status, took.Seconds(), lifetime.Current(), n)
 		return status
 	}
 	// GTK used after Run returned: an error dialog, a window. Nothing of
@@ -164,7 +164,7 @@ keep = [client]
 			eventloop.After(100*time.Millisecond, a.Quit)
 		}))
 		status := a.Run(prog)
-		fmt.Println("phase", pygi.CurrentPhase())
+		fmt.Println("phase", lifetime.Current())
 		time.Sleep(300 * time.Millisecond) // the Python timer is due
 		gtk.SettingsGetDefault().SetObjectProperty("gtk-application-prefer-dark-theme", true)
 		adj.SetValue(5) // its handler and its binding's transform are gone

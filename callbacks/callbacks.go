@@ -32,15 +32,11 @@ func init() {
 	lifetime.SetErrorCause(errorCause)
 	// Go funcs passed anywhere pygi takes a value become callbacks, owned the
 	// same way (pygi closes its temporary reference after the operation).
-	pygi.RegisterConverter(func(v reflect.Value) (*pygi.Object, bool, error) {
-		if v.Kind() != reflect.Func {
-			return nil, false, nil
-		}
+	pyobj.SetFuncConverter(func(v reflect.Value) (*pygi.Object, error) {
 		if v.IsNil() {
-			return pygi.None(), true, nil
+			return pygi.None(), nil
 		}
-		o, err := New(v.Interface())
-		return o, true, err
+		return New(v.Interface())
 	})
 }
 

@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 	if name := os.Getenv("CALLBACKS_CHILD"); name != "" {
 		os.Exit(childMain(name))
 	}
-	if err := pygi.Init(); err != nil {
+	if err := pygi.Init(pygi.Options{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "%d entries left a Python exception set\n", n)
 		code = 1
 	}
-	if err := pygi.Finalize(); err != nil {
+	if err := pygi.Finalize(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "Finalize:", err)
 		code = 1
 	}

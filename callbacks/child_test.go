@@ -1,6 +1,7 @@
 package callbacks_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -64,7 +65,7 @@ func heldThenCalled(broken bool) error {
 	if n != 50+49*50/2 {
 		return fmt.Errorf("sum = %d", n)
 	}
-	return pygi.Finalize()
+	return pygi.Finalize(context.Background())
 }
 
 // The same through duet's own signal closure (callbacks.Connect): the
@@ -114,7 +115,7 @@ e = Emitter()
 	if n, err := r.Int(); err != nil || n != 50 { // the last handler's value
 		return fmt.Errorf("emit = %d (%v)", n, err)
 	}
-	return pygi.Finalize()
+	return pygi.Finalize(context.Background())
 }
 
 var scenarios = map[string]func() error{

@@ -146,7 +146,7 @@ func connectData(obj *pygi.Object, signal string, cb *pygi.Object, after bool, d
 	if err != nil {
 		return 0, err
 	}
-	id, err := r.Uint()
+	id, err := pygi.As[uint64](r)
 	if err != nil {
 		return 0, err
 	}

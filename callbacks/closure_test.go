@@ -272,7 +272,7 @@ func TestDisconnect(t *testing.T) {
 	assert.ErrorIs(t, callbacks.Disconnect(e, 1<<40), callbacks.ErrNotConnected)
 
 	// Python's own handlers too: Disconnect is GLib's, not only Go's.
-	pyID, err := eval(t, g, "e.connect('ping', lambda *a: None)").Uint()
+	pyID, err := pygi.As[uint64](eval(t, g, "e.connect('ping', lambda *a: None)"))
 	require.NoError(t, err)
 	require.NoError(t, callbacks.Disconnect(e, pyID))
 	still, err := eval(t, g, "e.handler_is_connected("+fmt.Sprint(pyID)+")").Truthy()

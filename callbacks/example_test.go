@@ -15,7 +15,7 @@ func ExampleNew() {
 	g.SetItem("greet", greet)
 	greet.Close() // Python holds it now; it lives as long as Python does
 	r, _ := pygi.Eval("greet('python'), greet.__text_signature__", g)
-	v, _ := r.Go()
+	v, _ := pygi.As[any](r)
 	fmt.Println(v)
 	// Output: [hello python (name, /)]
 }

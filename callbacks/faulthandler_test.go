@@ -1,6 +1,7 @@
 package callbacks_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -80,7 +81,7 @@ func goPanics() error {
 		return err
 	}
 	fmt.Println("faulthandler enabled:", on.String())
-	return pygi.Finalize()
+	return pygi.Finalize(context.Background())
 }
 
 func TestFaulthandlerLeavesGoPanicsToGo(t *testing.T) {

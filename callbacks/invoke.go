@@ -362,7 +362,7 @@ func (s *signature) callSlow(args []capi.Ref, nargs, nkw int, kwnames capi.Ref) 
 				panic(typeError(fmt.Sprintf("%s(): keyword names: %v", s.name, err)))
 			}
 			for j, name := range names {
-				v, err := borrow(args[nargs+j]).Go()
+				v, err := pygi.As[any](borrow(args[nargs+j]))
 				if err != nil {
 					panic(typeError(fmt.Sprintf("%s() keyword argument '%s': %v", s.name, name, err)))
 				}
@@ -411,7 +411,7 @@ func (s *signature) arg(i int, t reflect.Type, o *pygi.Object) reflect.Value {
 		return reflect.ValueOf(o)
 	}
 	p := reflect.New(t)
-	if err := o.Decode(p.Interface()); err != nil {
+	if err := pyobj.Decode(o, p.Interface()); err != nil {
 		panic(typeError(fmt.Sprintf("%s() argument %d: %v", s.name, i+1, err)))
 	}
 	return p.Elem()

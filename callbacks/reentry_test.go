@@ -1,6 +1,7 @@
 package callbacks_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -70,7 +71,7 @@ data = {"k%d" % i: [[j, str(j)] for j in range(50)] for i in range(400)}
 			}
 		}
 		fmt.Println("collector ran Go callbacks:", seen > 0)
-		return pygi.Finalize()
+		return pygi.Finalize(context.Background())
 	}
 }
 

@@ -64,7 +64,7 @@ t.join()
 			return err
 		}
 		fmt.Println("caught:", r.String(), "leaked:", capi.LeakedExceptions())
-		return pygi.Finalize()
+		return pygi.Finalize(context.Background())
 	}
 	// Threads that end with thread-local data whose __del__ calls Go.
 	scenarios["thread-locals-call-go"] = func() error {
@@ -106,7 +106,7 @@ t.join()
 		mu.Lock()
 		fmt.Println("__del__ called Go:", calls, "of 50")
 		mu.Unlock()
-		return pygi.Finalize()
+		return pygi.Finalize(context.Background())
 	}
 	// C threads (ctypes pthreads) that call a Go callback making a duet
 	// call: their temporary thread states are theirs, and go with them.
@@ -141,7 +141,7 @@ for _ in range(200):
 			return err
 		}
 		fmt.Printf("thread states: %d before, %d after 200 C threads\n", before, capi.ThreadStates())
-		return pygi.Finalize()
+		return pygi.Finalize(context.Background())
 	}
 	// A handler on the UI thread waits for asyncio.run in another thread,
 	// which awaits a Go async func: it is settled on that loop directly.
@@ -168,7 +168,7 @@ for _ in range(200):
 			return err
 		}
 		fmt.Println("the UI thread got:", got.String())
-		return pygi.Finalize()
+		return pygi.Finalize(context.Background())
 	}
 }
 

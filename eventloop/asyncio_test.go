@@ -615,7 +615,7 @@ func init() {
 			return errors.New("Await hung after the loop stopped")
 		}
 		fmt.Println("Await returned")
-		return pygi.Finalize()
+		return pygi.Finalize(context.Background())
 	}
 	lifetimeChildren["await-foreign-loop"] = func() error {
 		double, err := callbacks.Async(func(ctx context.Context, n int) (int, error) { return 2 * n, nil })
@@ -681,7 +681,7 @@ def go():
 			return err
 		}
 		fmt.Println("results:", r.String())
-		return pygi.Finalize()
+		return pygi.Finalize(context.Background())
 	}
 }
 

@@ -122,7 +122,7 @@ func init() {
 		if awaitErr != nil {
 			return awaitErr
 		}
-		return pygi.Finalize()
+		return pygi.Finalize(context.Background())
 	}
 }
 

@@ -40,7 +40,7 @@ func childMain(name string) int {
 			return 1
 		}
 		fmt.Println("quit on", se.Signal)
-		if err := pygi.Finalize(); err != nil {
+		if err := pygi.Finalize(context.Background()); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}

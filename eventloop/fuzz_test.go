@@ -413,7 +413,7 @@ func init() {
 			}()
 		}
 		time.Sleep(300 * time.Millisecond)
-		ferr := pygi.Finalize()
+		ferr := pygi.Finalize(context.Background())
 		close(stop)
 		wg.Wait()
 		close(errs)

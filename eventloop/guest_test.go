@@ -68,7 +68,7 @@ var guestChildren = map[string]func() error{
 		for _, s := range hostSignals {
 			signal.Notify(ch, s)
 		}
-		if err := pygi.Init(); err != nil {
+		if err := pygi.Init(pygi.Options{}); err != nil {
 			return err
 		}
 		if err := hostGetsEach(ch, "after pygi.Init"); err != nil {
@@ -103,7 +103,7 @@ for n in names:
 		if err := hostGetsEach(ch, "after Python gave them back"); err != nil {
 			return err
 		}
-		if err := pygi.Finalize(); err != nil {
+		if err := pygi.Finalize(context.Background()); err != nil {
 			return err
 		}
 		return hostGetsEach(ch, "after pygi.Finalize")
@@ -119,7 +119,7 @@ for n in names:
 		select {
 		case <-ch:
 			fmt.Println("got hangup - config reloaded")
-			return pygi.Finalize()
+			return pygi.Finalize(context.Background())
 		case <-time.After(20 * time.Second):
 			return errors.New("no SIGHUP")
 		}
@@ -132,7 +132,7 @@ for n in names:
 		if _, err := pygi.Eval("sum(range(10))", nil); err != nil {
 			return err
 		}
-		if err := pygi.Finalize(); err != nil {
+		if err := pygi.Finalize(context.Background()); err != nil {
 			return err
 		}
 		return gracefulHost(ctx)
@@ -145,7 +145,7 @@ for n in names:
 		if err := eventloop.Run(ctx, eventloop.HostSignals()); !errors.Is(err, context.Canceled) {
 			return fmt.Errorf("Run: want context.Canceled, got %v", err)
 		}
-		if err := pygi.Finalize(); err != nil {
+		if err := pygi.Finalize(context.Background()); err != nil {
 			return err
 		}
 		w := bufio.NewWriter(os.Stdout)
@@ -164,7 +164,7 @@ for n in names:
 		if !errors.As(err, &se) || se.Signal != syscall.SIGTERM {
 			return fmt.Errorf("Run: want a SIGTERM SignalError, got %v", err)
 		}
-		if err := pygi.Finalize(); err != nil {
+		if err := pygi.Finalize(context.Background()); err != nil {
 			return err
 		}
 		return gracefulHost(ctx)
@@ -175,7 +175,7 @@ for n in names:
 		if _, err := pygi.Eval("1", nil); err != nil {
 			return err
 		}
-		if err := pygi.Finalize(); err != nil {
+		if err := pygi.Finalize(context.Background()); err != nil {
 			return err
 		}
 		ready()
@@ -224,7 +224,7 @@ for n in names:
 			return err
 		}
 		fmt.Println("handler runs:", r.String())
-		return pygi.Finalize()
+		return pygi.Finalize(context.Background())
 	},
 	// PyGObject's own test_ossig pattern: signal.alarm with a handler while
 	// Python code on the UI thread is busy past the grace.
@@ -251,7 +251,7 @@ assert fired, "the alarm's handler did not run"
 			return got
 		}
 		fmt.Println("alarm handled")
-		return pygi.Finalize()
+		return pygi.Finalize(context.Background())
 	},
 }
 
@@ -307,7 +307,7 @@ func init() {
 				return fmt.Errorf("want a SIGINT SignalError, got %v", err)
 			}
 			fmt.Println("quit on the first SIGINT")
-			return pygi.Finalize()
+			return pygi.Finalize(context.Background())
 		}
 	}
 }
@@ -392,7 +392,7 @@ func init() {
 		if err := sigIgn("SigIgn before"); err != nil {
 			return err
 		}
-		if err := pygi.Init(); err != nil {
+		if err := pygi.Init(pygi.Options{}); err != nil {
 			return err
 		}
 		if err := sigIgn("SigIgn after Init"); err != nil {
@@ -414,7 +414,7 @@ func init() {
 		if loopErr != nil {
 			return loopErr
 		}
-		return pygi.Finalize()
+		return pygi.Finalize(context.Background())
 	}
 }
 
@@ -459,7 +459,7 @@ done.wait(10)
 			return err
 		}
 		fmt.Println("results:", res.String())
-		return pygi.Finalize()
+		return pygi.Finalize(context.Background())
 	}
 }
 
@@ -492,7 +492,7 @@ func init() {
 		}()
 		stop := make(chan struct{})
 		go flood(stop, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
-		if err := pygi.Init(); err != nil {
+		if err := pygi.Init(pygi.Options{}); err != nil {
 			return err
 		}
 		if err := pygi.Exec(`
@@ -512,7 +512,7 @@ slow = Slow()
 `, nil); err != nil {
 			return err
 		}
-		if err := pygi.Finalize(); err != nil {
+		if err := pygi.Finalize(context.Background()); err != nil {
 			return err
 		}
 		close(stop)
@@ -541,7 +541,7 @@ t = threading.Thread(target=run); t.start(); t.join()
 			return err
 		}
 		fmt.Println("child:", r.String())
-		return pygi.Finalize()
+		return pygi.Finalize(context.Background())
 	}
 	// faulthandler.register(SIGUSR1) writes its tracebacks, and the host's
 	// subscription still gets the signal; the alternate signal stack of a
@@ -595,7 +595,7 @@ t = threading.Thread(target=run); t.start(); t.join()
 		if err := <-errc; err != nil {
 			return err
 		}
-		if err := pygi.Finalize(); err != nil {
+		if err := pygi.Finalize(context.Background()); err != nil {
 			return err
 		}
 		if err := readRestarts(syscall.SIGUSR1); err != nil {
@@ -699,7 +699,7 @@ def start():
 			return fmt.Errorf("Run: want a SIGTERM SignalError, got %v", err)
 		}
 		fmt.Println("Run reported SIGTERM")
-		return pygi.Finalize()
+		return pygi.Finalize(context.Background())
 	}
 	// SIGTERM while the UI thread is busy for less than the grace, and a
 	// task that needs longer than what is left of it to finish after its
@@ -733,7 +733,7 @@ def start():
 		if !errors.As(err, &se) {
 			return fmt.Errorf("Run: want a SignalError, got %v", err)
 		}
-		return pygi.Finalize()
+		return pygi.Finalize(context.Background())
 	}
 	// SIGINT, then SIGTERM before the UI thread came back: one ordered
 	// shutdown, no hand-back (only the same signal again hands it back).
@@ -748,7 +748,7 @@ def start():
 			return fmt.Errorf("Run: want a SignalError, got %v", err)
 		}
 		fmt.Println("one ordered shutdown")
-		return pygi.Finalize()
+		return pygi.Finalize(context.Background())
 	}
 	// A KeyboardInterrupt Python code raises by itself in a GLib callback
 	// is printed and the loop goes on, as under python3 with PyGObject.
@@ -766,7 +766,7 @@ GLib.idle_add(cb)
 			return fmt.Errorf("Run: %v", err)
 		}
 		fmt.Println("the loop went on")
-		return pygi.Finalize()
+		return pygi.Finalize(context.Background())
 	}
 	// A host that survives a handed-back SIGTERM: Python's handler for it
 	// runs again for the next one, as under python3.
@@ -797,7 +797,7 @@ GLib.idle_add(cb)
 			return err
 		}
 		fmt.Printf("Python's handler ran %s, then %s times\n", before, after)
-		return pygi.Finalize()
+		return pygi.Finalize(context.Background())
 	}
 }
 

@@ -47,7 +47,7 @@ assert not ctx.iteration(False), "a non-blocking iteration dispatched something 
 		if _, ok := err.(*eventloop.SignalError); !ok {
 			return fmt.Errorf("want a SignalError, got %v", err)
 		}
-		return pygi.Finalize()
+		return pygi.Finalize(context.Background())
 	}
 }
 

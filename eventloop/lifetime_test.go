@@ -38,14 +38,14 @@ var lifetimeChildren = map[string]func() error{
 		}
 		errc := make(chan error, 1)
 		eventloop.Invoke(func() {
-			if err := pygi.Finalize(); !errors.Is(err, pygi.ErrLoopRunning) {
+			if err := pygi.Finalize(context.Background()); !errors.Is(err, pygi.ErrLoopRunning) {
 				errc <- fmt.Errorf("Finalize on the loop: got %v, want ErrLoopRunning", err)
 				eventloop.Quit()
 				return
 			}
 			go func() {
 				defer eventloop.Quit()
-				if err := pygi.Finalize(); !errors.Is(err, pygi.ErrLoopRunning) {
+				if err := pygi.Finalize(context.Background()); !errors.Is(err, pygi.ErrLoopRunning) {
 					errc <- fmt.Errorf("Finalize from a goroutine: got %v, want ErrLoopRunning", err)
 					return
 				}
@@ -64,7 +64,7 @@ var lifetimeChildren = map[string]func() error{
 			return err
 		}
 		g.Close()
-		return pygi.Finalize()
+		return pygi.Finalize(context.Background())
 	},
 	// A Go handler that calls runtime.Goexit (t.FailNow, require.*) while
 	// GTK emits a signal on the loop: the process must end, saying why,
@@ -272,7 +272,7 @@ def make():
 			return err
 		}
 		fmt.Println("finalised on the UI thread:", r.String())
-		return pygi.Finalize()
+		return pygi.Finalize(context.Background())
 	}
 }
 

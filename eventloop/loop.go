@@ -135,7 +135,7 @@ func Drive(ctx context.Context, run func(), quit func(), opts ...Option) error {
 	}()
 
 	capi.LoopSetup()
-	if err := pygi.Init(); err != nil {
+	if err := pygi.Init(pygi.Options{}); err != nil {
 		return err
 	}
 	if err := installExceptionHooks(); err != nil {

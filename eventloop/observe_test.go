@@ -47,7 +47,7 @@ func init() {
 		if err := eventloop.Run(t0()); err != nil {
 			return err
 		}
-		return pygi.Finalize()
+		return pygi.Finalize(context.Background())
 	}
 	lifetimeChildren["thread-exception"] = func() error {
 		eventloop.Invoke(func() {
@@ -58,7 +58,7 @@ func init() {
 		if err := eventloop.Run(t0()); err != nil {
 			return err
 		}
-		return pygi.Finalize()
+		return pygi.Finalize(context.Background())
 	}
 }
 

@@ -55,7 +55,7 @@ def deep(n):
 			return err
 		}
 		fmt.Println("survived the dumps")
-		return pygi.Finalize()
+		return pygi.Finalize(context.Background())
 	},
 	// A SIGTERM handler stops a worker thread that Finalize waits for.
 	"handler-during-finalize": func() error {
@@ -70,7 +70,7 @@ threading.Thread(target=stop.wait, name="worker").start()
 		go func() { time.Sleep(300 * time.Millisecond); syscall.Kill(os.Getpid(), syscall.SIGTERM) }()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := pygi.FinalizeContext(ctx); err != nil {
+		if err := pygi.Finalize(ctx); err != nil {
 			return err
 		}
 		fmt.Println("the handler stopped the worker")
@@ -115,7 +115,7 @@ threading.Thread(target=work, name="worker").start()
 		time.Sleep(80 * time.Millisecond)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := pygi.FinalizeContext(ctx); err != nil {
+		if err := pygi.Finalize(ctx); err != nil {
 			return err
 		}
 		fmt.Println("finalised after the worker")
@@ -165,7 +165,7 @@ with ctx.Pool(2, initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_
 			return err
 		}
 		fmt.Println("children:", r.String())
-		return pygi.Finalize()
+		return pygi.Finalize(context.Background())
 	},
 	// Python's SIGTERM handler runs while the UI thread is busy in Python
 	// for longer than the grace, and the job goes on: the UI thread came
@@ -194,7 +194,7 @@ print("job done", flush=True)
 		if jobErr != nil {
 			return jobErr
 		}
-		return pygi.Finalize()
+		return pygi.Finalize(context.Background())
 	},
 	// A SIGTERM Python handles is pending when Ctrl+C comes: the first
 	// Ctrl+C still quits.
@@ -213,7 +213,7 @@ print("job done", flush=True)
 			return fmt.Errorf("Run: want a SIGINT SignalError, got %v", err)
 		}
 		fmt.Println("quit on the first Ctrl+C")
-		return pygi.Finalize()
+		return pygi.Finalize(context.Background())
 	},
 }
 

@@ -37,7 +37,7 @@ var signalChildren = map[string]func() error{
 			return err
 		}
 		fmt.Println("table", r.String())
-		return pygi.Finalize()
+		return pygi.Finalize(context.Background())
 	},
 	// No loop; Python code that asked for SIGINT (a handler of its own that
 	// raises KeyboardInterrupt) busy on the main thread: SIGINT raises it
@@ -54,7 +54,7 @@ var signalChildren = map[string]func() error{
 			}
 			fmt.Println("interrupted:", code)
 		}
-		return pygi.Finalize()
+		return pygi.Finalize(context.Background())
 	},
 	// No loop: a handler Python code registers runs when its signal comes.
 	"python-handler": func() error {
@@ -96,7 +96,7 @@ print("handled", flush=True)
 			return err
 		}
 		fmt.Println("handler ran on the main thread:", r.String())
-		return pygi.Finalize()
+		return pygi.Finalize(context.Background())
 	},
 	// The UI thread is stuck in Python code (a GLib idle handler written in
 	// Python that never returns). SIGINT raises KeyboardInterrupt there,
@@ -117,7 +117,7 @@ GLib.idle_add(busy)
 		if !errors.As(err, &se) || se.Signal != syscall.SIGINT {
 			return fmt.Errorf("want a SIGINT SignalError, got %v", err)
 		}
-		return pygi.Finalize()
+		return pygi.Finalize(context.Background())
 	},
 	// The UI thread is stuck in Python code that ignores KeyboardInterrupt
 	// and SIGTERM has the default disposition: the ordered shutdown cannot
@@ -169,7 +169,7 @@ GLib.idle_add(stuck)
 		ready()
 		time.Sleep(time.Second)
 		fmt.Println("still here")
-		return pygi.Finalize()
+		return pygi.Finalize(context.Background())
 	},
 	// Python code runs its own GLib.MainLoop on the UI thread (inside a
 	// handler): PyGObject's own SIGINT handling quits it and raises
@@ -191,7 +191,7 @@ GLib.idle_add(stuck)
 			return fmt.Errorf("GLib.MainLoop.run: want KeyboardInterrupt, got %v", got)
 		}
 		fmt.Println("nested loop interrupted")
-		return pygi.Finalize()
+		return pygi.Finalize(context.Background())
 	},
 }
 

@@ -1,6 +1,7 @@
 package forensics_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -28,12 +29,12 @@ func TestMain(m *testing.M) {
 		_ = syscall.Setrlimit(syscall.RLIMIT_CORE, &syscall.Rlimit{})
 		os.Exit(childMain(name))
 	}
-	if err := pygi.Init(); err != nil {
+	if err := pygi.Init(pygi.Options{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()
-	if err := pygi.Finalize(); err != nil {
+	if err := pygi.Finalize(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "Finalize:", err)
 		code = 1
 	}

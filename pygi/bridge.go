@@ -28,6 +28,7 @@ func init() {
 		return capi.Ref{}, st, statusErr(st, exc)
 	}
 	bridge.NewError = newError
+	bridge.Decode = func(o any, dst any) error { return o.(*Object).decode(dst) }
 	bridge.Keep = func(o any) { keep(o.(*Object)) }
 	bridge.PythonFiles = pyFiles
 }

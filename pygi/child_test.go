@@ -42,7 +42,7 @@ var childScenarios = map[string]func() error{
 				done <- err
 				return
 			}
-			if err := Finalize(); err != nil {
+			if err := Finalize(context.Background()); err != nil {
 				done <- err
 				return
 			}
@@ -56,7 +56,7 @@ var childScenarios = map[string]func() error{
 	},
 	// Finalize while 8 goroutines keep calling: they see ErrFinalized and stop.
 	"finalize-while-calling": func() error {
-		if err := Init(); err != nil {
+		if err := Init(Options{}); err != nil {
 			return err
 		}
 		f, err := Eval("lambda x: x * 2", nil)
@@ -86,7 +86,7 @@ var childScenarios = map[string]func() error{
 			}()
 		}
 		time.Sleep(200 * time.Millisecond)
-		if err := Finalize(); err != nil {
+		if err := Finalize(context.Background()); err != nil {
 			return err
 		}
 		wg.Wait()
@@ -102,18 +102,18 @@ var childScenarios = map[string]func() error{
 	},
 	// Finalize from the wrong thread is refused, not a crash.
 	"finalize-wrong-thread": func() error {
-		if err := Init(); err != nil {
+		if err := Init(Options{}); err != nil {
 			return err
 		}
 		errc := make(chan error)
-		go func() { errc <- Finalize() }()
+		go func() { errc <- Finalize(context.Background()) }()
 		if err := <-errc; !errors.Is(err, ErrWrongThread) {
 			return fmt.Errorf("Finalize off the main thread: got %v", err)
 		}
 		if _, err := Eval("1", nil); err != nil {
 			return fmt.Errorf("interpreter unusable after a refused Finalize: %v", err)
 		}
-		return Finalize()
+		return Finalize(context.Background())
 	},
 	// Exit while goroutines are inside Python, without finalising.
 	"exit-while-calling": func() error {
@@ -160,7 +160,7 @@ var childScenarios = map[string]func() error{
 				return err
 			}
 		}
-		return Finalize()
+		return Finalize(context.Background())
 	},
 	// A Python thread still running at Finalize: Py_FinalizeEx joins it.
 	"python-thread-at-finalize": func() error {
@@ -172,7 +172,7 @@ var childScenarios = map[string]func() error{
 			return err
 		}
 		g.Close()
-		return Finalize()
+		return Finalize(context.Background())
 	},
 }
 
@@ -217,7 +217,7 @@ func init() {
 		ctx, cancel := context.WithTimeout(context.Background(), d)
 		defer cancel()
 		start := time.Now()
-		err := FinalizeContext(ctx)
+		err := Finalize(ctx)
 		return time.Since(start), err
 	}
 	childScenarios["threads-stdlib"] = func() error {
@@ -263,7 +263,7 @@ threading.Thread(target=watch, name="watcher").start()
 		done := make(chan error)
 		go func() {
 			done <- WithGIL(func() error {
-				if err := Finalize(); !errors.Is(err, ErrInsideCall) {
+				if err := Finalize(context.Background()); !errors.Is(err, ErrInsideCall) {
 					return fmt.Errorf("Finalize inside Do on Python's own thread: %v", err)
 				}
 				return nil
@@ -277,7 +277,7 @@ threading.Thread(target=watch, name="watcher").start()
 		case <-time.After(10 * time.Second):
 			return errors.New("Finalize inside Do hung")
 		}
-		go func() { done <- Finalize() }()
+		go func() { done <- Finalize(context.Background()) }()
 		return <-done
 	}
 }
@@ -336,7 +336,7 @@ func init() {
 			}
 		}
 		fmt.Println("self-referential values refused")
-		return Finalize()
+		return Finalize(context.Background())
 	}
 }
 
@@ -350,7 +350,7 @@ func TestSelfReferentialValues(t *testing.T) {
 // Python thread state duet made for that thread goes with it.
 func init() {
 	childScenarios["thread-states"] = func() error {
-		if err := Init(); err != nil {
+		if err := Init(Options{}); err != nil {
 			return err
 		}
 		before := capi.ThreadStates()
@@ -375,7 +375,7 @@ func init() {
 		if n := capi.ThreadStates(); n > before+4 {
 			return fmt.Errorf("%d thread states left from ended threads", n-before)
 		}
-		return Finalize()
+		return Finalize(context.Background())
 	}
 }
 

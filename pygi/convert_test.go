@@ -78,14 +78,14 @@ func TestConversionsRoundTrip(t *testing.T) {
 				want = tc.in
 			}
 			dst := reflect.New(reflect.TypeOf(tc.in))
-			require.NoError(t, o.Decode(dst.Interface()))
+			require.NoError(t, o.decode(dst.Interface()))
 			got := dst.Elem().Interface()
 			if f, ok := want.(float64); ok && math.IsNaN(f) {
 				assert.True(t, math.IsNaN(got.(float64)))
 				return
 			}
 			if tc.want != nil {
-				g, err := o.Go()
+				g, err := As[any](o)
 				require.NoError(t, err)
 				got = g
 			}
@@ -115,14 +115,14 @@ func TestNaturalForms(t *testing.T) {
 		t.Run(tc.expr, func(t *testing.T) {
 			o, err := Eval(tc.expr, nil)
 			require.NoError(t, err)
-			got, err := o.Go()
+			got, err := As[any](o)
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, got)
 		})
 	}
 	o, err := Eval("2**100", nil)
 	require.NoError(t, err)
-	got, err := o.Go()
+	got, err := As[any](o)
 	require.NoError(t, err)
 	want, _ := new(big.Int).SetString("1267650600228229401496703205376", 10)
 	assert.Equal(t, 0, want.Cmp(got.(*big.Int)))
@@ -135,7 +135,7 @@ func TestNaturalForms(t *testing.T) {
 	// Objects without a plain Go form come back as *Object.
 	o, err = Eval("[object(), 1]", nil)
 	require.NoError(t, err)
-	got, err = o.Go()
+	got, err = As[any](o)
 	require.NoError(t, err)
 	items := got.([]any)
 	require.IsType(t, &Object{}, items[0])
@@ -211,16 +211,16 @@ func TestConversionFailures(t *testing.T) {
 		t.Run("to go/"+tc.name, func(t *testing.T) {
 			o, err := Eval(tc.expr, nil)
 			require.NoError(t, err)
-			err = o.Decode(tc.dst)
+			err = o.decode(tc.dst)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.msg)
 		})
 	}
 	o, err := Eval("1", nil)
 	require.NoError(t, err)
-	assert.ErrorIs(t, o.Decode(nil), ErrConversion)
+	assert.ErrorIs(t, o.decode(nil), ErrConversion)
 	var n int
-	assert.ErrorIs(t, o.Decode(n), ErrConversion, "Decode needs a pointer")
+	assert.ErrorIs(t, o.decode(n), ErrConversion, "Decode needs a pointer")
 	_, err = o.Bool()
 	assert.Error(t, err, "Bool is strict")
 	truth, err := o.Truthy()
@@ -258,13 +258,13 @@ func FuzzRoundTrip(f *testing.F) {
 		items, err := As[[]*Object](o)
 		require.NoError(t, err)
 		require.Len(t, items, 7)
-		require.NoError(t, items[0].Decode(&out.i))
-		require.NoError(t, items[1].Decode(&out.u))
-		require.NoError(t, items[2].Decode(&out.fl))
-		require.NoError(t, items[3].Decode(&out.s))
-		require.NoError(t, items[4].Decode(&out.b))
-		require.NoError(t, items[5].Decode(&out.f))
-		require.NoError(t, items[6].Decode(&out.m))
+		require.NoError(t, items[0].decode(&out.i))
+		require.NoError(t, items[1].decode(&out.u))
+		require.NoError(t, items[2].decode(&out.fl))
+		require.NoError(t, items[3].decode(&out.s))
+		require.NoError(t, items[4].decode(&out.b))
+		require.NoError(t, items[5].decode(&out.f))
+		require.NoError(t, items[6].decode(&out.m))
 		assert.Equal(t, i, out.i)
 		assert.Equal(t, u, out.u)
 		assert.Equal(t, math.Float64bits(fl), math.Float64bits(out.fl))

@@ -492,25 +492,11 @@ func decodeTop(o *Object) (any, error) {
 	return v, err
 }
 
-// Go converts o to its natural Go form: nil, bool, int64 (uint64 or *big.Int
-// when it does not fit), float64, string, []byte, []any for lists, tuples
-// and sets, map[string]any for dicts with only string keys (map[any]any
-// otherwise), and *Object for anything else.
-func (o *Object) Go() (any, error) {
-	if err := enter(); err != nil {
-		return nil, err
-	}
-	defer exit()
-	return decodeTop(o)
-}
-
-// Decode converts o into the value dst points to, which may be of any type
-// New accepts (plus *Object anywhere, and any). Integers must fit the
-// target exactly; nothing is truncated.
-func (o *Object) Decode(dst any) error {
+// decode converts o into the value dst points to (see As).
+func (o *Object) decode(dst any) error {
 	rv := reflect.ValueOf(dst)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
-		return &ConversionError{GoType: fmt.Sprintf("%T", dst), Reason: "Decode needs a non-nil pointer"}
+		return &ConversionError{GoType: fmt.Sprintf("%T", dst), Reason: "decoding needs a non-nil pointer"}
 	}
 	if err := enter(); err != nil {
 		return err
@@ -522,18 +508,31 @@ func (o *Object) Decode(dst any) error {
 	})
 }
 
-// As converts o to a T, as Decode does.
+// As converts o to a T, which may be of any type New accepts, plus *Object
+// anywhere, and any: o's natural Go form, which is nil, bool, int64
+// (uint64 or *big.Int when it does not fit), float64, string, []byte, []any
+// for lists, tuples and sets, map[string]any for dicts with only string
+// keys (map[any]any otherwise), and *Object for anything else. Integers
+// must fit T exactly; nothing is truncated.
 func As[T any](o *Object) (T, error) {
 	var v T
-	err := o.Decode(&v)
+	if t := reflect.TypeFor[T](); t.Kind() == reflect.Interface && t.NumMethod() == 0 {
+		if err := enter(); err != nil {
+			return v, err
+		}
+		defer exit()
+		g, err := decodeTop(o)
+		if g != nil {
+			v = g.(T)
+		}
+		return v, err
+	}
+	err := o.decode(&v)
 	return v, err
 }
 
 // Int returns o as an int64; o must be a Python int that fits.
 func (o *Object) Int() (int64, error) { return As[int64](o) }
-
-// Uint returns o as a uint64; o must be a non-negative Python int that fits.
-func (o *Object) Uint() (uint64, error) { return As[uint64](o) }
 
 // Float returns o as a float64; o must be a Python float or int.
 func (o *Object) Float() (float64, error) { return As[float64](o) }
@@ -544,6 +543,3 @@ func (o *Object) Text() (string, error) { return As[string](o) }
 
 // Bool returns o as a bool; o must be a Python bool (see Truthy for bool(o)).
 func (o *Object) Bool() (bool, error) { return As[bool](o) }
-
-// Bytes returns o as a []byte; o must be bytes, bytearray or str.
-func (o *Object) Bytes() ([]byte, error) { return As[[]byte](o) }

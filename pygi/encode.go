@@ -11,6 +11,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/duet-gtk/duet/internal/bridge"
 	"github.com/duet-gtk/duet/internal/capi"
 )
 
@@ -33,25 +34,6 @@ func Arg(name string, value any) KwArg { return KwArg{name, value} }
 // Converter lets a Go type choose its own Python form.
 type Converter interface {
 	PyObject() (*Object, error)
-}
-
-// ValueConverter converts Go values pygi has no rule for (Go funcs, for
-// instance, once the callbacks package registers one). It returns handled
-// false to pass.
-type ValueConverter func(v reflect.Value) (obj *Object, handled bool, err error)
-
-var converters struct {
-	mu   sync.RWMutex
-	list []ValueConverter
-}
-
-// RegisterConverter adds a converter consulted for values pygi cannot
-// convert by itself (the database/sql driver idiom: higher packages plug in
-// without pygi importing them).
-func RegisterConverter(c ValueConverter) {
-	converters.mu.Lock()
-	converters.list = append(converters.list, c)
-	converters.mu.Unlock()
 }
 
 // New converts a Go value to a new Python object:
@@ -414,20 +396,18 @@ func validKeyKind(k reflect.Kind) bool {
 	return false
 }
 
-// custom asks the registered converters.
+// custom converts what only a higher package can: Go funcs, which package
+// callbacks makes into callables (through internal/bridge, the
+// database/sql driver idiom: it plugs in without pygi importing it).
 func (e *encoder) custom(v reflect.Value) error {
-	converters.mu.RLock()
-	list := converters.list
-	converters.mu.RUnlock()
-	for _, c := range list {
-		o, ok, err := c(v)
+	if f := bridge.FuncToPython; f != nil && v.Kind() == reflect.Func {
+		o, err := f(v)
 		if err != nil {
 			return err
 		}
-		if ok {
-			e.temps = append(e.temps, o)
-			return e.object(o)
-		}
+		obj := o.(*Object)
+		e.temps = append(e.temps, obj)
+		return e.object(obj)
 	}
 	reason := "no conversion for this type"
 	if v.Kind() == reflect.Func {

@@ -1,6 +1,7 @@
 package pygi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -76,7 +77,7 @@ func init() {
 			if strings.Join(argv, " ") != strings.Join(os.Args, " ") {
 				return fmt.Errorf("sys.argv %q, want the app's %q", argv, os.Args)
 			}
-			return Finalize()
+			return Finalize(context.Background())
 		},
 		// Code that starts sys.executable starts Python: a multiprocessing
 		// pool with the spawn method, and a process pool executor.
@@ -99,14 +100,14 @@ assert got == [32, 9], got
 				return err
 			}
 			g.Close()
-			return Finalize()
+			return Finalize(context.Background())
 		},
 		// A virtual environment configured for the app: importable exactly as
 		// that environment's python3 sees it.
 		"venv": func() error {
 			dir := os.Getenv("DUET_TEST_VENV")
 			python := filepath.Join(dir, "bin", "python3")
-			if err := Configure(Options{Venv: dir}); err != nil {
+			if err := Init(Options{Venv: dir}); err != nil {
 				return err
 			}
 			if _, err := Import("duet_venv_probe"); err != nil {
@@ -126,10 +127,13 @@ assert got == [32, 9], got
 					return err
 				}
 			}
-			if err := Configure(Options{}); !errors.Is(err, ErrStarted) {
-				return fmt.Errorf("Configure after start: got %v, want ErrStarted", err)
+			if err := Init(Options{Venv: dir}); !errors.Is(err, ErrStarted) {
+				return fmt.Errorf("Init's options after start: got %v, want ErrStarted", err)
 			}
-			return Finalize()
+			if err := Init(Options{}); err != nil {
+				return fmt.Errorf("Init without options after start: %v", err)
+			}
+			return Finalize(context.Background())
 		},
 		// $VIRTUAL_ENV alone (a user's activated shell) changes nothing: as
 		// python3, which ignores it, the app imports what it imports without.
@@ -146,7 +150,7 @@ assert got == [32, 9], got
 			if exe, err := evalText("__import__('sys').executable"); err != nil || strings.HasPrefix(exe, os.Getenv("VIRTUAL_ENV")) {
 				return fmt.Errorf("sys.executable is %q (%v), in $VIRTUAL_ENV", exe, err)
 			}
-			return Finalize()
+			return Finalize(context.Background())
 		},
 		// Start-up never imports from the working directory: planted gi.py
 		// and gc.py there are not what "import gi" and "import gc" find.
@@ -170,7 +174,7 @@ assert got == [32, 9], got
 			if n, _ := r.Len(); n != 0 {
 				return fmt.Errorf("sys.path holds the working directory: %v", r)
 			}
-			return Finalize()
+			return Finalize(context.Background())
 		},
 	} {
 		childScenarios[name] = fn
@@ -204,8 +208,9 @@ func TestIdentityChildProcesses(t *testing.T) {
 	}
 }
 
-func TestConfigureRules(t *testing.T) {
-	err := Configure(Options{Venv: t.TempDir()})
+func TestInitOptionsRules(t *testing.T) {
+	err := Init(Options{Venv: t.TempDir()})
 	assert.ErrorContains(t, err, "not a virtual environment")
-	assert.ErrorIs(t, Configure(Options{}), ErrStarted, "this test process runs Python already")
+	assert.ErrorIs(t, Init(Options{Args: []string{"x"}}), ErrStarted, "this test process runs Python already")
+	assert.NoError(t, Init(Options{}), "no options: starts Python if needed, else nothing")
 }

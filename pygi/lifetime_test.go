@@ -60,7 +60,7 @@ var lifetimeScenarios = map[string]func() error{
 		})
 		<-inFlight
 		closing := func() {
-			for CurrentPhase() != PhaseClosing {
+			for lifetime.Current() != lifetime.Closing {
 				time.Sleep(100 * time.Microsecond)
 			}
 		}
@@ -76,11 +76,11 @@ var lifetimeScenarios = map[string]func() error{
 		}()
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
-		err = FinalizeContext(ctx)
+		err = Finalize(ctx)
 		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "1 calls in flight") {
 			return fmt.Errorf("FinalizeContext: want a deadline error naming 1 call in flight, got %v", err)
 		}
-		if p := CurrentPhase(); p != PhaseReady {
+		if p := lifetime.Current(); p != lifetime.Ready {
 			return fmt.Errorf("phase after giving up: %v, want ready", p)
 		}
 		if err := <-entered; err != nil {
@@ -97,18 +97,18 @@ var lifetimeScenarios = map[string]func() error{
 		if after != before-1 {
 			return fmt.Errorf("Close during the attempt: refcount %d -> %d, want %d", before, after, before-1)
 		}
-		return Finalize()
+		return Finalize(context.Background())
 	},
 	// Finalize from inside a Do scope is refused; the interpreter stays usable.
 	"finalize-inside-do": func() error {
-		err := WithGIL(func() error { return Finalize() })
+		err := WithGIL(func() error { return Finalize(context.Background()) })
 		if !errors.Is(err, ErrInsideCall) {
 			return fmt.Errorf("Finalize inside Do: got %v, want ErrInsideCall", err)
 		}
 		if _, err := Eval("1", nil); err != nil {
 			return err
 		}
-		return Finalize()
+		return Finalize(context.Background())
 	},
 	// Once a sub-interpreter exists, PyGILState_Check answers 1 on every
 	// thread. WithoutGIL must still know whether duet holds the GIL here.
@@ -163,7 +163,7 @@ var lifetimeScenarios = map[string]func() error{
 			return err
 		}
 		g.Close()
-		return Finalize()
+		return Finalize(context.Background())
 	},
 }
 

@@ -1,6 +1,7 @@
 package pygi
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"testing"
@@ -22,7 +23,7 @@ func TestMain(m *testing.M) {
 		os.Exit(childMain(os.Getenv("PYGI_CHILD")))
 	}
 	// pygi's init locked this goroutine to the main thread.
-	if err := Init(); err != nil {
+	if err := Init(Options{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -37,7 +38,7 @@ func TestMain(m *testing.M) {
 				fmt.Fprintf(os.Stderr, "%d entries left a Python exception set\n", n)
 				c = 1
 			}
-			if err := Finalize(); err != nil {
+			if err := Finalize(context.Background()); err != nil {
 				fmt.Fprintln(os.Stderr, "Finalize:", err)
 				c = 1
 			}

@@ -487,7 +487,7 @@ func (o *Object) Iter() iter.Seq2[*Object, error] {
 
 // None returns Python's None. It needs the interpreter, which it starts.
 func None() *Object {
-	if Init() != nil {
+	if Init(Options{}) != nil {
 		return nil
 	}
 	return interp.none

@@ -1,6 +1,7 @@
 package pygi
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -41,7 +42,7 @@ func init() {
 		if len(diffs) > 0 {
 			return fmt.Errorf("differences from python3:\n%s", strings.Join(diffs, "\n"))
 		}
-		return Finalize()
+		return Finalize(context.Background())
 	}
 }
 

@@ -71,13 +71,12 @@ var options struct {
 	set Options
 }
 
-// ErrStarted: Configure was called after Python started.
-var ErrStarted = errors.New("pygi: Configure must come before Python starts (before the first call into Python)")
+// ErrStarted: Init was given options after Python started.
+var ErrStarted = errors.New("pygi: Init's options must come before Python starts (before the first call into Python)")
 
-// Configure sets the interpreter's options. It must run before Python
-// starts; afterwards it returns ErrStarted. A Venv that is not a virtual
-// environment is an error here, not a surprise later.
-func Configure(o Options) error {
+// configure sets the interpreter's options before it starts. A Venv that
+// is not a virtual environment is an error here, not a surprise later.
+func configure(o Options) error {
 	if o.Venv != "" {
 		if _, err := venvPython(o.Venv); err != nil {
 			return err
@@ -86,7 +85,10 @@ func Configure(o Options) error {
 	options.mu.Lock()
 	defer options.mu.Unlock()
 	if lifetime.Current() != lifetime.New {
-		return ErrStarted
+		if o.Venv != "" || o.Args != nil {
+			return ErrStarted
+		}
+		return nil
 	}
 	options.set = o
 	return nil
@@ -124,15 +126,22 @@ func startOptions() (args []string, venv string, err error) {
 	return args, venv, err
 }
 
-// Init starts the embedded interpreter if it is not running yet. Every
-// operation calls it implicitly; call it explicitly from main to pick the
-// main OS thread and to see start-up errors early. Concurrent callers wait
-// for the one initialisation.
+// Init starts the embedded interpreter, with options o, if it is not
+// running yet. Every operation starts it implicitly, with the zero
+// Options; call Init explicitly from main to give options, to pick the
+// main OS thread and to see start-up errors early. Options given once
+// Python has started are ErrStarted (the zero Options are not). Concurrent
+// callers wait for the one initialisation.
 //
 // Called on the main thread, or from anywhere while the event loop runs, the
 // interpreter starts on the main thread. Otherwise it starts on a dedicated
 // OS thread that stays until Finalize.
-func Init() error { return lifetime.Start() }
+func Init(o Options) error {
+	if err := configure(o); err != nil {
+		return err
+	}
+	return lifetime.Start()
+}
 
 // start runs under the gate's lock (see lifetime.Start).
 func start() error {
@@ -263,17 +272,15 @@ func WithoutGIL(fn func()) {
 // thread that started Python, and from inside a Python call or Do scope.
 // Goroutines that enter Python while Finalize waits for the calls in flight
 // wait for its outcome: ErrFinalized, or their operation when it gives up.
-func Finalize() error { return FinalizeContext(context.Background()) }
-
-// FinalizeContext is Finalize with a bound on its waits: for the calls in
-// flight, then for Python's threads that are not daemons (threading's
-// shutdown, as python3 runs it at exit, bounded). When ctx ends first, the
-// interpreter stays open (Phase is Ready again) and the error says what
+//
+// ctx bounds its waits: for the calls in flight, then for Python's threads
+// that are not daemons (threading's shutdown, as python3 runs it at exit).
+// When ctx ends first, the interpreter stays open and the error says what
 // held it up: it wraps ctx's error and counts the calls in flight, or it
 // is ErrThreadsRunning and names the threads. threading's shutdown has
 // begun by then (its atexit functions ran, executors take no new work), as
 // it would have in python3.
-func FinalizeContext(ctx context.Context) error {
+func Finalize(ctx context.Context) error {
 	if lifetime.LoopRunning() {
 		return ErrLoopRunning
 	}
@@ -303,7 +310,7 @@ func FinalizeContext(ctx context.Context) error {
 	return err
 }
 
-// ErrThreadsRunning: FinalizeContext gave up because Python threads that
+// ErrThreadsRunning: Finalize gave up because Python threads that
 // are not daemons were still running when its context ended (Py_FinalizeEx
 // would wait for them for ever, as python3 waits at exit).
 var ErrThreadsRunning = errors.New("pygi: Python threads that are not daemons are still running")
@@ -332,20 +339,3 @@ func shutdownThreads(ctx context.Context) error {
 		}
 	}
 }
-
-// Phase is where the interpreter is in its life.
-type Phase = lifetime.Phase
-
-// The phases, in order: Closing falls back to Ready when a FinalizeContext
-// gives up; nothing comes back from Finalizing.
-const (
-	PhaseNew        = lifetime.New        // not started
-	PhaseReady      = lifetime.Ready      // running and open
-	PhaseClosing    = lifetime.Closing    // Finalize waits for the calls in flight
-	PhaseFinalizing = lifetime.Finalizing // Py_FinalizeEx runs
-	PhaseFinalized  = lifetime.Finalized  // gone: every operation returns ErrFinalized
-	PhaseFailed     = lifetime.Failed     // start-up failed
-)
-
-// CurrentPhase returns the interpreter's phase now.
-func CurrentPhase() Phase { return lifetime.Current() }

@@ -13,6 +13,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -112,7 +113,7 @@ func describe(file, mod, class string) (*classInfo, error) {
 	if err := json.Unmarshal([]byte(text), &info); err != nil {
 		return nil, err
 	}
-	return &info, pygi.Finalize()
+	return &info, pygi.Finalize(context.Background())
 }
 
 // generate writes the wrapper's source, gofmt'ed.

@@ -73,7 +73,7 @@ func Main(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "looptest:", err)
 		}
 	}
-	if err := pygi.Init(); err != nil {
+	if err := pygi.Init(pygi.Options{}); err != nil {
 		fmt.Fprintln(os.Stderr, "looptest:", err)
 		os.Exit(1)
 	}
@@ -102,7 +102,7 @@ func Main(m *testing.M) {
 			code = 1
 		}
 	}
-	if err := pygi.Finalize(); err != nil {
+	if err := pygi.Finalize(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "looptest: Finalize:", err)
 		if code == 0 {
 			code = 1

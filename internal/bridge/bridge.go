@@ -5,6 +5,7 @@ package bridge
 
 import (
 	"io/fs"
+	"reflect"
 
 	"github.com/duet-gtk/duet/internal/capi"
 )
@@ -31,3 +32,12 @@ var (
 	// internal/pysrc lists with every package's files).
 	PythonFiles fs.FS
 )
+
+// FuncToPython makes a Go func (a non-nil reflect.Func) into a Python
+// callable, an *Object (package callbacks sets it, through
+// internal/pyobj.SetFuncConverter).
+var FuncToPython func(v reflect.Value) (any, error)
+
+// Decode converts an Object into the value dst points to, as pygi.As does
+// for a type known at compile time.
+var Decode func(o any, dst any) error

@@ -5,6 +5,7 @@
 package pyobj
 
 import (
+	"reflect"
 	"runtime"
 
 	"github.com/duet-gtk/duet/internal/bridge"
@@ -73,3 +74,19 @@ func Ref(o *pygi.Object) (capi.Ref, error) { return bridge.RefOf(o) }
 // caller, or skip frames above it (a wrapper's caller). Package callbacks
 // sets it.
 var NewCallback func(fn any, name string, broken, async bool, skip int) (*pygi.Object, error)
+
+// SetFuncConverter sets how pygi converts Go funcs (package callbacks:
+// into callables).
+func SetFuncConverter(f func(v reflect.Value) (*pygi.Object, error)) {
+	bridge.FuncToPython = func(v reflect.Value) (any, error) {
+		o, err := f(v)
+		if err != nil {
+			return nil, err
+		}
+		return o, nil
+	}
+}
+
+// Decode converts o into the value dst points to, as pygi.As does for a
+// type known at compile time (package callbacks' arguments, by reflection).
+func Decode(o *pygi.Object, dst any) error { return bridge.Decode(o, dst) }

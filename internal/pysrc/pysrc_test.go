@@ -270,10 +270,10 @@ var children = map[string]func() error{
 		if err != nil {
 			return err
 		}
-		if err := pygi.Finalize(); err != nil {
+		if err := pygi.Finalize(context.Background()); err != nil {
 			return err
 		}
-		if err := pygi.Init(); !errors.Is(err, pygi.ErrFinalized) {
+		if err := pygi.Init(pygi.Options{}); !errors.Is(err, pygi.ErrFinalized) {
 			return fmt.Errorf("Init after Finalize: %v, want ErrFinalized", err)
 		}
 		if _, err := countedPy.Load(); !errors.Is(err, pygi.ErrFinalized) {
@@ -330,13 +330,13 @@ atexit.register(at_exit)
 		if plainPy.Loaded() != nil {
 			return errors.New("loaded before the test")
 		}
-		return pygi.Finalize()
+		return pygi.Finalize(context.Background())
 	},
 	// Finalize begins while a load runs (its Setup, between two calls into
 	// Python) and another Load waits for it inside an entry of its own:
 	// Finalize waits for both, which end.
 	"finalize-during-load": func() error {
-		if err := pygi.Init(); err != nil {
+		if err := pygi.Init(pygi.Options{}); err != nil {
 			return err
 		}
 		inSetup := make(chan struct{})
@@ -361,7 +361,7 @@ atexit.register(at_exit)
 		time.Sleep(20 * time.Millisecond)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := pygi.FinalizeContext(ctx); err != nil {
+		if err := pygi.Finalize(ctx); err != nil {
 			return fmt.Errorf("Finalize: %w", err)
 		}
 		if err := <-first; err != nil {
@@ -375,7 +375,7 @@ atexit.register(at_exit)
 	// Loads racing Finalize from goroutines: each succeeds or fails with
 	// ErrFinalized; none hangs.
 	"load-during-finalize": func() error {
-		if err := pygi.Init(); err != nil {
+		if err := pygi.Init(pygi.Options{}); err != nil {
 			return err
 		}
 		errc := make(chan error, 4)
@@ -396,7 +396,7 @@ atexit.register(at_exit)
 			})
 		}
 		time.Sleep(50 * time.Millisecond)
-		if err := pygi.Finalize(); err != nil {
+		if err := pygi.Finalize(context.Background()); err != nil {
 			return err
 		}
 		wg.Wait()

@@ -50,7 +50,7 @@ func main() {
 func count(n int) int { return max(1, int(float64(n)**scale)) }
 
 func run() error {
-	if err := pygi.Init(); err != nil {
+	if err := pygi.Init(pygi.Options{}); err != nil {
 		return err
 	}
 	if err := pygi.RequireVersion("Gtk", "4.0"); err != nil {

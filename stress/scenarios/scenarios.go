@@ -563,7 +563,7 @@ func Exit(env *harness.Env) error {
 // ExitChild is the short process Exit starts: Python used from 4
 // goroutines, then an exit in the given mode. It returns the exit status.
 func ExitChild(mode string) int {
-	if err := pygi.Init(); err != nil {
+	if err := pygi.Init(pygi.Options{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -595,7 +595,7 @@ func ExitChild(mode string) int {
 	switch mode {
 	case "finalize":
 		// While the goroutines still call in: they get ErrFinalized.
-		if err := pygi.Finalize(); err != nil {
+		if err := pygi.Finalize(context.Background()); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
@@ -605,12 +605,12 @@ func ExitChild(mode string) int {
 		close(stop)
 		wg.Wait()
 		done := make(chan error)
-		go func() { done <- pygi.Finalize() }()
+		go func() { done <- pygi.Finalize(context.Background()) }()
 		if err := <-done; !errors.Is(err, pygi.ErrWrongThread) {
 			fmt.Fprintln(os.Stderr, "Finalize off the main thread:", err)
 			return 1
 		}
-		if err := pygi.Finalize(); err != nil {
+		if err := pygi.Finalize(context.Background()); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
