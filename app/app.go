@@ -15,6 +15,7 @@ import (
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/forensics"
+	"github.com/duet-gtk/duet/internal/report"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/widgets"
 )
@@ -188,7 +189,7 @@ func (a *App) showCensus() {
 		parent = nil
 	}
 	if w, err := widgets.ShowCensus(parent); err != nil {
-		fmt.Fprintln(os.Stderr, "app: census:", err)
+		report.Print("app: census", err)
 	} else {
 		w.Close()
 	}
@@ -226,26 +227,27 @@ func (a *App) AddAction(name string, accels []string, fn func()) error {
 //	func main() { os.Exit(app.Main(app.Options{ID: "org.example.App"}, activate)) }
 //
 // It makes the application (an error is printed, status 1), runs activate
-// on each activation (an error it returns is printed and quits the app
-// with status 1), and runs the app with the program's name and, when the
+// on each activation (an error it returns is printed, with the Python
+// traceback of an exception it wraps, and quits the app with status 1),
+// and runs the app with the program's name and, when the
 // flag package has parsed the command line, the arguments it left (so the
 // program's own flags do not reach GApplication), else the whole command
 // line. It returns Run's status.
 func Main(opts Options, activate func(a *App) error) int {
 	a, err := New(opts)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "app:", err)
+		report.Print("app", err)
 		return 1
 	}
 	failed := false
 	if err := a.OnActivate(func() {
 		if err := activate(a); err != nil {
-			fmt.Fprintln(os.Stderr, "app: activate:", err)
+			report.Print("app: activate", err)
 			failed = true
 			a.Quit()
 		}
 	}); err != nil {
-		fmt.Fprintln(os.Stderr, "app:", err)
+		report.Print("app", err)
 		return 1
 	}
 	args := os.Args
@@ -417,7 +419,7 @@ func (a *App) Run(args []string) int { return a.RunContext(context.Background(),
 // RunContext is Run that also quits when ctx ends.
 func (a *App) RunContext(ctx context.Context, args []string) int {
 	if err := eventloop.RequireMain("app.Run"); err != nil {
-		fmt.Fprintln(os.Stderr, "app:", err)
+		report.Print("app", err)
 		return 1
 	}
 	a.mu.Lock()
@@ -472,21 +474,21 @@ func (a *App) RunContext(ctx context.Context, args []string) int {
 			status = code
 			break
 		}
-		fmt.Fprintln(os.Stderr, "app:", err)
+		report.Print("app", err)
 		status = 1
 	}
 	if runErr != nil {
 		if code, ok := pythonExit(runErr); ok {
 			status = code // PyGObject's own SIGINT handling in run() ends with KeyboardInterrupt
 		} else {
-			fmt.Fprintln(os.Stderr, "app:", runErr)
+			report.Print("app", runErr)
 			if status == 0 {
 				status = 1
 			}
 		}
 	}
 	if err := a.shutdown(); err != nil {
-		fmt.Fprintln(os.Stderr, "app: shutdown:", err)
+		report.Print("app: shutdown", err)
 		switch {
 		case status != 0:
 		case errors.Is(err, pygi.ErrFlushFailed):
@@ -527,7 +529,7 @@ func pythonExit(err error) (int, bool) {
 func (a *App) shutdown() error {
 	eventloop.CancelTimers()
 	if err := widgets.CloseCensus(); err != nil {
-		fmt.Fprintln(os.Stderr, "app: closing the census window:", err)
+		report.Print("app: closing the census window", err)
 	}
 	// Destroy what is left while Python is alive: destroying a window runs
 	// its signal handlers' destroy notifications, which touch Python. Every

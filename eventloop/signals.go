@@ -13,6 +13,7 @@ import (
 	"github.com/duet-gtk/duet/internal/bridge"
 	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/lifetime"
+	"github.com/duet-gtk/duet/internal/report"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -326,5 +327,5 @@ func reportHandlerError(err error) {
 	if errors.As(err, &pe) && deliverPython(pe) {
 		return
 	}
-	fmt.Fprintln(os.Stderr, "eventloop: Python signal handler:", err)
+	report.Print("eventloop: Python signal handler", err)
 }

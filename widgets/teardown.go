@@ -2,8 +2,6 @@ package widgets
 
 import (
 	_ "embed"
-	"fmt"
-	"os"
 	"runtime"
 	"sync"
 	"unsafe"
@@ -13,6 +11,7 @@ import (
 	"github.com/duet-gtk/duet/internal/bridge"
 	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/lifetime"
+	"github.com/duet-gtk/duet/internal/report"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -139,7 +138,7 @@ func startMonitor() error {
 	}
 	lifetime.AtFinalize(func() {
 		if r, err := m.CallMethod("uninstall"); err != nil {
-			fmt.Fprintln(os.Stderr, "widgets: disconnecting from GTK's toplevels:", err)
+			report.Print("widgets: disconnecting from GTK's toplevels", err)
 		} else {
 			r.Close()
 		}

@@ -25,6 +25,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/duet-gtk/duet/internal/report"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -46,7 +47,7 @@ var (
 func main() {
 	flag.Parse()
 	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "duetgen:", err)
+		report.Print("duetgen", err)
 		os.Exit(1)
 	}
 }
