@@ -13,8 +13,9 @@
 //
 // LoadFile, LoadFS (go:embed) and LoadSource load Python modules; a Module
 // instantiates classes with keyword arguments, and a Widget reads and
-// writes GObject properties, connects signals to Go funcs and calls
-// methods. Python exceptions come back as *pygi.Error with the traceback.
+// writes GObject properties (a value the property's spec does not allow,
+// which GLib would drop with a warning, is an error), connects signals to
+// Go funcs and calls methods. Python exceptions come back as *pygi.Error with the traceback.
 // DefineClass makes a GObject class from Go: a subclass of a GTK or Python
 // class whose methods and do_* virtual functions are Go funcs, with its own
 // signals and properties. Library holds duet's ready-made Python widgets:
