@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/forensics"
+	"github.com/duet-gtk/duet/internal/callsite"
 	"github.com/duet-gtk/duet/internal/report"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/widgets"
@@ -163,7 +165,7 @@ func New(opts Options) (*App, error) {
 			return err
 		}
 		if opts.Census || envOn("DUET_CENSUS") {
-			return a.AddAction("census", []string{"<Control><Shift>c"}, a.showCensus)
+			return a.addAction("census", []string{"<Control><Shift>c"}, a.showCensus, nil)
 		}
 		return nil
 	})
@@ -202,9 +204,23 @@ func (a *App) showCensus() {
 // activated (from a menu, a button's action-name, or one of accels, in
 // GTK's syntax such as "<Control>q").
 func (a *App) AddAction(name string, accels []string, fn func()) error {
+	at := callsite.Caller()
+	return a.addAction(name, accels, fn, &at)
+}
+
+// addAction is AddAction for the caller at at; nil for duet's own actions,
+// which the census then sites here.
+func (a *App) addAction(name string, accels []string, fn func(), at *callsite.Site) error {
 	return onMain("app.AddAction", func() error {
 		var b pygi.Block
-		handler, err := callbacks.New(func(_, _ *pygi.Object) { fn() }, callbacks.Name("action_"+name))
+		activate := func(_, _ *pygi.Object) { fn() }
+		var handler *pygi.Object
+		var err error
+		if at != nil {
+			handler, err = callsite.New(activate, "action_"+name, *at)
+		} else {
+			handler, err = callbacks.New(activate, callbacks.Name("action_"+name))
+		}
 		if err != nil {
 			return err
 		}
@@ -272,10 +288,16 @@ func (a *App) Python() *pygi.Object { return a.py }
 func (a *App) Gtk() *gtk.Application { return a.gtkApp }
 
 // connect attaches a Go handler to one of the application's signals. The
-// handler becomes a callback owned by Python (by the signal connection).
-func (a *App) connect(signal string, fn any) error {
+// handler becomes a callback owned by Python (by the signal connection),
+// sited at at, the program's call of the On function.
+func (a *App) connect(signal string, fn any, at callsite.Site) error {
 	return onMain("app.On"+signal, func() error {
-		r, err := a.py.CallMethod("connect", signal, fn)
+		cb, err := callsite.New(fn, strings.ReplaceAll(signal, "-", "_")+"_handler", at)
+		if err != nil {
+			return err
+		}
+		defer cb.Close() // the connection holds it
+		r, err := a.py.CallMethod("connect", signal, cb)
 		if err != nil {
 			return err
 		}
@@ -292,24 +314,25 @@ func (a *App) connect(signal string, fn any) error {
 // OnActivate runs fn when the application is activated (where windows are
 // usually created).
 func (a *App) OnActivate(fn func()) error {
-	return a.connect("activate", func(*pygi.Object) { fn() })
+	return a.connect("activate", func(*pygi.Object) { fn() }, callsite.Caller())
 }
 
 // OnStartup runs fn once when the application starts, before activate.
 func (a *App) OnStartup(fn func()) error {
-	return a.connect("startup", func(*pygi.Object) { fn() })
+	return a.connect("startup", func(*pygi.Object) { fn() }, callsite.Caller())
 }
 
 // OnShutdown runs fn when the application shuts down, while GTK and Python
 // are still fully alive.
 func (a *App) OnShutdown(fn func()) error {
-	return a.connect("shutdown", func(*pygi.Object) { fn() })
+	return a.connect("shutdown", func(*pygi.Object) { fn() }, callsite.Caller())
 }
 
 // OnCommandLine makes the application handle its command line: fn receives
 // the arguments (program name first) and returns the exit status. Call it
 // before Run.
 func (a *App) OnCommandLine(fn func(args []string) int) error {
+	at := callsite.Caller()
 	err := onMain("app.OnCommandLine", func() error {
 		flags, err := a.py.CallMethod("get_flags")
 		if err != nil {
@@ -340,7 +363,7 @@ func (a *App) OnCommandLine(fn func(args []string) int) error {
 			return 1, err
 		}
 		return fn(list), nil
-	})
+	}, at)
 }
 
 // Hold keeps the application running while it has no window (GApplication
