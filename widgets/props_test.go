@@ -128,6 +128,34 @@ func TestSetPropRefusesWhatTheSpecDoesNotAllow(t *testing.T) {
 				assert.Contains(t, pe.Message, want)
 			}
 		}
+		// A name GLib would read as another one is not checked as that one.
+		err = gauge.SetProp("level\x00junk", 150)
+		assert.ErrorContains(t, err, "null character")
+		assert.NotContains(t, err.Error(), "out of range")
+
+		// Converting the value runs Python code (str() of an object for a
+		// string property), which may call Go, which writes again: each
+		// write is checked on its own.
+		reentered := 0
+		g2, err := pygi.NewGlobals()
+		require.NoError(t, err)
+		require.NoError(t, g2.SetItem("again", func() string {
+			reentered++
+			if reentered == 1 {
+				assert.ErrorContains(t, gauge.SetProp("level", 101), "out of range")
+				assert.NoError(t, gauge.SetProp("level", 42))
+			}
+			return "from Go"
+		}))
+		odd, err := pygi.Eval("type('Odd', (), {'__str__': lambda self: again()})()", g2)
+		require.NoError(t, err)
+		_ = gauge.SetProp("label", odd) // PyGObject's own conversion decides
+		assert.GreaterOrEqual(t, reentered, 1)
+		lv, err := gauge.Prop("level")
+		require.NoError(t, err)
+		n, _ := lv.Int()
+		assert.Equal(t, int64(42), n)
+
 		err = gauge.SetProp("level", "3")
 		assert.ErrorContains(t, err, "TypeError", "a value of the wrong type")
 		assert.ErrorContains(t, widgets.Wrap(pygi.None()).SetProp("level", 3), "AttributeError", "not a GObject: Python's own error")

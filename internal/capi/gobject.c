@@ -4,6 +4,7 @@
 #include "duet_impl.h"
 
 #include <math.h>
+#include <string.h>
 #include <pygobject.h>
 
 #include "_cgo_export.h"
@@ -730,6 +731,18 @@ static int check_value(const char *type, GParamSpec *pspec, PyObject *value) {
 	return -1;
 }
 
+// prop_name is name as C text, NULL (no exception) when it is not a str or
+// holds a NUL (what GLib would look up is not the property named).
+static const char *prop_name(PyObject *name) {
+	Py_ssize_t n;
+	const char *s = PyUnicode_Check(name) ? PyUnicode_AsUTF8AndSize(name, &n) : NULL;
+	if (!s) {
+		PyErr_Clear();
+		return NULL;
+	}
+	return strlen(s) == (size_t)n ? s : NULL;
+}
+
 // set_property(obj, name, value): obj.set_property(name, value) after the
 // check. What the check cannot judge (not a GObject, no such property, not
 // writable, construct-only, a value of the wrong type) is left to
@@ -741,9 +754,8 @@ static PyObject *prop_set(PyObject *self, PyObject *const *args, Py_ssize_t narg
 	}
 	PyObject *obj = args[0], *name = args[1], *value = args[2];
 	if (ensure_pygobject() < 0) return NULL;
-	if (PyObject_TypeCheck(obj, &PyGObject_Type) && pygobject_get(obj) && PyUnicode_Check(name)) {
-		const char *n = PyUnicode_AsUTF8(name);
-		if (!n) return NULL;
+	const char *n = prop_name(name);
+	if (n && PyObject_TypeCheck(obj, &PyGObject_Type) && pygobject_get(obj)) {
 		GObject *g = pygobject_get(obj);
 		GParamSpec *pspec = g_object_class_find_property(G_OBJECT_GET_CLASS(g), n);
 		if (pspec && (pspec->flags & G_PARAM_WRITABLE) && !(pspec->flags & G_PARAM_CONSTRUCT_ONLY) &&
@@ -771,11 +783,8 @@ static PyObject *prop_construct(PyObject *self, PyObject *args, PyObject *kw) {
 			Py_ssize_t pos = 0;
 			int rc = 0;
 			while (rc == 0 && PyDict_Next(kw, &pos, &key, &value)) {
-				const char *n = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
-				if (!n) {
-					if (PyErr_Occurred()) rc = -1;
-					continue;
-				}
+				const char *n = prop_name(key);
+				if (!n) continue; // the class says what it makes of it
 				GParamSpec *pspec = g_object_class_find_property(k, n);
 				if (!pspec) continue;
 				if (!(pspec->flags & G_PARAM_WRITABLE)) {
