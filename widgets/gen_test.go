@@ -171,6 +171,8 @@ func TestGeneratedCheck(t *testing.T) {
 		{"two at once", []string{signal, `bool, (str,)`, "factor: int", "factor: str"}, "it is greeted(gchararray) -> gboolean; method scale changed"},
 		{"added", []string{scaleDef, "    def extra(self, x: str) -> str:\n        return x\n\n" + scaleDef}, ""},
 		{"renamed", []string{"class Greeter(", "class Welcomer(", "\nclass Broken", "\nGreeter = Welcomer\n\nclass Broken"}, ""},
+		{"subclassed under its own name", []string{"\nclass Broken", "\n_Greeter = Greeter\nclass Greeter(_Greeter):\n    def greet(self) -> str:\n        return _Greeter.greet(self)\n\nclass Broken"}, ""},
+		{"renamed and subclassed", []string{"class Greeter(", "class Welcomer(", "\nclass Broken", "\nclass Greeter(Welcomer):\n    pass\n\nclass Broken"}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			looptest.Do(t, func(t testing.TB) {

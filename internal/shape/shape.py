@@ -112,11 +112,10 @@ def members(cls):
 
 
 def live_members(obj, name):
-    """The member lines of the class called name among obj's class and its
-    bases (the class itself when none is: a class renamed since)."""
-    for c in type(obj).__mro__:
-        if c.__name__ == name:
-            break
-    else:
-        c = type(obj)
-    return [m[2] for m in members(c)]
+    """The member lines of each class obj's class derives from, those
+    called name first (nearest first: a subclass of the same name may come
+    before the class the wrapper was made for), then the others (the class
+    may have been renamed since)."""
+    mro = [c for c in type(obj).__mro__ if c is not object]
+    named = [c for c in mro if c.__name__ == name]
+    return [[m[2] for m in members(c)] for c in named + [c for c in mro if c not in named]]
