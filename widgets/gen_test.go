@@ -164,6 +164,8 @@ func TestGeneratedCheck(t *testing.T) {
 		{"bad hint", []string{"factor: int", "factor: 'NoSuchType'"}, "it is scale(factor: any) -> any"},
 		{"keyword-only", []string{"self, factor", "self, *, factor"}, "it is scale(*, factor: int) -> int"},
 		{"another parameter", []string{"factor: int)", "factor: int, by: int)"}, "it is scale(factor: int, by: int) -> int"},
+		{"async", []string{"    def scale(", "    async def scale("}, "it is scale(factor: int) -> int, async"},
+		{"generator", []string{"return factor * 2", "yield factor * 2"}, "it is scale(factor: int) -> int, generator"},
 		{"variadic", []string{"factor: int)", "*factor: int)"}, "it is scale(*factor: int) -> int"},
 		{"property type", []string{prop, `name = GObject.Property(type=int, default=0)`}, "property name changed: it was name: gchararray, settable, it is name: gint, settable"},
 		{"read-only", []string{prop, `name = GObject.Property(type=str, default="world", flags=GObject.ParamFlags.READABLE)`}, "it is name: gchararray"},

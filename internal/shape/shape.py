@@ -107,7 +107,14 @@ def members(cls):
     for name, params, ret in signals(cls):
         out.append(["signal", name, "signal %s(%s) -> %s" % (name, ", ".join(params), ret)])
     for name, params, ret, _ in methods(cls):
-        out.append(["method", name, "method %s(%s) -> %s" % (name, _params_text(params), ret)])
+        line = "method %s(%s) -> %s" % (name, _params_text(params), ret)
+        fn = vars(cls)[name]
+        # A call returns a coroutine or a generator, not the hinted value.
+        if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+            line += ", async"
+        elif inspect.isgeneratorfunction(fn):
+            line += ", generator"
+        out.append(["method", name, line])
     return out
 
 
