@@ -245,10 +245,10 @@ func (a *App) addAction(name string, accels []string, fn func(), at *callsite.Si
 // It makes the application (an error is printed, status 1), runs activate
 // on each activation (an error it returns is printed, with the Python
 // traceback of an exception it wraps, and quits the app with status 1),
-// and runs the app with the program's name and, when the
-// flag package has parsed the command line, the arguments it left (so the
-// program's own flags do not reach GApplication), else the whole command
-// line. It returns Run's status.
+// and runs the app with the program's name and, when the flag package has
+// parsed the command line, the arguments it left (so the program's own
+// flags do not reach GApplication), else the whole command line. It
+// returns Run's status.
 func Main(opts Options, activate func(a *App) error) int {
 	a, err := New(opts)
 	if err != nil {
