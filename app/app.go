@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -15,9 +16,11 @@ import (
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/forensics"
+	"github.com/duet-gtk/duet/internal/callsite"
 	"github.com/duet-gtk/duet/internal/diag"
 	"github.com/duet-gtk/duet/internal/hooks"
 	"github.com/duet-gtk/duet/internal/lifetime"
+	"github.com/duet-gtk/duet/internal/report"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/widgets"
 )
@@ -165,7 +168,7 @@ func New(opts Options) (*App, error) {
 			return err
 		}
 		if opts.Census || envOn("DUET_CENSUS") {
-			return a.AddAction("census", []string{"<Control><Shift>c"}, a.showCensus)
+			return a.addAction("census", []string{"<Control><Shift>c"}, a.showCensus, nil)
 		}
 		return nil
 	})
@@ -191,7 +194,7 @@ func (a *App) showCensus() {
 		parent = nil
 	}
 	if w, err := widgets.ShowCensus(parent); err != nil {
-		fmt.Fprintln(os.Stderr, "app: census:", err)
+		report.Print("app: census", err)
 	} else {
 		w.Close()
 	}
@@ -204,9 +207,23 @@ func (a *App) showCensus() {
 // activated (from a menu, a button's action-name, or one of accels, in
 // GTK's syntax such as "<Control>q").
 func (a *App) AddAction(name string, accels []string, fn func()) error {
+	at := callsite.Caller()
+	return a.addAction(name, accels, fn, &at)
+}
+
+// addAction is AddAction for the caller at at; nil for duet's own actions,
+// which the census then sites here.
+func (a *App) addAction(name string, accels []string, fn func(), at *callsite.Site) error {
 	return onMain("app.AddAction", func() error {
 		var b pygi.Block
-		handler, err := callbacks.New(func(_, _ *pygi.Object) { fn() }, callbacks.Name("action_"+name))
+		activate := func(_, _ *pygi.Object) { fn() }
+		var handler *pygi.Object
+		var err error
+		if at != nil {
+			handler, err = callsite.New(activate, "action_"+name, *at)
+		} else {
+			handler, err = callbacks.New(activate, callbacks.Name("action_"+name))
+		}
 		if err != nil {
 			return err
 		}
@@ -229,26 +246,27 @@ func (a *App) AddAction(name string, accels []string, fn func()) error {
 //	func main() { os.Exit(app.Main(app.Options{ID: "org.example.App"}, activate)) }
 //
 // It makes the application (an error is printed, status 1), runs activate
-// on each activation (an error it returns is printed and quits the app
-// with status 1), and runs the app with the program's name and, when the
-// flag package has parsed the command line, the arguments it left (so the
-// program's own flags do not reach GApplication), else the whole command
-// line. It returns Run's status.
+// on each activation (an error it returns is printed, with the Python
+// traceback of an exception it wraps, and quits the app with status 1),
+// and runs the app with the program's name and, when the flag package has
+// parsed the command line, the arguments it left (so the program's own
+// flags do not reach GApplication), else the whole command line. It
+// returns Run's status.
 func Main(opts Options, activate func(a *App) error) int {
 	a, err := New(opts)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "app:", err)
+		report.Print("app", err)
 		return 1
 	}
 	failed := false
 	if err := a.OnActivate(func() {
 		if err := activate(a); err != nil {
-			fmt.Fprintln(os.Stderr, "app: activate:", err)
+			report.Print("app: activate", err)
 			failed = true
 			a.Quit()
 		}
 	}); err != nil {
-		fmt.Fprintln(os.Stderr, "app:", err)
+		report.Print("app", err)
 		return 1
 	}
 	args := os.Args
@@ -273,10 +291,16 @@ func (a *App) Python() *pygi.Object { return a.py }
 func (a *App) Gtk() *gtk.Application { return a.gtkApp }
 
 // connect attaches a Go handler to one of the application's signals. The
-// handler becomes a callback owned by Python (by the signal connection).
-func (a *App) connect(signal string, fn any) error {
+// handler becomes a callback owned by Python (by the signal connection),
+// sited at at, the program's call of the On function.
+func (a *App) connect(signal string, fn any, at callsite.Site) error {
 	return onMain("app.On"+signal, func() error {
-		r, err := a.py.CallMethod("connect", signal, fn)
+		cb, err := callsite.New(fn, strings.ReplaceAll(signal, "-", "_")+"_handler", at)
+		if err != nil {
+			return err
+		}
+		defer cb.Close() // the connection holds it
+		r, err := a.py.CallMethod("connect", signal, cb)
 		if err != nil {
 			return err
 		}
@@ -293,24 +317,25 @@ func (a *App) connect(signal string, fn any) error {
 // OnActivate runs fn when the application is activated (where windows are
 // usually created).
 func (a *App) OnActivate(fn func()) error {
-	return a.connect("activate", func(*pygi.Object) { fn() })
+	return a.connect("activate", func(*pygi.Object) { fn() }, callsite.Caller())
 }
 
 // OnStartup runs fn once when the application starts, before activate.
 func (a *App) OnStartup(fn func()) error {
-	return a.connect("startup", func(*pygi.Object) { fn() })
+	return a.connect("startup", func(*pygi.Object) { fn() }, callsite.Caller())
 }
 
 // OnShutdown runs fn when the application shuts down, while GTK and Python
 // are still fully alive.
 func (a *App) OnShutdown(fn func()) error {
-	return a.connect("shutdown", func(*pygi.Object) { fn() })
+	return a.connect("shutdown", func(*pygi.Object) { fn() }, callsite.Caller())
 }
 
 // OnCommandLine makes the application handle its command line: fn receives
 // the arguments (program name first) and returns the exit status. Call it
 // before Run.
 func (a *App) OnCommandLine(fn func(args []string) int) error {
+	at := callsite.Caller()
 	err := onMain("app.OnCommandLine", func() error {
 		flags, err := a.py.CallMethod("get_flags")
 		if err != nil {
@@ -341,7 +366,7 @@ func (a *App) OnCommandLine(fn func(args []string) int) error {
 			return 1, err
 		}
 		return fn(list), nil
-	})
+	}, at)
 }
 
 // Hold keeps the application running while it has no window (GApplication
@@ -420,7 +445,7 @@ func (a *App) Run(args []string) int { return a.RunContext(context.Background(),
 // RunContext is Run that also quits when ctx ends.
 func (a *App) RunContext(ctx context.Context, args []string) int {
 	if err := eventloop.RequireMain("app.Run"); err != nil {
-		fmt.Fprintln(os.Stderr, "app:", err)
+		report.Print("app", err)
 		return 1
 	}
 	a.mu.Lock()
@@ -475,21 +500,21 @@ func (a *App) RunContext(ctx context.Context, args []string) int {
 			status = code
 			break
 		}
-		fmt.Fprintln(os.Stderr, "app:", err)
+		report.Print("app", err)
 		status = 1
 	}
 	if runErr != nil {
 		if code, ok := pythonExit(runErr); ok {
 			status = code // PyGObject's own SIGINT handling in run() ends with KeyboardInterrupt
 		} else {
-			fmt.Fprintln(os.Stderr, "app:", runErr)
+			report.Print("app", runErr)
 			if status == 0 {
 				status = 1
 			}
 		}
 	}
 	if err := a.shutdown(); err != nil {
-		fmt.Fprintln(os.Stderr, "app: shutdown:", err)
+		report.Print("app: shutdown", err)
 		switch {
 		case status != 0:
 		case errors.Is(err, pygi.ErrFlushFailed):
@@ -530,7 +555,7 @@ func pythonExit(err error) (int, bool) {
 func (a *App) shutdown() error {
 	lifetime.CancelTimers()
 	if err := hooks.CloseCensus(); err != nil {
-		fmt.Fprintln(os.Stderr, "app: closing the census window:", err)
+		report.Print("app: closing the census window", err)
 	}
 	// Destroy what is left while Python is alive: destroying a window runs
 	// its signal handlers' destroy notifications, which touch Python. Every

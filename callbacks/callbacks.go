@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/duet-gtk/duet/internal/callsite"
 	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/diag"
 	"github.com/duet-gtk/duet/internal/lifetime"
@@ -38,7 +39,14 @@ func init() {
 		}
 		return New(v.Interface())
 	})
+	callsite.New = func(fn any, name string, at callsite.Site) (*pygi.Object, error) {
+		where := site(at)
+		return newCallback(fn, false, []Option{Name(name), onBehalf}, &where)
+	}
 }
+
+// onBehalf marks a callback duet makes for its caller (callsite.New).
+func onBehalf(c *config) { c.behalf = true }
 
 // ownership says who frees a callback's native state.
 type ownership int
@@ -68,6 +76,7 @@ type config struct {
 	params            []string
 	ownership         ownership
 	method            bool
+	behalf            bool // made by duet for its caller: sited at the caller's site (internal/callsite)
 }
 
 // Name sets the callable's __name__ (default: the Go function's name).
@@ -120,6 +129,7 @@ type entry struct {
 	handle uintptr
 	code   uintptr // the Go function's entry PC: where its code is, resolved only when shown
 	site   *site   // the callers of New or Connect, with provenance on
+	behalf bool    // site is the caller of the duet API that made it (see created)
 }
 
 // registry holds the live callbacks and the counters.
@@ -179,7 +189,7 @@ func newCallback(fn any, method bool, opts []Option, where *site) (*pygi.Object,
 	// The function's own code address says where the handler was written
 	// (a func literal: the line of its func keyword), at no cost here;
 	// walking the stack to the caller would cost ~150 ns a callback.
-	e := &entry{sig: sig, name: cfg.name, code: code, site: where}
+	e := &entry{sig: sig, name: cfg.name, code: code, site: where, behalf: cfg.behalf}
 	h := register(e)
 	flags := 0
 	if method {

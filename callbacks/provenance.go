@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/duet-gtk/duet/internal/callsite"
 	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/diag"
 )
@@ -20,7 +21,7 @@ import (
 // stack above New or Connect is kept too, as PCs resolved only when shown:
 // the first frame outside duet's library is the user's call site.
 
-const siteDepth = 8
+const siteDepth = callsite.Depth
 
 type site [siteDepth]uintptr
 
@@ -52,10 +53,11 @@ var libraryPrefixes = []string{
 // site when provenance was on, else where its Go function was written.
 // duet's own callbacks (their function is in duet's library, as those
 // duet makes for itself, lazily, inside whatever call of yours came first)
-// say where duet wrote them.
+// say where duet wrote them, except those duet made for its caller
+// (app.AddAction's, say: internal/callsite), which say where that call was.
 func (e *entry) created() string {
 	f := runtime.FuncForPC(e.code)
-	if e.site != nil && (f == nil || !duetOwn(f.Name())) {
+	if e.site != nil && (e.behalf || f == nil || !duetOwn(f.Name())) {
 		frames := runtime.CallersFrames(e.site[:])
 		for {
 			f, more := frames.Next()
@@ -81,8 +83,20 @@ func duetOwn(function string) bool {
 		!strings.Contains(function, "_test.")
 }
 
+// library: function is in one of libraryPrefixes' packages, not merely in
+// a package whose path starts the same (the app package's tests,
+// github.com/duet-gtk/duet/app_test, are the program's code).
 func library(function string) bool {
-	return slices.ContainsFunc(libraryPrefixes, func(p string) bool { return strings.HasPrefix(function, p) })
+	return slices.ContainsFunc(libraryPrefixes, func(p string) bool {
+		if !strings.HasPrefix(function, p) {
+			return false
+		}
+		if strings.HasSuffix(p, "/") || strings.HasSuffix(p, ".") {
+			return true
+		}
+		rest := function[len(p):]
+		return rest != "" && (rest[0] == '.' || rest[0] == '/')
+	})
 }
 
 // stdlib tells Go's own packages (no dot in the first path element) from

@@ -12,6 +12,7 @@ import (
 
 	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/lifetime"
+	"github.com/duet-gtk/duet/internal/report"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -221,7 +222,7 @@ func Quit() {
 
 func drainReleases() {
 	if err := pygi.Drain(); err != nil && !errors.Is(err, pygi.ErrFinalized) {
-		reportPanic(fmt.Sprintf("eventloop: releasing Python references: %v", err), nil)
+		reportError("eventloop: releasing Python references", err)
 	}
 }
 
@@ -334,7 +335,7 @@ func dispatch() {
 	queue.mu.Unlock()
 	for i, fn := range batch {
 		if err := runGuarded("eventloop.Invoke", func() error { fn(); return nil }); err != nil {
-			reportPanic(err.Error(), err)
+			reportError("", err)
 		}
 		batch[i] = nil
 	}
@@ -392,7 +393,19 @@ func OnPanic(fn func(*pygi.PanicError)) (remove func()) {
 	}
 }
 
+// reportPanic reports err, a panic the loop recovered (to the panic
+// handler, if set) or an error nobody can be handed; with err nil, msg.
 func reportPanic(msg string, err error) {
+	if err == nil {
+		fmt.Fprintln(os.Stderr, msg)
+		return
+	}
+	reportError("", err)
+}
+
+// reportError prints err with what its chain knows of where it happened
+// (see internal/report), unless it is a panic that the handler takes.
+func reportError(prefix string, err error) {
 	var pe *pygi.PanicError
 	if errors.As(err, &pe) {
 		panics.mu.Lock()
@@ -409,5 +422,5 @@ func reportPanic(msg string, err error) {
 		}
 		return
 	}
-	fmt.Fprintln(os.Stderr, msg)
+	report.Print(prefix, err)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/internal/pyobj"
+	"github.com/duet-gtk/duet/internal/report"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -335,5 +336,5 @@ func reportHandlerError(err error) {
 	if errors.As(err, &pe) && deliverPython(pe) {
 		return
 	}
-	fmt.Fprintln(os.Stderr, "eventloop: Python signal handler:", err)
+	report.Print("eventloop: Python signal handler", err)
 }

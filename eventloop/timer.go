@@ -100,7 +100,7 @@ func fireTimer(h uintptr) bool {
 	if err != nil {
 		var pe *pygi.PanicError
 		if errors.As(err, &pe) {
-			reportPanic(err.Error(), err)
+			reportError("", err)
 		}
 	}
 	if t.repeat && !t.cancelled.Load() {

@@ -48,7 +48,10 @@
 // shown: census rows and diagnoses read
 // "name (file.go:line)", the first frame outside duet's library and Go's
 // standard library. Without it, or when all eight frames are duet's, the
-// site is where the Go function was written.
+// site is where the Go function was written. The callbacks duet's own APIs
+// make around a func of yours (app.AddAction's, app.OnActivate's and the
+// other application signals', app.Main's) are sited at your call of that
+// API in either case, never in duet's wrapper.
 //
 // DUET_DEBUG=callbacks (or SetDebugCallbacks) keeps the native state of a
 // freed callback in quarantine (4096 at most, oldest freed for good first)

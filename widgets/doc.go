@@ -13,8 +13,9 @@
 //
 // LoadFile, LoadFS (go:embed) and LoadSource load Python modules; a Module
 // instantiates classes with keyword arguments, and a Widget reads and
-// writes GObject properties, connects signals to Go funcs and calls
-// methods. Python exceptions come back as *pygi.Error with the traceback.
+// writes GObject properties (a value the property's spec does not allow,
+// which GLib would drop with a warning, is an error), connects signals to
+// Go funcs and calls methods. Python exceptions come back as *pygi.Error with the traceback.
 // DefineClass makes a GObject class from Go: a subclass of a GTK or Python
 // class whose methods and do_* virtual functions are Go funcs, with its own
 // signals and properties. Library holds duet's ready-made Python widgets:
@@ -83,7 +84,9 @@
 //	                  generated: Text, LineCount, MaxLines, ...)
 //	Typed wrappers    go run ../cmd/duetgen (go generate) writes a Go type for
 //	                  a Python widget class: typed properties, Connect<Signal>
-//	                  and methods, checked by the compiler
+//	                  and methods, checked by the compiler; Generated and
+//	                  ErrStaleWrapper: the wrapper checks the class as loaded
+//	                  against the one it was generated from
 //	Lifetime          Track, Reap, WatchFinalize, WatchFinalizePy, Watch,
 //	                  ReadStats
 //	Census window     ShowCensus, CloseCensus: package forensics' live census
@@ -93,7 +96,7 @@
 // Threads: everything that touches GTK is UI-thread only and returns an
 // error wrapping eventloop.ErrNotMain elsewhere: ToGo, Cast, ToPython,
 // Call, the loaders, Module.New, Library, the Widget methods, DefineClass,
-// LoadUI, LoadUIFS, UI.Object,
+// LoadUI, LoadUIFS, UI.Object, Generated.Check,
 // NewLineChart, NewLogView, Points, Text, Track, Reap, InitGTK,
 // ShowCensus and CloseCensus. Safe from
 // any goroutine: Pointer, WatchFinalize, WatchFinalizePy, ReadStats, Weak and

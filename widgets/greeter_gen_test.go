@@ -12,10 +12,26 @@ import (
 // Its methods are UI thread only.
 type Greeter struct{ *widgets.Widget }
 
+// greeterGenerated is the Python class as this file was generated from it; the
+// methods below check the class as loaded against it, once.
+var greeterGenerated = &widgets.Generated{
+	Class: "Greeter",
+	File:  "testdata/greeter.py",
+	Members: []string{
+		"property name: gchararray, settable",
+		"signal greeted(gchararray) -> void",
+		"method greet() -> str",
+		"method scale(factor: int) -> int",
+	},
+}
+
 // NewGreeter makes a Greeter from the loaded module m that defines it (UI thread).
 func NewGreeter(m *widgets.Module, kw pygi.Kw) (*Greeter, error) {
 	w, err := m.New("Greeter", kw)
 	if err != nil {
+		return nil, err
+	}
+	if err := greeterGenerated.Check(w); err != nil {
 		return nil, err
 	}
 	return &Greeter{w}, nil
@@ -24,6 +40,9 @@ func NewGreeter(m *widgets.Module, kw pygi.Kw) (*Greeter, error) {
 // Name returns the property "name".
 func (w *Greeter) Name() (string, error) {
 	var zero string
+	if err := greeterGenerated.Check(w.Widget); err != nil {
+		return zero, err
+	}
 	r, err := w.Prop("name")
 	if err != nil {
 		return zero, err
@@ -32,11 +51,19 @@ func (w *Greeter) Name() (string, error) {
 }
 
 // SetName sets the property "name".
-func (w *Greeter) SetName(v string) error { return w.SetProp("name", v) }
+func (w *Greeter) SetName(v string) error {
+	if err := greeterGenerated.Check(w.Widget); err != nil {
+		return err
+	}
+	return w.SetProp("name", v)
+}
 
 // ConnectGreeted connects fn to the signal "greeted": fn receives the emitter (use it
 // rather than capturing the widget) and the signal's arguments.
 func (w *Greeter) ConnectGreeted(fn func(self *Greeter, a0 string)) (uint64, error) {
+	if err := greeterGenerated.Check(w.Widget); err != nil {
+		return 0, err
+	}
 	return w.Connect("greeted", func(self *pygi.Object, a0 string) { fn(&Greeter{widgets.Wrap(self)}, a0) })
 }
 
@@ -46,9 +73,28 @@ func (w *Greeter) Greet() (string, error) {
 	if err := eventloop.RequireMain("widgets_test.Greeter.Greet"); err != nil {
 		return zero, err
 	}
+	if err := greeterGenerated.Check(w.Widget); err != nil {
+		return zero, err
+	}
 	r, err := w.CallMethod("greet")
 	if err != nil {
 		return zero, err
 	}
 	return pygi.As[string](r)
+}
+
+// Scale calls scale: Twice factor.
+func (w *Greeter) Scale(factor int) (int, error) {
+	var zero int
+	if err := eventloop.RequireMain("widgets_test.Greeter.Scale"); err != nil {
+		return zero, err
+	}
+	if err := greeterGenerated.Check(w.Widget); err != nil {
+		return zero, err
+	}
+	r, err := w.CallMethod("scale", factor)
+	if err != nil {
+		return zero, err
+	}
+	return pygi.As[int](r)
 }

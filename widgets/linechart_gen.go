@@ -7,9 +7,28 @@ import (
 	"github.com/duet-gtk/duet/pygi"
 )
 
+// lineChartGenerated is the Python class as this file was generated from it; the
+// methods below check the class as loaded against it, once.
+var lineChartGenerated = &Generated{
+	Class: "LineChart",
+	File:  "py/duet_widgets.py",
+	Members: []string{
+		"property capacity: gint, settable",
+		"property title: gchararray, settable",
+		"property unit: gchararray, settable",
+		"method push_many(batch: dict[str, list[float]]) -> None",
+		"method clear() -> None",
+		"method points(series: str) -> list[float]",
+		"method series() -> list[str]",
+	},
+}
+
 // Capacity returns the property "capacity".
 func (w *LineChart) Capacity() (int, error) {
 	var zero int
+	if err := lineChartGenerated.Check(w.Widget); err != nil {
+		return zero, err
+	}
 	r, err := w.Prop("capacity")
 	if err != nil {
 		return zero, err
@@ -18,11 +37,19 @@ func (w *LineChart) Capacity() (int, error) {
 }
 
 // SetCapacity sets the property "capacity".
-func (w *LineChart) SetCapacity(v int) error { return w.SetProp("capacity", v) }
+func (w *LineChart) SetCapacity(v int) error {
+	if err := lineChartGenerated.Check(w.Widget); err != nil {
+		return err
+	}
+	return w.SetProp("capacity", v)
+}
 
 // Title returns the property "title".
 func (w *LineChart) Title() (string, error) {
 	var zero string
+	if err := lineChartGenerated.Check(w.Widget); err != nil {
+		return zero, err
+	}
 	r, err := w.Prop("title")
 	if err != nil {
 		return zero, err
@@ -31,11 +58,19 @@ func (w *LineChart) Title() (string, error) {
 }
 
 // SetTitle sets the property "title".
-func (w *LineChart) SetTitle(v string) error { return w.SetProp("title", v) }
+func (w *LineChart) SetTitle(v string) error {
+	if err := lineChartGenerated.Check(w.Widget); err != nil {
+		return err
+	}
+	return w.SetProp("title", v)
+}
 
 // Unit returns the property "unit".
 func (w *LineChart) Unit() (string, error) {
 	var zero string
+	if err := lineChartGenerated.Check(w.Widget); err != nil {
+		return zero, err
+	}
 	r, err := w.Prop("unit")
 	if err != nil {
 		return zero, err
@@ -44,11 +79,19 @@ func (w *LineChart) Unit() (string, error) {
 }
 
 // SetUnit sets the property "unit".
-func (w *LineChart) SetUnit(v string) error { return w.SetProp("unit", v) }
+func (w *LineChart) SetUnit(v string) error {
+	if err := lineChartGenerated.Check(w.Widget); err != nil {
+		return err
+	}
+	return w.SetProp("unit", v)
+}
 
 // PushMany calls push_many: Appends values to series (made on first use).
 func (w *LineChart) PushMany(batch map[string][]float64) error {
 	if err := eventloop.RequireMain("widgets.LineChart.PushMany"); err != nil {
+		return err
+	}
+	if err := lineChartGenerated.Check(w.Widget); err != nil {
 		return err
 	}
 	_, err := w.CallMethod("push_many", batch)
@@ -60,6 +103,9 @@ func (w *LineChart) Clear() error {
 	if err := eventloop.RequireMain("widgets.LineChart.Clear"); err != nil {
 		return err
 	}
+	if err := lineChartGenerated.Check(w.Widget); err != nil {
+		return err
+	}
 	_, err := w.CallMethod("clear")
 	return err
 }
@@ -68,6 +114,9 @@ func (w *LineChart) Clear() error {
 func (w *LineChart) Points(series string) ([]float64, error) {
 	var zero []float64
 	if err := eventloop.RequireMain("widgets.LineChart.Points"); err != nil {
+		return zero, err
+	}
+	if err := lineChartGenerated.Check(w.Widget); err != nil {
 		return zero, err
 	}
 	r, err := w.CallMethod("points", series)
@@ -81,6 +130,9 @@ func (w *LineChart) Points(series string) ([]float64, error) {
 func (w *LineChart) Series() ([]string, error) {
 	var zero []string
 	if err := eventloop.RequireMain("widgets.LineChart.Series"); err != nil {
+		return zero, err
+	}
+	if err := lineChartGenerated.Check(w.Widget); err != nil {
 		return zero, err
 	}
 	r, err := w.CallMethod("series")

@@ -7,9 +7,25 @@ import (
 	"github.com/duet-gtk/duet/pygi"
 )
 
+// logViewGenerated is the Python class as this file was generated from it; the
+// methods below check the class as loaded against it, once.
+var logViewGenerated = &Generated{
+	Class: "LogView",
+	File:  "py/duet_widgets.py",
+	Members: []string{
+		"property max-lines: gint, settable",
+		"method append_many(entries: list[list[str]]) -> None",
+		"method text() -> str",
+		"method line_count() -> int",
+	},
+}
+
 // MaxLines returns the property "max-lines".
 func (w *LogView) MaxLines() (int, error) {
 	var zero int
+	if err := logViewGenerated.Check(w.Widget); err != nil {
+		return zero, err
+	}
 	r, err := w.Prop("max-lines")
 	if err != nil {
 		return zero, err
@@ -18,11 +34,19 @@ func (w *LogView) MaxLines() (int, error) {
 }
 
 // SetMaxLines sets the property "max-lines".
-func (w *LogView) SetMaxLines(v int) error { return w.SetProp("max-lines", v) }
+func (w *LogView) SetMaxLines(v int) error {
+	if err := logViewGenerated.Check(w.Widget); err != nil {
+		return err
+	}
+	return w.SetProp("max-lines", v)
+}
 
 // AppendMany calls append_many: Appends (text, level) lines; level is info, warn or error.
 func (w *LogView) AppendMany(entries [][]string) error {
 	if err := eventloop.RequireMain("widgets.LogView.AppendMany"); err != nil {
+		return err
+	}
+	if err := logViewGenerated.Check(w.Widget); err != nil {
 		return err
 	}
 	_, err := w.CallMethod("append_many", entries)
@@ -33,6 +57,9 @@ func (w *LogView) AppendMany(entries [][]string) error {
 func (w *LogView) Text() (string, error) {
 	var zero string
 	if err := eventloop.RequireMain("widgets.LogView.Text"); err != nil {
+		return zero, err
+	}
+	if err := logViewGenerated.Check(w.Widget); err != nil {
 		return zero, err
 	}
 	r, err := w.CallMethod("text")
@@ -46,6 +73,9 @@ func (w *LogView) Text() (string, error) {
 func (w *LogView) LineCount() (int, error) {
 	var zero int
 	if err := eventloop.RequireMain("widgets.LogView.LineCount"); err != nil {
+		return zero, err
+	}
+	if err := logViewGenerated.Check(w.Widget); err != nil {
 		return zero, err
 	}
 	r, err := w.CallMethod("line_count")

@@ -7,9 +7,12 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/internal/bridge"
+	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -90,8 +93,9 @@ func load(name, src, filename string) (*Module, error) {
 func requireGtk() error { return pygi.RequireVersion("Gtk", "4.0") }
 
 // New instantiates the module's class with keyword arguments (GObject
-// properties, for GObject classes). A Python exception in the constructor
-// is returned with its traceback.
+// properties, for GObject classes: those that name a property are checked
+// against it as SetProp checks them). A Python exception in the
+// constructor is returned with its traceback.
 func (m *Module) New(class string, kw pygi.Kw) (*Widget, error) {
 	if err := eventloop.RequireMain("widgets.Module.New"); err != nil {
 		return nil, err
@@ -101,7 +105,13 @@ func (m *Module) New(class string, kw pygi.Kw) (*Widget, error) {
 		return nil, fmt.Errorf("widgets: module %s has no class %s: %w", m.Name, class, err)
 	}
 	defer cls.Close()
-	o, err := cls.Call(kw)
+	_, build, err := propertyFuncs()
+	if err != nil {
+		return nil, err
+	}
+	// The constructor's property values are checked as SetProp checks
+	// them: GLib would construct with the default and a warning.
+	o, err := build.Call(cls, kw)
 	if err != nil {
 		return nil, fmt.Errorf("widgets: %s.%s(): %w", m.Name, class, err)
 	}
@@ -127,14 +137,53 @@ func (w *Widget) Prop(name string) (*pygi.Object, error) {
 	return w.CallMethod("get_property", name)
 }
 
-// SetProp writes a GObject property.
+// SetProp writes a GObject property. A value the property's spec does not
+// allow (out of its range, NaN, a fraction for an integer, not a value of
+// its enum, ...) is refused with a Python ValueError that names the
+// property, the value and what the spec allows, where GLib would print a
+// warning and drop the write; a property that does not exist, is
+// read-only or construct-only, or a value of the wrong type is PyGObject's
+// TypeError.
 func (w *Widget) SetProp(name string, value any) error {
 	if err := eventloop.RequireMain("widgets.Widget.SetProp"); err != nil {
 		return err
 	}
-	r, err := w.CallMethod("set_property", name, value)
+	set, _, err := propertyFuncs()
+	if err != nil {
+		return err
+	}
+	r, err := set.Call(w.Object, name, value)
 	r.Close()
 	return err
+}
+
+// propFuncs are the checked property writes of internal/capi (set_property
+// and construct), made on first use and kept for the interpreter's life.
+var propFuncs struct {
+	mu         sync.Mutex
+	set, build *pygi.Object
+}
+
+func propertyFuncs() (set, build *pygi.Object, err error) {
+	propFuncs.mu.Lock()
+	defer propFuncs.mu.Unlock()
+	if propFuncs.set == nil {
+		ref, st, exc := capi.PropertyFuncs()
+		if st != capi.OK {
+			return nil, nil, bridge.NewError(exc)
+		}
+		pair := bridge.WrapOwned(ref).(*pygi.Object)
+		defer pair.Close()
+		var b pygi.Block
+		set, build := b.Item(pair, 0), b.Item(pair, 1)
+		if err := b.Err(); err != nil {
+			return nil, nil, err
+		}
+		bridge.Keep(set)
+		bridge.Keep(build)
+		propFuncs.set, propFuncs.build = set, build
+	}
+	return propFuncs.set, propFuncs.build, nil
 }
 
 // Connect connects fn (any Go func; see package callbacks for how it is

@@ -78,6 +78,9 @@ func NewLineChart(title, unit string, capacity int) (*LineChart, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := lineChartGenerated.Check(w); err != nil {
+		return nil, err
+	}
 	c := &LineChart{Widget: w}
 	c.points.flush = func(ps []point) {
 		batch := map[string][]float64{}
@@ -111,6 +114,9 @@ func NewLogView(maxLines int) (*LogView, error) {
 	}
 	w, err := lib.New("LogView", pygi.Kw{"max_lines": maxLines})
 	if err != nil {
+		return nil, err
+	}
+	if err := logViewGenerated.Check(w); err != nil {
 		return nil, err
 	}
 	l := &LogView{Widget: w}

@@ -1,8 +1,6 @@
 package widgets
 
 import (
-	"fmt"
-	"os"
 	"sync"
 	"unsafe"
 
@@ -10,6 +8,7 @@ import (
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/internal/hooks"
 	"github.com/duet-gtk/duet/internal/lifetime"
+	"github.com/duet-gtk/duet/internal/report"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -74,7 +73,7 @@ func startMonitor(mod *pygi.Object) error {
 	}
 	lifetime.AtFinalize(func() {
 		if r, err := m.CallMethod("uninstall"); err != nil {
-			fmt.Fprintln(os.Stderr, "widgets: disconnecting from GTK's toplevels:", err)
+			report.Print("widgets: disconnecting from GTK's toplevels", err)
 		} else {
 			r.Close()
 		}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/pygi"
 )
@@ -26,7 +27,9 @@ type UI struct {
 // an object is named, it receives that object first and the emitter last).
 // A handler name the interface uses that is not in handlers, or a handler
 // in handlers the interface never uses (a typo on one side or the other),
-// is an error here, before anything is built. UI thread only.
+// or a handler that is not a func, is an error here, before anything is
+// built. Each callback is named as the interface names its handler (in
+// the census, say). UI thread only.
 func LoadUI(xml string, handlers map[string]any) (*UI, error) {
 	if err := eventloop.RequireMain("widgets.LoadUI"); err != nil {
 		return nil, err
@@ -65,7 +68,22 @@ func LoadUI(xml string, handlers map[string]any) (*UI, error) {
 		}
 		return nil, fmt.Errorf("widgets: LoadUI: %s", strings.Join(why, "; "))
 	}
-	builder := b.CallMethod(m.Object, "build", xml, handlers)
+	// Each handler is made a callback here, named as the interface names
+	// it: the census then says on_save_clicked, not the Go closure's name.
+	named := make(map[string]any, len(handlers))
+	for n, fn := range handlers {
+		if o, ok := fn.(*pygi.Object); ok {
+			named[n] = o // a callable already
+			continue
+		}
+		cb, err := callbacks.New(fn, callbacks.Name(n))
+		if err != nil {
+			return nil, fmt.Errorf("widgets: LoadUI: handler %s: %w", n, err)
+		}
+		defer cb.Close() // the builder's scope holds it
+		named[n] = cb
+	}
+	builder := b.CallMethod(m.Object, "build", xml, named)
 	if err := b.Err(); err != nil {
 		return nil, fmt.Errorf("widgets: LoadUI: %w", err)
 	}

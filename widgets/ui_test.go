@@ -1,6 +1,7 @@
 package widgets_test
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/eventloop/looptest"
+	"github.com/duet-gtk/duet/internal/diag"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/widgets"
 )
@@ -87,4 +89,34 @@ func TestLoadUIErrors(t *testing.T) {
 	})
 	_, err := widgets.LoadUI(fancyUI, nil)
 	assert.ErrorIs(t, err, eventloop.ErrNotMain)
+}
+
+// The census names a handler LoadUI bound as the interface names it, and
+// sites it where the Go func is.
+func TestLoadUIHandlersAreNamedInTheCensus(t *testing.T) {
+	looptest.FailOnPythonExceptions(t)
+	looptest.Do(t, func(t testing.TB) {
+		ui, err := widgets.LoadUI(`<interface>
+  <object class="GtkButton" id="save"><signal name="clicked" handler="on_save_clicked"/></object>
+  <object class="GtkButton" id="quit"><signal name="clicked" handler="on_quit_clicked" object="save"/></object>
+</interface>`, map[string]any{
+			"on_save_clicked": func(*pygi.Object) {},
+			"on_quit_clicked": func(_, _ *pygi.Object) {},
+		})
+		require.NoError(t, err)
+		sites := map[string]string{}
+		for _, l := range diag.LiveCallbacks() {
+			sites[l.Name] = l.Site
+		}
+		for _, name := range []string{"on_save_clicked", "on_quit_clicked"} {
+			if assert.Contains(t, sites, name, "live: %v", sites) {
+				assert.Contains(t, sites[name], "widgets/ui_test.go:")
+			}
+		}
+		runtime.KeepAlive(ui)
+
+		_, err = widgets.LoadUI(`<interface><object class="GtkButton"><signal name="clicked" handler="h"/></object></interface>`,
+			map[string]any{"h": "not a func"})
+		assert.ErrorContains(t, err, "handler h: callbacks: want a non-nil func, got string")
+	})
 }

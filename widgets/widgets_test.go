@@ -168,7 +168,7 @@ func TestPythonErrorsCarryTracebacks(t *testing.T) {
 		_, err = m.New("Broken", nil)
 		require.ErrorAs(t, err, &pe)
 		assert.Equal(t, "RuntimeError", pe.Type)
-		assert.Contains(t, pe.Traceback, `testdata/greeter.py", line 27, in __init__`)
+		assert.Contains(t, pe.Traceback, `testdata/greeter.py", line 31, in __init__`)
 		_, err = m.New("NoSuchClass", nil)
 		assert.ErrorContains(t, err, "has no class NoSuchClass")
 		_, err = m.New("Greeter", pygi.Kw{"no_such_property": 1})

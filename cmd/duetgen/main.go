@@ -3,7 +3,11 @@
 // getters and setters for the class's own GObject properties, typed
 // Connect<Signal> methods for its own signals, and typed methods for its
 // public methods (Python type hints say the types; a method without them
-// takes any and returns *pygi.Object). Use it from go generate:
+// takes any and returns *pygi.Object). The wrapper also records what the
+// class looked like, one line per member it uses, and checks the class as
+// loaded against that once (widgets.Generated): a class edited since, a
+// parameter's type hint say, is an error that says to run go generate
+// again, not a call that does something else. Use it from go generate:
 //
 //	//go:generate go run github.com/duet-gtk/duet/cmd/duetgen -file greeter.py -class Greeter
 //
@@ -26,6 +30,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/duet-gtk/duet/internal/report"
+	"github.com/duet-gtk/duet/internal/shape"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -47,19 +53,21 @@ var (
 func main() {
 	flag.Parse()
 	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "duetgen:", err)
+		report.Print("duetgen", err)
 		os.Exit(1)
 	}
 }
 
 // class is what describe.py reports.
 type classInfo struct {
-	GType   string   `json:"gtype"`
-	Doc     string   `json:"doc"`
-	Props   [][]any  `json:"props"`   // name, GType name, blurb, writable
-	Signals [][]any  `json:"signals"` // name, [param GType names], return GType name
-	Methods [][]any  `json:"methods"` // name, [[param, type]], return type, doc
-	Skip    []string `json:"-"`
+	Name    string     `json:"name"` // the class's __name__
+	GType   string     `json:"gtype"`
+	Doc     string     `json:"doc"`
+	Props   [][]any    `json:"props"`   // name, GType name, blurb, settable
+	Signals [][]any    `json:"signals"` // name, [param GType names], return GType name
+	Methods [][]any    `json:"methods"` // name, [[param, type, kind]], return type, doc
+	Members [][]string `json:"members"` // kind, name, the member's line (internal/shape)
+	Skip    []string   `json:"-"`
 }
 
 func run() error {
@@ -104,6 +112,7 @@ func describe(file, mod, class string) (*classInfo, error) {
 	}
 	var b pygi.Block
 	g := b.Globals(nil)
+	b.Exec(shape.Source, g)
 	b.Exec(describeSource, g)
 	text := b.Text(b.CallMethod(b.Import("json"), "dumps", b.CallMethod(b.Item(g, "describe"), "", file, mod, class)))
 	if err := b.Err(); err != nil {
@@ -132,19 +141,34 @@ func generate(info *classInfo) ([]byte, error) {
 		fmt.Fprintf(&w, "// %s is the Python class %s, typed: %s\n// Its methods are UI thread only.\ntype %s struct{ *%sWidget }\n\n",
 			t, *class, oneLine(doc), t, self)
 	}
+	// What the class looked like: the members this file uses, checked
+	// against the class as loaded by every method below (once).
+	shapeVar := lowerFirst(t) + "Generated"
+	fmt.Fprintf(&w, "// %s is the Python class as this file was generated from it; the\n// methods below check the class as loaded against it, once.\n", shapeVar)
+	fmt.Fprintf(&w, "var %s = &%sGenerated{\n\tClass: %q,\n\tFile: %q,\n\tMembers: []string{\n", shapeVar, self, info.Name, filepath.ToSlash(*file))
+	for _, m := range info.Members {
+		if m[0] == "method" && contains(info.Skip, m[1]) {
+			continue // written by hand
+		}
+		fmt.Fprintf(&w, "\t\t%q,\n", m[2])
+	}
+	w.WriteString("\t},\n}\n\n")
+	check := func(ret string) string {
+		return fmt.Sprintf("\tif err := %s.Check(w.Widget); err != nil {\n\t\treturn %s\n\t}\n", shapeVar, ret)
+	}
 	if !*noNew {
 		fmt.Fprintf(&w, "// New%s makes a %s from the loaded module m that defines it (UI thread).\n", t, *class)
-		fmt.Fprintf(&w, "func New%s(m *%sModule, kw pygi.Kw) (*%s, error) {\n\tw, err := m.New(%q, kw)\n\tif err != nil {\n\t\treturn nil, err\n\t}\n\treturn &%s{w}, nil\n}\n\n",
-			t, self, t, *class, t)
+		fmt.Fprintf(&w, "func New%s(m *%sModule, kw pygi.Kw) (*%s, error) {\n\tw, err := m.New(%q, kw)\n\tif err != nil {\n\t\treturn nil, err\n\t}\n\tif err := %s.Check(w); err != nil {\n\t\treturn nil, err\n\t}\n\treturn &%s{w}, nil\n}\n\n",
+			t, self, t, *class, shapeVar, t)
 	}
 	for _, p := range info.Props {
-		name, gt, blurb, writable := p[0].(string), p[1].(string), p[2].(string), p[3].(bool)
+		name, gt, blurb, settable := p[0].(string), p[1].(string), p[2].(string), p[3].(bool)
 		goT := gtypeGo(gt)
 		m := camel(name)
-		fmt.Fprintf(&w, "// %s returns the property %q%s.\nfunc (w *%s) %s() (%s, error) {\n\tvar zero %s\n\tr, err := w.Prop(%q)\n\tif err != nil {\n\t\treturn zero, err\n\t}\n\treturn pygi.As[%s](r)\n}\n\n",
-			m, name, blurbText(blurb), t, m, goT, goT, name, goT)
-		if writable {
-			fmt.Fprintf(&w, "// Set%s sets the property %q.\nfunc (w *%s) Set%s(v %s) error { return w.SetProp(%q, v) }\n\n", m, name, t, m, goT, name)
+		fmt.Fprintf(&w, "// %s returns the property %q%s.\nfunc (w *%s) %s() (%s, error) {\n\tvar zero %s\n%s\tr, err := w.Prop(%q)\n\tif err != nil {\n\t\treturn zero, err\n\t}\n\treturn pygi.As[%s](r)\n}\n\n",
+			m, name, blurbText(blurb), t, m, goT, goT, check("zero, err"), name, goT)
+		if settable {
+			fmt.Fprintf(&w, "// Set%s sets the property %q.\nfunc (w *%s) Set%s(v %s) error {\n%s\treturn w.SetProp(%q, v)\n}\n\n", m, name, t, m, goT, check("err"), name)
 		}
 	}
 	for _, s := range info.Signals {
@@ -166,8 +190,8 @@ func generate(info *classInfo) ([]byte, error) {
 		sig := strings.Join(append([]string{"self *" + t}, params...), ", ")
 		inner := strings.Join(append([]string{"self *pygi.Object"}, params...), ", ")
 		fmt.Fprintf(&w, "// Connect%s connects fn to the signal %q: fn receives the emitter (use it\n// rather than capturing the widget) and the signal's arguments.\n", camel(name), name)
-		fmt.Fprintf(&w, "func (w *%s) Connect%s(fn func(%s)%s) (uint64, error) {\n\treturn w.Connect(%q, func(%s)%s { %sfn(&%s{%sWrap(self)}, %s) })\n}\n\n",
-			t, camel(name), sig, result, name, inner, result, retKw, t, self, strings.Join(names, ", "))
+		fmt.Fprintf(&w, "func (w *%s) Connect%s(fn func(%s)%s) (uint64, error) {\n%s\treturn w.Connect(%q, func(%s)%s { %sfn(&%s{%sWrap(self)}, %s) })\n}\n\n",
+			t, camel(name), sig, result, check("0, err"), name, inner, result, retKw, t, self, strings.Join(names, ", "))
 	}
 	for _, m := range info.Methods {
 		name, ret, doc := m[0].(string), m[2].(string), m[3].(string)
@@ -188,20 +212,22 @@ func generate(info *classInfo) ([]byte, error) {
 			doc = "calls " + name + ": " + oneLine(doc)
 		}
 		call := fmt.Sprintf("w.CallMethod(%q%s)", name, prefixComma(args))
-		check := fmt.Sprintf("\tif err := eventloop.RequireMain(%q); err != nil {\n\t\treturn %%s\n\t}\n", *pkg+"."+t+"."+gm)
+		pre := func(ret string) string {
+			return fmt.Sprintf("\tif err := eventloop.RequireMain(%q); err != nil {\n\t\treturn %s\n\t}\n", *pkg+"."+t+"."+gm, ret) + check(ret)
+		}
 		switch ret {
 		case "None":
 			fmt.Fprintf(&w, "// %s %s\nfunc (w *%s) %s(%s) error {\n%s\t_, err := %s\n\treturn err\n}\n\n",
-				gm, doc, t, gm, strings.Join(params, ", "), fmt.Sprintf(check, "err"), call)
+				gm, doc, t, gm, strings.Join(params, ", "), pre("err"), call)
 		default:
 			goT := hintGo(ret, false)
 			if goT == "*pygi.Object" {
 				fmt.Fprintf(&w, "// %s %s\nfunc (w *%s) %s(%s) (*pygi.Object, error) {\n%s\treturn %s\n}\n\n",
-					gm, doc, t, gm, strings.Join(params, ", "), fmt.Sprintf(check, "nil, err"), call)
+					gm, doc, t, gm, strings.Join(params, ", "), pre("nil, err"), call)
 				continue
 			}
 			fmt.Fprintf(&w, "// %s %s\nfunc (w *%s) %s(%s) (%s, error) {\n\tvar zero %s\n%s\tr, err := %s\n\tif err != nil {\n\t\treturn zero, err\n\t}\n\treturn pygi.As[%s](r)\n}\n\n",
-				gm, doc, t, gm, strings.Join(params, ", "), goT, goT, fmt.Sprintf(check, "zero, err"), call, goT)
+				gm, doc, t, gm, strings.Join(params, ", "), goT, goT, pre("zero, err"), call, goT)
 		}
 	}
 	body := w.String()
@@ -302,6 +328,13 @@ func prefixComma(args []string) string {
 		return ""
 	}
 	return ", " + strings.Join(args, ", ")
+}
+
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

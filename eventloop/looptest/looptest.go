@@ -42,6 +42,7 @@ import (
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/diag"
+	"github.com/duet-gtk/duet/internal/report"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -70,11 +71,11 @@ func Main(m *testing.M) {
 	// DUET_CRASH_REPORT says otherwise.
 	if _, set := os.LookupEnv("DUET_CRASH_REPORT"); !set {
 		if _, err := diag.EnableCrashReports(""); err != nil {
-			fmt.Fprintln(os.Stderr, "looptest:", err)
+			report.Print("looptest", err)
 		}
 	}
 	if err := pygi.Init(pygi.Options{}); err != nil {
-		fmt.Fprintln(os.Stderr, "looptest:", err)
+		report.Print("looptest", err)
 		os.Exit(1)
 	}
 	code := 0
@@ -91,7 +92,7 @@ func Main(m *testing.M) {
 		eventloop.Quit()
 	}()
 	if err := eventloop.Run(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, "looptest: loop:", err)
+		report.Print("looptest: loop", err)
 		if code == 0 {
 			code = 1
 		}
@@ -103,7 +104,7 @@ func Main(m *testing.M) {
 		}
 	}
 	if err := pygi.Finalize(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, "looptest: Finalize:", err)
+		report.Print("looptest: Finalize", err)
 		if code == 0 {
 			code = 1
 		}

@@ -3,6 +3,8 @@
 // pointer; a wrapper's obj field gives the pointer back.
 #include "duet_impl.h"
 
+#include <math.h>
+#include <string.h>
 #include <pygobject.h>
 
 #include "_cgo_export.h"
@@ -548,4 +550,287 @@ int64_t duet_drain_off_ui(duet_ref *refs, int64_t n) {
 	PyErr_Restore(t, v, tb);
 	duet_leave(st);
 	return kept;
+}
+
+// ---- property writes GLib would refuse ---------------------------------------
+//
+// GLib refuses a property value its param spec's validation would change
+// (out of range, NaN, not a value of the enum, ...): it prints a warning
+// and drops the write, and PyGObject's set_property returns as if it had
+// written it. duet's property writes go through these two functions
+// instead, which check the value against the spec first and raise
+// ValueError with the property, the value and what the spec allows. The
+// write itself stays PyGObject's (set_property, or the class called with
+// the keyword arguments), so values convert exactly as they always did.
+
+static PyObject *str_set_property; // interned, for the life of the interpreter
+
+// value_text is repr(value) as UTF-8 in buf (always terminated).
+static void value_text(PyObject *value, char *buf, size_t n) {
+	PyObject *r = PyObject_Repr(value);
+	const char *s = r ? PyUnicode_AsUTF8(r) : NULL;
+	if (!s) {
+		PyErr_Clear();
+		s = "<unprintable value>";
+	}
+	g_strlcpy(buf, s, n);
+	Py_XDECREF(r);
+}
+
+static void double_text(double d, char *buf, size_t n) {
+	char *s = PyOS_double_to_string(d, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+	if (!s) {
+		PyErr_Clear();
+		g_snprintf(buf, n, "%g", d);
+		return;
+	}
+	g_strlcpy(buf, s, n);
+	PyMem_Free(s);
+}
+
+typedef struct {
+	enum { R_NONE, R_SIGNED, R_UNSIGNED, R_FLOAT } kind;
+	long long smin, smax;
+	unsigned long long umin, umax;
+	double fmin, fmax;
+} prop_range;
+
+static prop_range range_of(GParamSpec *p) {
+	prop_range r = {R_NONE};
+#define SIGNED(T, S) else if (T(p)) r = (prop_range){R_SIGNED, S(p)->minimum, S(p)->maximum}
+#define UNSIGNED(T, S) else if (T(p)) r = (prop_range){R_UNSIGNED, 0, 0, S(p)->minimum, S(p)->maximum}
+#define FLOATING(T, S) else if (T(p)) r = (prop_range){R_FLOAT, 0, 0, 0, 0, S(p)->minimum, S(p)->maximum}
+	if (0) {
+	}
+	SIGNED(G_IS_PARAM_SPEC_CHAR, G_PARAM_SPEC_CHAR);
+	SIGNED(G_IS_PARAM_SPEC_INT, G_PARAM_SPEC_INT);
+	SIGNED(G_IS_PARAM_SPEC_LONG, G_PARAM_SPEC_LONG);
+	SIGNED(G_IS_PARAM_SPEC_INT64, G_PARAM_SPEC_INT64);
+	UNSIGNED(G_IS_PARAM_SPEC_UCHAR, G_PARAM_SPEC_UCHAR);
+	UNSIGNED(G_IS_PARAM_SPEC_UINT, G_PARAM_SPEC_UINT);
+	UNSIGNED(G_IS_PARAM_SPEC_ULONG, G_PARAM_SPEC_ULONG);
+	UNSIGNED(G_IS_PARAM_SPEC_UINT64, G_PARAM_SPEC_UINT64);
+	FLOATING(G_IS_PARAM_SPEC_FLOAT, G_PARAM_SPEC_FLOAT);
+	FLOATING(G_IS_PARAM_SPEC_DOUBLE, G_PARAM_SPEC_DOUBLE);
+#undef SIGNED
+#undef UNSIGNED
+#undef FLOATING
+	return r;
+}
+
+static int out_of_range(const char *type, GParamSpec *p, const prop_range *r, PyObject *value, const char *why) {
+	char v[200], lo[64], hi[64];
+	value_text(value, v, sizeof v);
+	switch (r->kind) {
+	case R_SIGNED:
+		g_snprintf(lo, sizeof lo, "%lld", r->smin);
+		g_snprintf(hi, sizeof hi, "%lld", r->smax);
+		break;
+	case R_UNSIGNED:
+		g_snprintf(lo, sizeof lo, "%llu", r->umin);
+		g_snprintf(hi, sizeof hi, "%llu", r->umax);
+		break;
+	default:
+		double_text(r->fmin, lo, sizeof lo);
+		double_text(r->fmax, hi, sizeof hi);
+	}
+	PyErr_Format(PyExc_ValueError, "property '%s' of %s: %s %s (it takes %s to %s)", p->name, type, v, why, lo, hi);
+	return -1;
+}
+
+// check_integer: value (an int, or a float that is a whole number) within
+// the range of an integer spec.
+static int check_integer(const char *type, GParamSpec *p, const prop_range *r, PyObject *value) {
+	PyObject *n = NULL;
+	if (PyFloat_Check(value)) {
+		// PyGObject would truncate 50.7 to 50 without a word.
+		double d = PyFloat_AS_DOUBLE(value);
+		if (!isfinite(d) || d != floor(d)) return out_of_range(type, p, r, value, "is not a whole number");
+		n = PyLong_FromDouble(d);
+		if (!n) return -1;
+	} else {
+		n = Py_NewRef(value);
+	}
+	int ok = 0;
+	if (r->kind == R_SIGNED) {
+		int overflow = 0;
+		long long v = PyLong_AsLongLongAndOverflow(n, &overflow);
+		if (v == -1 && PyErr_Occurred()) {
+			Py_DECREF(n);
+			return -1;
+		}
+		ok = !overflow && v >= r->smin && v <= r->smax;
+	} else {
+		int overflow = 0;
+		long long s = PyLong_AsLongLongAndOverflow(n, &overflow);
+		if (s == -1 && PyErr_Occurred()) {
+			Py_DECREF(n);
+			return -1;
+		}
+		if (overflow > 0) {
+			unsigned long long v = PyLong_AsUnsignedLongLong(n);
+			if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+				if (!PyErr_ExceptionMatches(PyExc_OverflowError)) {
+					Py_DECREF(n);
+					return -1;
+				}
+				PyErr_Clear(); // beyond 64 bits
+			} else {
+				ok = v >= r->umin && v <= r->umax;
+			}
+		} else if (overflow == 0 && s >= 0) {
+			ok = (unsigned long long)s >= r->umin && (unsigned long long)s <= r->umax;
+		}
+	}
+	Py_DECREF(n);
+	return ok ? 0 : out_of_range(type, p, r, value, "is out of range");
+}
+
+static int check_float(const char *type, GParamSpec *p, const prop_range *r, PyObject *value) {
+	double d = PyFloat_AsDouble(value); // an int too large for a double raises OverflowError
+	if (d == -1.0 && PyErr_Occurred()) {
+		if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
+		PyErr_Clear();
+		return out_of_range(type, p, r, value, "is out of range");
+	}
+	// GLib clamps, and NaN compares unequal to what it clamps to: refused.
+	if (isnan(d)) return out_of_range(type, p, r, value, "is not a number");
+	if (d < r->fmin || d > r->fmax) return out_of_range(type, p, r, value, "is out of range");
+	return 0;
+}
+
+// check_value: 0 when GLib's validation of pspec leaves value as it is (or
+// when the value does not convert: PyGObject's write then says why), -1
+// with ValueError set when it would change it. GIL held.
+static int check_value(const char *type, GParamSpec *pspec, PyObject *value) {
+	prop_range r = range_of(pspec);
+	int number = PyLong_Check(value) || PyFloat_Check(value);
+	if (r.kind == R_SIGNED || r.kind == R_UNSIGNED) return number ? check_integer(type, pspec, &r, value) : 0;
+	if (r.kind == R_FLOAT) return number ? check_float(type, pspec, &r, value) : 0;
+	if (G_IS_PARAM_SPEC_BOOLEAN(pspec)) return 0; // every value converts to TRUE or FALSE
+	// Everything else: GLib's own validation, on the value as PyGObject
+	// converts it for this spec.
+	GValue v = G_VALUE_INIT;
+	g_value_init(&v, G_PARAM_SPEC_VALUE_TYPE(pspec));
+	if (pyg_param_gvalue_from_pyobject(&v, value, pspec) < 0) {
+		PyErr_Clear();
+		g_value_unset(&v);
+		return 0;
+	}
+	gboolean changed = g_param_value_validate(pspec, &v);
+	g_value_unset(&v);
+	if (!changed) return 0;
+	char text[200];
+	value_text(value, text, sizeof text);
+	const char *vt = g_type_name(G_PARAM_SPEC_VALUE_TYPE(pspec));
+	if (G_IS_PARAM_SPEC_ENUM(pspec))
+		PyErr_Format(PyExc_ValueError, "property '%s' of %s: %s is not a value of %s", pspec->name, type, text, vt);
+	else if (G_IS_PARAM_SPEC_FLAGS(pspec))
+		PyErr_Format(PyExc_ValueError, "property '%s' of %s: %s has bits that are not flags of %s (mask %#x)",
+		             pspec->name, type, text, vt, G_PARAM_SPEC_FLAGS(pspec)->flags_class->mask);
+	else
+		PyErr_Format(PyExc_ValueError, "property '%s' of %s: %s is not valid for the spec (%s, %s)", pspec->name,
+		             type, text, G_PARAM_SPEC_TYPE_NAME(pspec), vt);
+	return -1;
+}
+
+// prop_name is name as C text, NULL (no exception) when it is not a str or
+// holds a NUL (what GLib would look up is not the property named).
+static const char *prop_name(PyObject *name) {
+	Py_ssize_t n;
+	const char *s = PyUnicode_Check(name) ? PyUnicode_AsUTF8AndSize(name, &n) : NULL;
+	if (!s) {
+		PyErr_Clear();
+		return NULL;
+	}
+	return strlen(s) == (size_t)n ? s : NULL;
+}
+
+// set_property(obj, name, value): obj.set_property(name, value) after the
+// check. What the check cannot judge (not a GObject, no such property, not
+// writable, construct-only, a value of the wrong type) is left to
+// PyGObject's set_property, which raises its own error.
+static PyObject *prop_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+	if (nargs != 3) {
+		PyErr_Format(PyExc_TypeError, "set_property() takes 3 arguments (%zd given)", nargs);
+		return NULL;
+	}
+	PyObject *obj = args[0], *name = args[1], *value = args[2];
+	if (ensure_pygobject() < 0) return NULL;
+	const char *n = prop_name(name);
+	if (n && PyObject_TypeCheck(obj, &PyGObject_Type) && pygobject_get(obj)) {
+		GObject *g = pygobject_get(obj);
+		GParamSpec *pspec = g_object_class_find_property(G_OBJECT_GET_CLASS(g), n);
+		if (pspec && (pspec->flags & G_PARAM_WRITABLE) && !(pspec->flags & G_PARAM_CONSTRUCT_ONLY) &&
+		    check_value(G_OBJECT_TYPE_NAME(g), pspec, value) < 0)
+			return NULL;
+	}
+	return PyObject_CallMethodObjArgs(obj, str_set_property, name, value, NULL);
+}
+
+// construct(cls, **kw): cls(**kw), after checking each keyword argument
+// that names a property of cls's GType (GObject classes only; any other
+// class is just called). A property that cannot be written at all is
+// refused here: GLib would report a critical and construct without it.
+static PyObject *prop_construct(PyObject *self, PyObject *args, PyObject *kw) {
+	PyObject *cls;
+	if (!PyArg_ParseTuple(args, "O:construct", &cls)) return NULL;
+	if (ensure_pygobject() < 0) return NULL;
+	if (kw && PyDict_GET_SIZE(kw) > 0 && PyType_Check(cls) && PyType_IsSubtype((PyTypeObject *)cls, &PyGObject_Type)) {
+		GType t = pyg_type_from_object(cls);
+		if (!t) {
+			PyErr_Clear();
+		} else if (G_TYPE_IS_OBJECT(t)) {
+			GObjectClass *k = g_type_class_ref(t);
+			PyObject *key, *value;
+			Py_ssize_t pos = 0;
+			int rc = 0;
+			while (rc == 0 && PyDict_Next(kw, &pos, &key, &value)) {
+				const char *n = prop_name(key);
+				if (!n) continue; // the class says what it makes of it
+				GParamSpec *pspec = g_object_class_find_property(k, n);
+				if (!pspec) continue;
+				if (!(pspec->flags & G_PARAM_WRITABLE)) {
+					PyErr_Format(PyExc_TypeError, "property '%s' of %s is not writable", pspec->name, g_type_name(t));
+					rc = -1;
+				} else {
+					rc = check_value(g_type_name(t), pspec, value);
+				}
+			}
+			g_type_class_unref(k);
+			if (rc < 0) return NULL;
+		}
+	}
+	PyObject *empty = PyTuple_New(0);
+	if (!empty) return NULL;
+	PyObject *r = PyObject_Call(cls, empty, kw);
+	Py_DECREF(empty);
+	return r;
+}
+
+static PyMethodDef prop_set_def = {"set_property", (PyCFunction)(void (*)(void))prop_set, METH_FASTCALL,
+                                   "set_property(obj, name, value): obj.set_property, refusing a value the "
+                                   "property's spec does not allow (duet)."};
+static PyMethodDef prop_construct_def = {"construct", (PyCFunction)(void (*)(void))prop_construct,
+                                         METH_VARARGS | METH_KEYWORDS,
+                                         "construct(cls, **kw): cls(**kw), refusing property values the specs "
+                                         "do not allow (duet)."};
+
+duet_res duet_property_funcs(void) {
+	duet_res res = {0};
+	PyGILState_STATE st = duet_enter();
+	if (!str_set_property) str_set_property = PyUnicode_InternFromString("set_property");
+	PyObject *set = str_set_property ? PyCFunction_New(&prop_set_def, NULL) : NULL;
+	PyObject *make = set ? PyCFunction_New(&prop_construct_def, NULL) : NULL;
+	PyObject *pair = make ? PyTuple_Pack(2, set, make) : NULL;
+	Py_XDECREF(set);
+	Py_XDECREF(make);
+	if (!pair) {
+		res.status = duet_fail(&res.ref);
+	} else {
+		res.ref = duet_new_ref(pair);
+		res.status = res.ref.s ? DUET_OK : duet_fail(&res.ref);
+	}
+	duet_leave(st);
+	return res;
 }

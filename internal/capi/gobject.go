@@ -22,6 +22,12 @@ func GObjectPointer(r Ref) (p unsafe.Pointer, toggled bool, st Status, exc Ref) 
 	return cr.p, cr.n != 0, st, exc
 }
 
+// PropertyFuncs returns a tuple (set_property, construct) of Python
+// builtins that write GObject properties as PyGObject does, but refuse
+// (ValueError) a value GLib's validation of the property would change,
+// which GLib would drop with a warning.
+func PropertyFuncs() (Ref, Status, Ref) { return res(C.duet_property_funcs()) }
+
 // WrapGObject returns the PyGObject wrapper of gobj (a new owned ref).
 func WrapGObject(gobj uintptr) (Ref, Status, Ref) {
 	return res(C.duet_gobject_wrap(C.uintptr_t(gobj)))

@@ -47,4 +47,8 @@ duet_res duet_connect_new(duet_ref obj, const char *sig, int64_t slen, uintptr_t
 // res.n: 1 when handler id was connected to obj and is now disconnected.
 duet_res duet_disconnect(duet_ref obj, uint64_t id);
 int64_t duet_drain_off_ui(duet_ref *refs, int64_t n);
+// ref: a tuple (set_property, construct) of builtins that write GObject
+// properties through PyGObject after checking each value against the
+// property's spec (see gobject.c).
+duet_res duet_property_funcs(void);
 #endif

@@ -20,6 +20,10 @@ class Greeter(Gtk.Box):
         self.emit("greeted", text)
         return text
 
+    def scale(self, factor: int) -> int:
+        """Twice factor."""
+        return factor * 2
+
 
 class Broken(Gtk.Box):
     def __init__(self, **kw):

@@ -2,6 +2,7 @@ package a
 
 import (
 	"github.com/diamondburned/gotk4/pkg/gtk/v4"
+
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/widgets"
