@@ -60,11 +60,23 @@ def uninstall():
                 pass
 
 
+_record = [None]
+
+
+def record(obj, hid, handler):
+    """Records that the Go callback handler is connected to obj as hid,
+    through a Python closure of duet's own (widgets' LoadUI: a swapped
+    handler); a no-op for anything but a Go callback."""
+    if _record[0] is not None:
+        _record[0](obj, hid, handler)
+
+
 def install(record, native):
     """connect, connect_after, connect_object and connect_object_after: a
     Go callback connected without extra data runs through duet's own
     closure (native), which hands the signal's values straight to Go;
     every other connection of a Go callback is recorded (record)."""
+    _record[0] = record
     for name in ("connect", "connect_after", "connect_object", "connect_object_after"):
         orig = getattr(GObject.Object, name, None)
         if orig is None or getattr(orig, "__duet__", False):

@@ -129,3 +129,91 @@ func hasCycle(cs []callbacks.Cycle, addr uintptr) bool {
 	}
 	return false
 }
+
+// LoadUI's handlers go through the same mechanism: plain, with the
+// element's object, and swapped (GtkBuilder's default with an object).
+func TestLoadUIConnectionsAreRecorded(t *testing.T) {
+	looptest.FailOnPythonExceptions(t)
+	warmUpTeardown(t)
+	const xml = `<interface>
+  <object class="GtkWindow" id="win">
+    <child>
+      <object class="GtkBox">
+        <child>
+          <object class="GtkButton" id="button">
+            <signal name="clicked" handler="on_plain"/>
+            <signal name="clicked" handler="on_object" object="label" swapped="no"/>
+            <signal name="clicked" handler="on_swapped" object="label" after="yes"/>
+          </object>
+        </child>
+        <child><object class="GtkLabel" id="label"/></child>
+      </object>
+    </child>
+  </object>
+</interface>`
+	base := liveCallbacks(t)
+	var watch *widgets.Watch
+	var addr uintptr
+	got := map[string]string{}
+	looptest.Do(t, func(t testing.TB) {
+		// Each handler captures a reference of its own to the button it is
+		// connected to: the cycle, on purpose (Cycles names the last
+		// callback that used a reference).
+		var button, b1, b2, b3 *pygi.Object
+		u, err := widgets.LoadUI(xml, map[string]any{
+			"on_plain": func(self *pygi.Object) {
+				b1.CallMethod("set_name", "x")
+				got["on_plain"] = typeName(self)
+			},
+			"on_object": func(self, label *pygi.Object) {
+				b2.CallMethod("set_name", "x")
+				got["on_object"] = typeName(self) + "," + typeName(label)
+			},
+			"on_swapped": func(label, self *pygi.Object) {
+				b3.CallMethod("set_name", "x")
+				got["on_swapped"] = typeName(label) + "," + typeName(self)
+			},
+		})
+		require.NoError(t, err)
+		b, err := u.Object("button")
+		require.NoError(t, err)
+		button = b.Object
+		for _, c := range []**pygi.Object{&b1, &b2, &b3} {
+			*c, err = button.Clone()
+			require.NoError(t, err)
+		}
+		win, err := u.Object("win")
+		require.NoError(t, err)
+		_, err = button.CallMethod("emit", "clicked")
+		require.NoError(t, err)
+		watch, err = widgets.WatchFinalizePy(button)
+		require.NoError(t, err)
+		addr, err = widgets.Pointer(button)
+		require.NoError(t, err)
+		cycles, err := callbacks.Cycles()
+		require.NoError(t, err)
+		n := 0
+		for _, c := range cycles {
+			if c.Address == addr {
+				n++
+			}
+		}
+		assert.Equal(t, 3, n, "Cycles sees the three handlers: %v", cycles)
+		_, err = win.CallMethod("destroy")
+		require.NoError(t, err)
+		win.Close()
+		u.Builder.Close()
+	})
+	assert.Equal(t, map[string]string{
+		"on_plain":   "Button",
+		"on_object":  "Button,Label",
+		"on_swapped": "Label,Button",
+	}, got)
+	assert.True(t, finalized(t, watch), "the button is finalised with its window")
+	assert.Equal(t, base, liveCallbacks(t), "the handlers are freed")
+}
+
+func typeName(o *pygi.Object) string {
+	n, _ := o.TypeName()
+	return n
+}
