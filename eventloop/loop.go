@@ -417,10 +417,9 @@ func reportError(prefix string, err error) {
 		for _, f := range subs {
 			f(pe)
 		}
-		if len(subs) == 0 {
-			fmt.Fprintf(os.Stderr, "%s\n%s\n", pe.Error(), pe.Stack)
+		if len(subs) > 0 {
+			return
 		}
-		return
 	}
 	report.Print(prefix, err)
 }
