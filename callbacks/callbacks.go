@@ -270,23 +270,14 @@ func funcName(v reflect.Value) (name, module string) {
 	return name, pkg
 }
 
-// Stats counts callbacks since start-up.
-type Stats struct {
-	Created int64 // callables made
-	Freed   int64 // freed by Python (capsule destructor)
-	// FreedByGoGC counts broken-mode callbacks whose native state Go's GC
-	// freed (whatever Python still held).
-	FreedByGoGC int64
-	Live        int64 // Created - Freed - FreedByGoGC
-}
-
-// ReadStats returns the counters.
-func ReadStats() Stats {
-	s := Stats{
-		Created:     registry.created.Load(),
-		Freed:       registry.freed.Load(),
-		FreedByGoGC: registry.freedByG.Load(),
-	}
-	s.Live = s.Created - s.Freed - s.FreedByGoGC
-	return s
+func init() {
+	diag.CallbackCounts.Set(func() diag.CallbackStats {
+		s := diag.CallbackStats{
+			Created:     registry.created.Load(),
+			Freed:       registry.freed.Load(),
+			FreedByGoGC: registry.freedByG.Load(),
+		}
+		s.Live = s.Created - s.Freed - s.FreedByGoGC
+		return s
+	})
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/eventloop/looptest"
+	"github.com/duet-gtk/duet/forensics"
 	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/pygi"
 )
@@ -79,7 +80,7 @@ func baseline(t testing.TB) int64 {
 	last := int64(-1)
 	for range 50 {
 		forceGC(t, 1)
-		live := callbacks.ReadStats().Live
+		live := forensics.ReadStats().Callbacks.Live
 		if live == last {
 			return live
 		}
@@ -97,7 +98,7 @@ func settle(t testing.TB, base int64) {
 	defer cancel()
 	s, err := looptest.WaitLive(ctx, base)
 	require.NoError(t, err, "stats: %+v", s)
-	assert.Equal(t, base, s.Live)
+	assert.Equal(t, base, s)
 }
 
 func TestHeldByPythonOutlivesGo(t *testing.T) {
@@ -114,7 +115,7 @@ func TestHeldByPythonOutlivesGo(t *testing.T) {
 		cb.Close() // Go lets go entirely
 	}()
 	forceGC(t, 10)
-	assert.Equal(t, base+1, callbacks.ReadStats().Live, "Python still holds it")
+	assert.Equal(t, base+1, forensics.ReadStats().Callbacks.Live, "Python still holds it")
 	assert.Equal(t, int64(42), evalInt(t, g, "held(4, 2)"))
 	assert.Equal(t, int64(1), calls.Load())
 
@@ -141,7 +142,7 @@ e = Emitter()
 		r.Close()
 	}()
 	forceGC(t, 10)
-	assert.Equal(t, base+1, callbacks.ReadStats().Live, "the signal holds it")
+	assert.Equal(t, base+1, forensics.ReadStats().Callbacks.Live, "the signal holds it")
 	for i := range 100 {
 		r, err := e.CallMethod("emit", "ping", i)
 		require.NoError(t, err)
@@ -169,7 +170,7 @@ func TestAutoWrappedFunc(t *testing.T) {
 	require.NoError(t, g.SetItem("lst", lst))
 	lst.Close()
 	forceGC(t, 10)
-	assert.Equal(t, base+3, callbacks.ReadStats().Live)
+	assert.Equal(t, base+3, forensics.ReadStats().Callbacks.Live)
 	r := eval(t, g, "registry['upper']('go') + twice('py') + lst[0]()")
 	s, err := r.Text()
 	require.NoError(t, err)
@@ -182,7 +183,7 @@ func TestAutoWrappedFunc(t *testing.T) {
 	n, err := out.Int()
 	require.NoError(t, err)
 	assert.Equal(t, int64(-5), n)
-	assert.Equal(t, base+3, callbacks.ReadStats().Live, "the temporary was freed at once")
+	assert.Equal(t, base+3, forensics.ReadStats().Callbacks.Live, "the temporary was freed at once")
 
 	require.NoError(t, pygi.Exec("registry.clear(); del twice, lst", g))
 	settle(t, base)
@@ -199,9 +200,9 @@ func TestFreedByCycleCollector(t *testing.T) {
 	require.NoError(t, pygi.Exec("a = [cb]\na.append(a)\ndel a, cb\n", g))
 	runtime.GC()
 	require.NoError(t, pygi.Drain())
-	assert.Equal(t, base+1, callbacks.ReadStats().Live, "only a reference cycle holds it now")
+	assert.Equal(t, base+1, forensics.ReadStats().Callbacks.Live, "only a reference cycle holds it now")
 	require.NoError(t, pygi.Exec("gc.collect()", g))
-	assert.Equal(t, base, callbacks.ReadStats().Live, "gc.collect() freed it")
+	assert.Equal(t, base, forensics.ReadStats().Callbacks.Live, "gc.collect() freed it")
 }
 
 func TestCalledFromPythonThread(t *testing.T) {
@@ -287,7 +288,7 @@ func TestErrorsAndPanics(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			base := baseline(t)
-			objBase := pygi.ReadStats().Live
+			objBase := forensics.ReadStats().Objects.Live
 			g := ns(t, `
 def probe(f, *args):
     try:
@@ -333,7 +334,7 @@ def call(f, *args):
 			pe.Value.Close()
 			r.Close()
 			settle(t, base)
-			assert.LessOrEqual(t, pygi.ReadStats().Live, objBase+4, "no Python objects leak")
+			assert.LessOrEqual(t, forensics.ReadStats().Objects.Live, objBase+4, "no Python objects leak")
 		})
 	}
 }
@@ -530,13 +531,13 @@ func TestBorrowedArgumentAfterReturn(t *testing.T) {
 }
 
 func TestCountersAndCreateFree(t *testing.T) {
-	before := callbacks.ReadStats()
+	before := forensics.ReadStats().Callbacks
 	for range 1000 {
 		cb, err := callbacks.New(func() {})
 		require.NoError(t, err)
 		cb.Close() // the only reference: freed right now
 	}
-	after := callbacks.ReadStats()
+	after := forensics.ReadStats().Callbacks
 	assert.Equal(t, int64(1000), after.Created-before.Created)
 	assert.Equal(t, int64(1000), after.Freed-before.Freed)
 	assert.Equal(t, before.Live, after.Live)

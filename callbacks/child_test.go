@@ -16,6 +16,7 @@ import (
 
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/forensics"
 	"github.com/duet-gtk/duet/internal/pyobj"
 	"github.com/duet-gtk/duet/internal/testutil"
 	"github.com/duet-gtk/duet/pygi"
@@ -52,7 +53,7 @@ func heldThenCalled(broken bool) error {
 			return err
 		}
 	}
-	fmt.Printf("stats before calling: %+v\n", callbacks.ReadStats())
+	fmt.Printf("stats before calling: %+v\n", forensics.ReadStats().Callbacks)
 	os.Stdout.Sync()
 	r, err := pygi.Eval("sum(f(1) for f in held)", g)
 	if err != nil {
@@ -106,7 +107,7 @@ e = Emitter()
 			return err
 		}
 	}
-	fmt.Printf("stats before emitting: %+v\n", callbacks.ReadStats())
+	fmt.Printf("stats before emitting: %+v\n", forensics.ReadStats().Callbacks)
 	os.Stdout.Sync()
 	r, err := e.CallMethod("emit", "ping", 1)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duet-gtk/duet/callbacks"
+	"github.com/duet-gtk/duet/forensics"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -216,7 +217,7 @@ func TestConnectNativeLifetime(t *testing.T) {
 	// Disconnect frees it.
 	id := connect("e")
 	forceGC(t, 5)
-	assert.Equal(t, base+1, callbacks.ReadStats().Live, "the connection holds it")
+	assert.Equal(t, base+1, forensics.ReadStats().Callbacks.Live, "the connection holds it")
 	require.NoError(t, pygi.Exec("e.emit('ping', 2, '')", g))
 	assert.Equal(t, 2, calls)
 	r, err := eval(t, g, "e").CallMethod("disconnect", id)
@@ -228,7 +229,7 @@ func TestConnectNativeLifetime(t *testing.T) {
 	require.NoError(t, pygi.Exec("tmp = Emitter()", g))
 	connect("tmp")
 	forceGC(t, 5)
-	assert.Equal(t, base+1, callbacks.ReadStats().Live)
+	assert.Equal(t, base+1, forensics.ReadStats().Callbacks.Live)
 	require.NoError(t, pygi.Exec("tmp.emit('ping', 3, ''); del tmp", g))
 	assert.Equal(t, 5, calls)
 	forceGC(t, 2)
@@ -243,7 +244,7 @@ func TestConnectNativeLifetime(t *testing.T) {
 	require.NoError(t, err)
 	cb.Close()
 	forceGC(t, 5)
-	assert.Equal(t, base+1, callbacks.ReadStats().Live)
+	assert.Equal(t, base+1, forensics.ReadStats().Callbacks.Live)
 	require.NoError(t, pygi.Exec("e.emit('ping', 0, '')", g))
 	assert.Equal(t, 6, calls)
 	r, err = e.CallMethod("disconnect", id)
@@ -294,14 +295,14 @@ func TestConnectFailureFreesTheCallback(t *testing.T) {
 	e, err := g.Item("e")
 	require.NoError(t, err)
 	defer e.Close()
-	before := callbacks.ReadStats()
+	before := forensics.ReadStats().Callbacks
 	for range 100 {
 		_, err := callbacks.Connect(e, "nope", func() {})
 		require.Error(t, err)
 		_, err = callbacks.Connect(eval(t, g, "object()"), "ping", func() {})
 		require.Error(t, err)
 	}
-	after := callbacks.ReadStats()
+	after := forensics.ReadStats().Callbacks
 	assert.Equal(t, after.Created-before.Created, after.Freed-before.Freed, "every callback made was freed")
 	assert.Equal(t, base, after.Live)
 

@@ -392,9 +392,9 @@ async def echo(x):
 		echo.Close()
 	}()
 	assert.Positive(t, gcs.Load())
-	st, err := looptest.WaitLive(ctx, base.Live)
+	st, err := looptest.WaitLive(ctx, base)
 	require.NoError(t, err, "callbacks back to the baseline")
-	assert.LessOrEqual(t, st.Live, base.Live)
+	assert.LessOrEqual(t, st, base)
 	looptest.Do(t, func(t testing.TB) {
 		r, err := pygi.Eval("len(__import__('asyncio').all_tasks())", nil)
 		require.NoError(t, err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/eventloop/looptest"
+	"github.com/duet-gtk/duet/forensics"
 	"github.com/duet-gtk/duet/internal/testutil"
 	"github.com/duet-gtk/duet/pygi"
 )
@@ -288,7 +289,7 @@ def watch():
 		case <-allDead:
 			return
 		case <-deadline:
-			t.Fatalf("the loop did not release dropped objects: %+v", pygi.ReadStats())
+			t.Fatalf("the loop did not release dropped objects: %+v", forensics.ReadStats().Objects)
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
@@ -333,12 +334,12 @@ func TestThresholdZeroStopsTheLoopsCollections(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, pygi.Exec("import gc\nold = gc.get_threshold()\ngc.set_threshold(0)\n", g))
 	defer pygi.Exec("gc.set_threshold(*old)\n", g)
-	before := eventloop.ReadStats().Collections
+	before := forensics.ReadStats().Loop.Collections
 	for range 20 {
 		require.NoError(t, pygi.Exec("for _ in range(2000):\n    a = []\n    a.append(a)\n", g))
 		looptest.Do(t, func(testing.TB) {}) // a turn of the loop
 	}
-	assert.Equal(t, before, eventloop.ReadStats().Collections)
+	assert.Equal(t, before, forensics.ReadStats().Loop.Collections)
 }
 
 // A timer longer than GLib's 32-bit milliseconds (about 49.7 days) waits,

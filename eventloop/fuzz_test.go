@@ -11,6 +11,7 @@ import (
 
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/forensics"
 	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/pygi"
 )
@@ -325,7 +326,7 @@ th = threading.Thread(target=t); th.start(); th.join()
 
 func (w *world) baseline() [2]int64 {
 	w.settle([2]int64{-1, -1})
-	return [2]int64{callbacks.ReadStats().Live, pygi.ReadStats().Live}
+	return [2]int64{forensics.ReadStats().Callbacks.Live, forensics.ReadStats().Objects.Live}
 }
 
 // settle lets go of what the sequence left (Python's list, the
@@ -346,7 +347,7 @@ func (w *world) settle(base [2]int64) error {
 		runtime.GC()
 		eventloop.Collect()
 		pygi.Drain()
-		now := [2]int64{callbacks.ReadStats().Live, pygi.ReadStats().Live}
+		now := [2]int64{forensics.ReadStats().Callbacks.Live, forensics.ReadStats().Objects.Live}
 		if base[0] < 0 || now[0] <= base[0] && now[1] <= base[1] {
 			if n := capi.LeakedExceptions(); n > 0 {
 				return fmt.Errorf("%d entries left a Python exception set", n)

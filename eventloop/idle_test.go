@@ -17,6 +17,7 @@ import (
 
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/eventloop/looptest"
+	"github.com/duet-gtk/duet/forensics"
 	"github.com/duet-gtk/duet/internal/testutil"
 	"github.com/duet-gtk/duet/pygi"
 )
@@ -40,10 +41,10 @@ assert not ctx.iteration(False), "a non-blocking iteration dispatched something 
 				fmt.Fprintln(os.Stderr, err)
 				os.Exit(1)
 			}
-			eventloop.After(time.Second, func() { fmt.Printf("ready %+v\n", eventloop.ReadStats()) })
+			eventloop.After(time.Second, func() { fmt.Printf("ready %+v\n", forensics.ReadStats().Loop) })
 		})
 		err := eventloop.Run(context.Background())
-		fmt.Printf("stopped %+v\n", eventloop.ReadStats())
+		fmt.Printf("stopped %+v\n", forensics.ReadStats().Loop)
 		if _, ok := err.(*eventloop.SignalError); !ok {
 			return fmt.Errorf("want a SignalError, got %v", err)
 		}
@@ -102,12 +103,12 @@ func TestAnIdleLoopSleeps(t *testing.T) {
 	// 250 times a second) is what must not come back.
 	assert.LessOrEqual(t, woken, int64(10), "threads woke while the app idled: polling?")
 	// Only the SIGTERM's own handling may have run since "ready".
-	var b0, s0 eventloop.Stats
-	fmt.Sscanf(strings.TrimPrefix(ready, "ready "), "{Dispatches:%d TimerRuns:%d Collections:%d}", &b0.Dispatches, &b0.TimerRuns, &b0.Collections)
-	fmt.Sscanf(strings.TrimPrefix(stopped, "stopped "), "{Dispatches:%d TimerRuns:%d Collections:%d}", &s0.Dispatches, &s0.TimerRuns, &s0.Collections)
-	assert.Equal(t, b0.TimerRuns, s0.TimerRuns)
-	assert.Equal(t, b0.Collections, s0.Collections)
-	assert.LessOrEqual(t, s0.Dispatches-b0.Dispatches, int64(2), "the quit itself")
+	var b0, s0 forensics.Stats
+	fmt.Sscanf(strings.TrimPrefix(ready, "ready "), "{Dispatches:%d TimerRuns:%d Collections:%d}", &b0.Loop.Dispatches, &b0.Loop.TimerRuns, &b0.Loop.Collections)
+	fmt.Sscanf(strings.TrimPrefix(stopped, "stopped "), "{Dispatches:%d TimerRuns:%d Collections:%d}", &s0.Loop.Dispatches, &s0.Loop.TimerRuns, &s0.Loop.Collections)
+	assert.Equal(t, b0.Loop.TimerRuns, s0.Loop.TimerRuns)
+	assert.Equal(t, b0.Loop.Collections, s0.Loop.Collections)
+	assert.LessOrEqual(t, s0.Loop.Dispatches-b0.Loop.Dispatches, int64(2), "the quit itself")
 }
 
 // Garbage made by Python work on a goroutine is collected, on the UI
@@ -133,11 +134,11 @@ def garbage(n):
         a.b, b.a = b, a
 `, g))
 	defer pygi.Exec("gc.callbacks.remove(watch)", g)
-	before := eventloop.ReadStats().Collections
+	before := forensics.ReadStats().Loop.Collections
 	r, err := pygi.Eval("garbage(5000)", g) // from this goroutine
 	require.NoError(t, err)
 	r.Close()
-	require.Eventually(t, func() bool { return eventloop.ReadStats().Collections > before }, 10*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return forensics.ReadStats().Loop.Collections > before }, 10*time.Second, 10*time.Millisecond,
 		"the loop collects when the collector's counts say so")
 	r, err = pygi.Eval("sum(1 for i in where if i != ui)", g)
 	require.NoError(t, err)

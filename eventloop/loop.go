@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/duet-gtk/duet/internal/capi"
+	"github.com/duet-gtk/duet/internal/diag"
 	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/internal/report"
 	"github.com/duet-gtk/duet/pygi"
@@ -311,19 +312,12 @@ func onLoop(stopped <-chan struct{}, fn func()) error {
 	}
 }
 
-// Stats counts what duet's own sources did on the loop: an idle app should
-// see none of them move.
-type Stats struct {
-	Dispatches  int64 // turns of the Invoke source (each runs a batch)
-	TimerRuns   int64 // runs of After/Every functions
-	Collections int64 // Python cycle collections the loop ran when due
-}
-
 var loopStats struct{ dispatches, timerRuns atomic.Int64 }
 
-// ReadStats returns the counts since start-up.
-func ReadStats() Stats {
-	return Stats{Dispatches: loopStats.dispatches.Load(), TimerRuns: loopStats.timerRuns.Load(), Collections: gcSteps.Load()}
+func init() {
+	diag.LoopCounts.Set(func() diag.LoopStats {
+		return diag.LoopStats{Dispatches: loopStats.dispatches.Load(), TimerRuns: loopStats.timerRuns.Load(), Collections: gcSteps.Load()}
+	})
 }
 
 // dispatch runs on the loop (from the invoke source) and drains the queue.

@@ -313,7 +313,7 @@ held = []
 			return err
 		}
 	}
-	fmt.Printf("stats %+v\n", callbacks.ReadStats())
+	fmt.Printf("stats %+v\n", forensics.ReadStats().Callbacks)
 	os.Stdout.Sync()
 	if viaSignal {
 		_, err = e.CallMethod("emit", "ping")

@@ -173,12 +173,12 @@ func TestConversionFailures(t *testing.T) {
 	}
 	for _, tc := range toPython {
 		t.Run("to python/"+tc.name, func(t *testing.T) {
-			before := ReadStats()
+			before := readStats()
 			_, err := New(tc.in)
 			require.Error(t, err)
 			assert.ErrorIs(t, err, ErrConversion)
 			assert.Contains(t, err.Error(), tc.msg)
-			assert.Equal(t, before.Created, ReadStats().Created, "nothing was made")
+			assert.Equal(t, before.Created, readStats().Created, "nothing was made")
 		})
 	}
 

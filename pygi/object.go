@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/duet-gtk/duet/internal/capi"
+	"github.com/duet-gtk/duet/internal/diag"
 	"github.com/duet-gtk/duet/internal/lifetime"
 )
 
@@ -86,19 +87,11 @@ var stats struct {
 	created, closed, collected atomic.Int64
 }
 
-// Stats counts Objects since start-up.
-type Stats struct {
-	Created   int64 // Objects made
-	Closed    int64 // references released by Close
-	Collected int64 // Objects collected by Go's GC without having been closed
-	Drained   int64 // references released by the queue
-	Pending   int64 // references waiting in the queue
-	Live      int64 // Objects holding a reference and still reachable from Go
-}
+func init() { diag.ObjectCounts.Set(readStats) }
 
-// ReadStats returns the current counts.
-func ReadStats() Stats {
-	s := Stats{
+// readStats is pygi's group of forensics.ReadStats.
+func readStats() diag.ObjectStats {
+	s := diag.ObjectStats{
 		Created:   stats.created.Load(),
 		Closed:    stats.closed.Load(),
 		Collected: stats.collected.Load(),

@@ -47,7 +47,7 @@ func collectUntil(t testing.TB, cond func() bool) {
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("condition not reached after GC: %+v", ReadStats())
+			t.Fatalf("condition not reached after GC: %+v", readStats())
 		}
 		runtime.GC()
 		time.Sleep(time.Millisecond)
@@ -108,7 +108,7 @@ func TestRefcounts(t *testing.T) {
 	require.NoError(t, Exec("kept.clear()", g))
 
 	// Drop the Go reference without Close: the GC path must release exactly one.
-	before := ReadStats()
+	before := readStats()
 	func() {
 		y, err := g.Item("x")
 		require.NoError(t, err)
@@ -118,7 +118,7 @@ func TestRefcounts(t *testing.T) {
 	// Other tests' Objects are collected too: wait for this one's reference.
 	collectUntil(t, func() bool {
 		require.NoError(t, Drain())
-		return ReadStats().Collected > before.Collected && refs(t, g, "x") <= base+1
+		return readStats().Collected > before.Collected && refs(t, g, "x") <= base+1
 	})
 	assert.Equal(t, base+1, refs(t, g, "x"), "a dropped Object is released by the queue")
 
@@ -142,14 +142,14 @@ func TestRefcountsFromPythonSide(t *testing.T) {
 	c.Close()
 	assert.Equal(t, int64(0), evalInt(t, g, "sum(1 for r in alive if r() is not None)"))
 
-	before := ReadStats()
+	before := readStats()
 	func() {
 		_, err := mk.Call()
 		require.NoError(t, err)
 	}()
 	collectUntil(t, func() bool {
 		require.NoError(t, Drain())
-		return ReadStats().Collected > before.Collected && evalInt(t, g, "sum(1 for r in alive if r() is not None)") == 0
+		return readStats().Collected > before.Collected && evalInt(t, g, "sum(1 for r in alive if r() is not None)") == 0
 	})
 	assert.Equal(t, int64(0), evalInt(t, g, "sum(1 for r in alive if r() is not None)"))
 }
@@ -418,22 +418,22 @@ func TestDoAndWithoutGIL(t *testing.T) {
 }
 
 func TestStatsCount(t *testing.T) {
-	before := ReadStats()
+	before := readStats()
 	objs := make([]*Object, 10)
 	for i := range objs {
 		o, err := New(i * 1000)
 		require.NoError(t, err)
 		objs[i] = o
 	}
-	mid := ReadStats()
+	mid := readStats()
 	assert.Equal(t, int64(10), mid.Created-before.Created)
 	for _, o := range objs[:5] {
 		o.Close()
 	}
-	assert.Equal(t, int64(5), ReadStats().Closed-before.Closed)
+	assert.Equal(t, int64(5), readStats().Closed-before.Closed)
 	objs = nil
-	collectUntil(t, func() bool { return ReadStats().Collected-before.Collected >= 5 })
-	s := ReadStats()
+	collectUntil(t, func() bool { return readStats().Collected-before.Collected >= 5 })
+	s := readStats()
 	assert.GreaterOrEqual(t, s.Drained-before.Drained, int64(5))
 	assert.Equal(t, int64(0), s.Pending)
 }

@@ -59,7 +59,8 @@ import (
 //
 // That record is private to GLib. At start-up duet checks, on an object of
 // its own, that it is laid out as expected; if not, it says so once, loudly,
-// and releases nothing (Stats.Unreleased counts what it had to leave).
+// and releases nothing (forensics.Stats.GObjects.Unreleased counts what it
+// had to leave).
 
 // cptr turns a GObject address from gotk4 (which hands them out as uintptr)
 // back into a pointer. GObjects are C memory: the Go GC neither moves nor
@@ -76,7 +77,7 @@ type watcher struct {
 	obj   unsafe.Pointer
 	track bool   // untrack the object
 	fn    func() // or nil
-	quiet bool   // internal: not counted in Stats
+	quiet bool   // internal: not counted in forensics.Stats
 }
 
 var track struct {
@@ -140,7 +141,7 @@ func checkToggleLayout(known bool) {
 	if !known {
 		fmt.Fprintln(warnOut, "duet: widgets: WARNING: this GLib keeps toggle references in a record duet cannot read; "+
 			"gotk4's references will not be released, so GObjects wrapped by gotk4 will never be finalised "+
-			"(widgets.ReadStats().Unreleased counts them)")
+			"(forensics.ReadStats().GObjects.Unreleased counts them)")
 	}
 }
 
@@ -340,23 +341,13 @@ func WatchFinalizePy(o *pygi.Object) (*Watch, error) {
 	return w, nil
 }
 
-// Stats are lifetime counts for tests and the stress harness.
-type Stats struct {
-	Tracked   int   // GObjects under duet's lifetime management now
-	Released  int64 // gotk4 toggle references duet released
-	Watching  int   // finalisation watches still pending
-	Finalized int64 // watched GObjects finalised
-	// Unreleased counts objects whose gotk4 references duet had to leave
-	// because GLib's toggle record could not be read (see the warning at
-	// start-up); always 0 on the GLib duet was built for.
-	Unreleased int64
-}
+func init() { diag.GObjectCounts.Set(readStats) }
 
-// ReadStats returns the counts.
-func ReadStats() Stats {
+// readStats is widgets' group of forensics.ReadStats.
+func readStats() diag.GObjectStats {
 	track.mu.Lock()
 	defer track.mu.Unlock()
-	s := Stats{Tracked: len(track.objs), Released: track.released.Load(), Finalized: track.finalized.Load(),
+	s := diag.GObjectStats{Tracked: len(track.objs), Released: track.released.Load(), Finalized: track.finalized.Load(),
 		Unreleased: track.unreleased.Load()}
 	for _, w := range track.watchers {
 		if w.fn != nil && !w.quiet {

@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/eventloop/looptest"
+	"github.com/duet-gtk/duet/forensics"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/widgets"
 )
@@ -51,7 +51,7 @@ func liveCallbacks(t testing.TB) int64 {
 	last := int64(-1)
 	for range 30 {
 		collectRound(t)
-		n := callbacks.ReadStats().Live
+		n := forensics.ReadStats().Callbacks.Live
 		if n == last {
 			return n
 		}
@@ -249,7 +249,7 @@ func TestMixedWindowCycles(t *testing.T) {
 	const cycles = 1000
 	warmUpTeardown(t)
 	baseCallbacks := liveCallbacks(t)
-	baseStats := widgets.ReadStats()
+	baseStats := forensics.ReadStats().GObjects
 	var ws []*widgets.Watch
 	var lib *widgets.Module
 	looptest.Do(t, func(t testing.TB) {
@@ -312,7 +312,7 @@ func TestMixedWindowCycles(t *testing.T) {
 		}
 	}
 	assert.Equal(t, baseCallbacks, liveCallbacks(t), "live callbacks back to the baseline")
-	s := widgets.ReadStats()
+	s := forensics.ReadStats().GObjects
 	t.Logf("after %d cycles: %+v (before: %+v)", cycles, s, baseStats)
 	assert.Equal(t, baseStats.Watching, s.Watching, "every GObject watched here was finalised")
 	assert.LessOrEqual(t, s.Tracked, baseStats.Tracked+2, "tracked GObjects back to the baseline")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/eventloop/looptest"
+	"github.com/duet-gtk/duet/forensics"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/widgets"
 )
@@ -105,7 +106,7 @@ func TestUnknownToggleLayoutWarns(t *testing.T) {
 	defer restore()
 	assert.Contains(t, warn.String(), "WARNING")
 	assert.Contains(t, warn.String(), "will not be released")
-	before := widgets.ReadStats()
+	before := forensics.ReadStats().GObjects
 	var w *widgets.Watch
 	looptest.Do(t, func(t testing.TB) {
 		require.NoError(t, widgets.InitGTK())
@@ -115,11 +116,11 @@ func TestUnknownToggleLayoutWarns(t *testing.T) {
 	})
 	for range 20 {
 		collectRound(t)
-		if widgets.ReadStats().Unreleased > before.Unreleased {
+		if forensics.ReadStats().GObjects.Unreleased > before.Unreleased {
 			break
 		}
 	}
-	after := widgets.ReadStats()
+	after := forensics.ReadStats().GObjects
 	assert.Equal(t, before.Released, after.Released, "nothing released")
 	assert.Greater(t, after.Unreleased, before.Unreleased, "counted instead")
 	assert.False(t, w.Finalized())

@@ -38,8 +38,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/forensics"
 	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/diag"
 	"github.com/duet-gtk/duet/internal/report"
@@ -195,18 +195,19 @@ func (l *loopTB) Skipf(f string, a ...any)  { l.TB.Logf(f, a...); l.SkipNow() }
 // on the UI thread) until at most max callbacks are live, or ctx ends. It
 // is how tests and the stress harness wait for frees pending on either
 // side. Call it from a test goroutine, never from the loop.
-func WaitLive(ctx context.Context, max int64) (callbacks.Stats, error) {
+// It returns the number of callbacks live.
+func WaitLive(ctx context.Context, max int64) (int64, error) {
 	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
 		if err := eventloop.Collect(); err != nil {
-			return callbacks.ReadStats(), err
+			return forensics.ReadStats().Callbacks.Live, err
 		}
-		s := callbacks.ReadStats()
-		if s.Live <= max {
-			return s, nil
+		live := forensics.ReadStats().Callbacks.Live
+		if live <= max {
+			return live, nil
 		}
 		select {
 		case <-ctx.Done():
-			return s, fmt.Errorf("looptest: %d callbacks live, want at most %d: %w", s.Live, max, ctx.Err())
+			return live, fmt.Errorf("looptest: %d callbacks live, want at most %d: %w", live, max, ctx.Err())
 		case <-time.After(delay):
 		}
 	}

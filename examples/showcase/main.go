@@ -26,9 +26,9 @@ import (
 	"github.com/diamondburned/gotk4/pkg/gtk/v4"
 
 	"github.com/duet-gtk/duet/app"
-	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/examples/internal/shot"
+	"github.com/duet-gtk/duet/forensics"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/widgets"
 )
@@ -99,7 +99,8 @@ func build(a *app.App) error {
 		panel.Attach(values[i], 1, i, 1, 1)
 	}
 	update := func() {
-		cs, ps, ws := callbacks.ReadStats(), pygi.ReadStats(), widgets.ReadStats()
+		st := forensics.ReadStats()
+		cs, ps, ws := st.Callbacks, st.Objects, st.GObjects
 		for i, v := range []int64{cs.Live, cs.Created, cs.Freed, ps.Live, ps.Drained, int64(ws.Tracked), *gcRounds} {
 			values[i].SetText(fmt.Sprint(v))
 		}
@@ -140,7 +141,7 @@ func build(a *app.App) error {
 		for range time.Tick(50 * time.Millisecond) {
 			s := time.Since(t0).Seconds()
 			chart.Push("sine", 50+40*math.Sin(s*2))
-			chart.Push("callbacks live", float64(callbacks.ReadStats().Live))
+			chart.Push("callbacks live", float64(forensics.ReadStats().Callbacks.Live))
 		}
 	}()
 	logv.Printf("window built in Go; chart, toggle and log are Python widgets")

@@ -104,7 +104,7 @@ func (e *Env) lastOps() []string {
 // once the scenario's permanent set-up is done. Without it, the count when
 // the workload started is used.
 func (e *Env) Baseline() {
-	e.baseline.Store(callbacks.ReadStats().Live)
+	e.baseline.Store(forensics.ReadStats().Callbacks.Live)
 	e.baseSet.Store(true)
 	if e.census != nil {
 		e.census() // the start census, too: set-up is not growth
@@ -166,7 +166,7 @@ func ChildMain(sc Scenario, broken bool, gcInterval time.Duration) int {
 	start := time.Now()
 	var forced atomic.Int64
 	sample := func() Sample {
-		cs, ps := callbacks.ReadStats(), pygi.ReadStats()
+		cs, ps := forensics.ReadStats().Callbacks, forensics.ReadStats().Objects
 		return Sample{
 			T: time.Since(start).Seconds(), Iterations: env.iter.Load(),
 			GoGC: goGCCycles(), PyGC: pyGCCycles(), ForcedGC: forced.Load(),
@@ -224,7 +224,7 @@ func ChildMain(sc Scenario, broken bool, gcInterval time.Duration) int {
 	}()
 
 	if !env.baseSet.Load() {
-		env.baseline.Store(callbacks.ReadStats().Live)
+		env.baseline.Store(forensics.ReadStats().Callbacks.Live)
 	}
 	env.census = func() {
 		if c, err := forensics.TakeCensus(); err == nil {
@@ -250,7 +250,7 @@ func ChildMain(sc Scenario, broken bool, gcInterval time.Duration) int {
 	cancel()
 	settleGObjects()
 	final = sample()
-	final.CbLive = st.Live
+	final.CbLive = st
 	final.Final = true
 	final.Baseline = env.baseline.Load()
 	final.PyGCObjects = pyGCObjects()
