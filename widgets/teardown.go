@@ -59,6 +59,12 @@ func startMonitor(mod *pygi.Object) error {
 	if err := hooks.InstallConnectHook(); err != nil {
 		return err
 	}
+	// The checked property writes live as long as the interpreter: made
+	// here, with GTK, they are not the growth of the first Module.New or
+	// SetProp in a census.
+	if _, _, err := propertyFuncs(); err != nil {
+		return err
+	}
 	teardown.windows = map[unsafe.Pointer]*pygi.Object{}
 	m := &Module{Object: mod, Name: teardownModule}
 	teardown.helper = m
