@@ -121,7 +121,7 @@ func New(opts Options) (*App, error) {
 		if err != nil {
 			return err
 		}
-		if v, _ := valid.Bool(); !v {
+		if v, _ := pygi.As[bool](valid); !v {
 			return fmt.Errorf("app: %q is not a valid application id (like org.example.App)", opts.ID)
 		}
 		ns, class := "Gtk", "Application"
@@ -304,7 +304,7 @@ func (a *App) connect(signal string, fn any, at callsite.Site) error {
 		if err != nil {
 			return err
 		}
-		id, err := r.Int()
+		id, err := pygi.As[int64](r)
 		if err == nil {
 			a.mu.Lock()
 			a.handlers = append(a.handlers, uint64(id))
@@ -482,7 +482,7 @@ func (a *App) RunContext(ctx context.Context, args []string) int {
 			status = 1
 			return
 		}
-		n, err := r.Int()
+		n, err := pygi.As[int64](r)
 		if err != nil {
 			runErr = err
 		}
@@ -542,7 +542,7 @@ func pythonExit(err error) (int, bool) {
 		if cerr != nil || code.IsNone() {
 			return 0, true
 		}
-		if n, err := code.Int(); err == nil {
+		if n, err := pygi.As[int64](code); err == nil {
 			return int(n), true
 		}
 		fmt.Fprintln(os.Stderr, code.String()) // sys.exit("message") prints it, status 1

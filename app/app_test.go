@@ -138,7 +138,7 @@ var children = map[string]func() int{
 			for _, w := range ws {
 				t, err := w.CallMethod("get_title")
 				must(err)
-				s, _ := t.Text()
+				s, _ := pygi.As[string](t)
 				titles = append(titles, s)
 			}
 			fmt.Println("windows:", strings.Join(titles, ", "))

@@ -54,7 +54,7 @@ func init() {
 		close(release)
 		r, err := pygi.Eval("'still here'", nil)
 		must(err)
-		s, _ := r.Text()
+		s, _ := pygi.As[string](r)
 		fmt.Println(s)
 		return status
 	}

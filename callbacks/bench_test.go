@@ -50,7 +50,7 @@ func pyLoopNamed(b *testing.B, name string, fn any, arg ...any) {
 	r, err := loop.Call(append([]any{fn, b.N}, arg...)...)
 	require.NoError(b, err)
 	b.StopTimer()
-	total, err := r.Int()
+	total, err := pygi.As[int64](r)
 	require.NoError(b, err)
 	b.ReportMetric(float64(total)/float64(b.N), "ns/call")
 }

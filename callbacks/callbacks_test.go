@@ -60,7 +60,7 @@ func eval(t testing.TB, g *pygi.Object, expr string) *pygi.Object {
 
 func evalInt(t testing.TB, g *pygi.Object, expr string) int64 {
 	t.Helper()
-	n, err := eval(t, g, expr).Int()
+	n, err := pygi.As[int64](eval(t, g, expr))
 	require.NoError(t, err)
 	return n
 }
@@ -146,7 +146,7 @@ e = Emitter()
 	for i := range 100 {
 		r, err := e.CallMethod("emit", "ping", i)
 		require.NoError(t, err)
-		n, err := r.Int()
+		n, err := pygi.As[int64](r)
 		require.NoError(t, err)
 		require.Equal(t, int64(i+1), n)
 		if i%10 == 0 {
@@ -172,7 +172,7 @@ func TestAutoWrappedFunc(t *testing.T) {
 	forceGC(t, 10)
 	assert.Equal(t, base+3, forensics.ReadStats().Callbacks.Live)
 	r := eval(t, g, "registry['upper']('go') + twice('py') + lst[0]()")
-	s, err := r.Text()
+	s, err := pygi.As[string](r)
 	require.NoError(t, err)
 	assert.Equal(t, "GOpypyin a list", s)
 
@@ -180,7 +180,7 @@ func TestAutoWrappedFunc(t *testing.T) {
 	apply := eval(t, g, "lambda f, x: f(x)")
 	out, err := apply.Call(func(x int) int { return -x }, 5)
 	require.NoError(t, err)
-	n, err := out.Int()
+	n, err := pygi.As[int64](out)
 	require.NoError(t, err)
 	assert.Equal(t, int64(-5), n)
 	assert.Equal(t, base+3, forensics.ReadStats().Callbacks.Live, "the temporary was freed at once")
@@ -234,14 +234,14 @@ func TestReentrant(t *testing.T) {
 			if err != nil {
 				return 0, err
 			}
-			v, err := r.Int()
+			v, err := pygi.As[int64](r)
 			return int(v), err
 		}
 		r, err := outer.Call(depth, n-1)
 		if err != nil {
 			return 0, err
 		}
-		v, err := r.Int()
+		v, err := pygi.As[int64](r)
 		return int(v), err
 	}
 	got, err := depth(5)
@@ -384,7 +384,7 @@ def probe(f, *args, **kw):
 	for _, tc := range cases {
 		r, err := probe.Call(tc.args...)
 		require.NoError(t, err)
-		s, err := r.Text()
+		s, err := pygi.As[string](r)
 		require.NoError(t, err)
 		assert.Equal(t, tc.want, s)
 	}
@@ -403,11 +403,11 @@ func TestSignatures(t *testing.T) {
 	}
 	// Keyword arguments through pygi.Kw.
 	r := call(func(a int, kw pygi.Kw) string { return fmt.Sprintf("%v %v %v", a, kw["x"], kw["y"]) }, "f(1, x='X', y=[1])")
-	s, _ := r.Text()
+	s, _ := pygi.As[string](r)
 	assert.Equal(t, "1 X [1]", s)
 	// Kw before a variadic tail.
 	r = call(func(kw pygi.Kw, rest ...int) int { return len(kw) + len(rest) }, "f(1, 2, 3, a=1)")
-	n, _ := r.Int()
+	n, _ := pygi.As[int64](r)
 	assert.Equal(t, int64(4), n)
 	// Value and nil error.
 	r = call(func(x []int) ([]int, error) { return append(x, 4), nil }, "f([1, 2, 3])")
@@ -423,11 +423,11 @@ func TestSignatures(t *testing.T) {
 	assert.Equal(t, map[string]any{"n": int64(2), "x": nil}, m)
 	// *pygi.Object in and out: identity is kept.
 	r = call(func(o *pygi.Object) *pygi.Object { return o }, "(lambda x: f(x) is x)(object())")
-	b, _ := r.Bool()
+	b, _ := pygi.As[bool](r)
 	assert.True(t, b)
 	// Variadic objects fast path.
 	r = call(func(objs ...*pygi.Object) int { return len(objs) }, "f(1, 'a', None)")
-	n, _ = r.Int()
+	n, _ = pygi.As[int64](r)
 	assert.Equal(t, int64(3), n, "func(...*Object) int takes the general path")
 	var got int
 	r = call(func(objs ...*pygi.Object) { got = len(objs) }, "f(1, 'a', None)")
@@ -469,7 +469,7 @@ func TestIntrospection(t *testing.T) {
 		"repr(cb).startswith('<built-in method on_click')": "True",
 	} {
 		r := eval(t, g, "str("+expr+")")
-		s, err := r.Text()
+		s, err := pygi.As[string](r)
 		require.NoError(t, err)
 		assert.Equal(t, want, s, expr)
 	}
@@ -477,12 +477,12 @@ func TestIntrospection(t *testing.T) {
 	named, err := callbacks.New(strings.ToUpper)
 	require.NoError(t, err)
 	require.NoError(t, g.SetItem("named", named))
-	s, _ := eval(t, g, "named.__name__").Text()
+	s, _ := pygi.As[string](eval(t, g, "named.__name__"))
 	assert.Equal(t, "ToUpper", s)
 	closure, err := callbacks.New(func() {})
 	require.NoError(t, err)
 	require.NoError(t, g.SetItem("closure", closure))
-	s, _ = eval(t, g, "closure.__name__").Text()
+	s, _ = pygi.As[string](eval(t, g, "closure.__name__"))
 	assert.Equal(t, "TestIntrospection_func2", s)
 }
 
@@ -493,7 +493,7 @@ func TestMethodBinding(t *testing.T) {
 		if err != nil {
 			return 0, err
 		}
-		v, err := n.Int()
+		v, err := pygi.As[int64](n)
 		if err != nil {
 			return 0, err
 		}
@@ -505,7 +505,7 @@ func TestMethodBinding(t *testing.T) {
 	require.NoError(t, cls.SetAttr("bump", bump))
 	assert.Equal(t, int64(15), evalInt(t, g, "Counter().bump(5)"))
 	assert.Equal(t, int64(12), evalInt(t, g, "(lambda c: (c.bump(1), c.bump(1))[1])(Counter())"))
-	sig, _ := eval(t, g, "str(__import__('inspect').signature(Counter().bump))").Text()
+	sig, _ := pygi.As[string](eval(t, g, "str(__import__('inspect').signature(Counter().bump))"))
 	assert.Equal(t, "(arg1, /)", sig, "the bound method hides self")
 }
 
@@ -574,15 +574,15 @@ func TestBlockParameter(t *testing.T) {
 	g := ns(t, "def run(f, x):\n    try:\n        return f(x)\n    except Exception as e:\n        return 'raised: %s' % e\n")
 	run, err := g.Item("run")
 	require.NoError(t, err)
-	ok := func(b *pygi.Block, x *pygi.Object) string { return b.Text(b.CallMethod(x, "upper")) }
+	ok := func(b *pygi.Block, x *pygi.Object) string { return pygi.BlockAs[string](b, b.CallMethod(x, "upper")) }
 	r, err := run.Call(ok, "abc")
 	require.NoError(t, err)
-	s, _ := r.Text()
+	s, _ := pygi.As[string](r)
 	assert.Equal(t, "ABC", s)
 	bad := func(b *pygi.Block, x *pygi.Object) { b.CallMethod(x, "no_such_method") }
 	r, err = run.Call(bad, "abc")
 	require.NoError(t, err)
-	s, _ = r.Text()
+	s, _ = pygi.As[string](r)
 	assert.Contains(t, s, "raised: str.no_such_method()")
 	_, err = callbacks.New(func(x *pygi.Object, b *pygi.Block) {})
 	assert.ErrorContains(t, err, "must come first")

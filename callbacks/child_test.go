@@ -59,7 +59,7 @@ func heldThenCalled(broken bool) error {
 	if err != nil {
 		return err
 	}
-	n, err := r.Int()
+	n, err := pygi.As[int64](r)
 	if err != nil {
 		return err
 	}
@@ -113,7 +113,7 @@ e = Emitter()
 	if err != nil {
 		return err
 	}
-	if n, err := r.Int(); err != nil || n != 50 { // the last handler's value
+	if n, err := pygi.As[int64](r); err != nil || n != 50 { // the last handler's value
 		return fmt.Errorf("emit = %d (%v)", n, err)
 	}
 	return pygi.Finalize(context.Background())

@@ -104,15 +104,15 @@ func TestConnectNativeReturnsAndRaises(t *testing.T) {
 
 	id, err := callbacks.Connect(e, "ask", func(_ *pygi.Object, n int) bool { return n > 2 })
 	require.NoError(t, err)
-	yes, _ := emit("ask", 3).Bool()
-	no, _ := emit("ask", 1).Bool()
+	yes, _ := pygi.As[bool](emit("ask", 3))
+	no, _ := pygi.As[bool](emit("ask", 1))
 	assert.True(t, yes)
 	assert.False(t, no)
 	disconnect(id)
 
 	id, err = callbacks.Connect(e, "count", func(_ *pygi.Object, n int) int { return n * 2 })
 	require.NoError(t, err)
-	n, err := emit("count", 21).Int()
+	n, err := pygi.As[int64](emit("count", 21))
 	require.NoError(t, err)
 	assert.Equal(t, int64(42), n)
 	disconnect(id)
@@ -121,7 +121,7 @@ func TestConnectNativeReturnsAndRaises(t *testing.T) {
 	// Python handler returning None does under PyGObject.
 	id, err = callbacks.Connect(e, "ask", func() {})
 	require.NoError(t, err)
-	no, _ = emit("ask", 9).Bool()
+	no, _ = pygi.As[bool](emit("ask", 9))
 	assert.False(t, no)
 	disconnect(id)
 
@@ -155,7 +155,7 @@ func TestConnectNativeReturnsAndRaises(t *testing.T) {
 			disconnect(id)
 			disconnect(id2)
 			assert.True(t, after, "the emission went on")
-			raised, _ := eval(t, g, "'\\n'.join(raised)").Text()
+			raised, _ := pygi.As[string](eval(t, g, "'\\n'.join(raised)"))
 			assert.Contains(t, raised, tc.want)
 		})
 	}

@@ -342,7 +342,7 @@ func (s *signature) callSlow(args []capi.Ref, nargs, nkw int, kwnames capi.Ref) 
 	if nkw > 0 && s.kwAt < 0 {
 		names := borrow(kwnames)
 		first, _ := names.Item(0)
-		name, _ := first.Text()
+		name, _ := pygi.As[string](first)
 		panic(typeError(fmt.Sprintf("%s() got an unexpected keyword argument '%s'", s.name, name)))
 	}
 	in := make([]reflect.Value, 0, s.nin+nargs)

@@ -89,7 +89,7 @@ func TestNoExceptionLeftPending(t *testing.T) {
 	assert.Nil(t, cb)
 	r, err := pygi.Eval("1 + 1", nil)
 	require.NoError(t, err, "the next call is not poisoned")
-	n, _ := r.Int()
+	n, _ := pygi.As[int64](r)
 	assert.Equal(t, int64(2), n)
 	assert.Zero(t, capi.LeakedExceptions())
 }

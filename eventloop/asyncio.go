@@ -118,7 +118,7 @@ func startTask(ctx context.Context, fn *pygi.Object, args []any) (*Task, error) 
 func (t *Task) finished(task *pygi.Object) {
 	defer close(t.done)
 	if c, err := task.CallMethod("cancelled"); err == nil {
-		cancelled, _ := c.Bool()
+		cancelled, _ := pygi.As[bool](c)
 		c.Close()
 		if cancelled {
 			t.err = context.Canceled

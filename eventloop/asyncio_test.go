@@ -46,7 +46,7 @@ func await(t *testing.T, main *pygi.Object, args ...any) *pygi.Object {
 
 func awaitText(t *testing.T, main *pygi.Object, args ...any) string {
 	t.Helper()
-	s, err := await(t, main, args...).Text()
+	s, err := pygi.As[string](await(t, main, args...))
 	require.NoError(t, err)
 	return s
 }
@@ -228,7 +228,7 @@ def not_a_coroutine():
     return 1
 `, nil)
 	r := await(t, main, "ok", 21)
-	n, err := r.Int()
+	n, err := pygi.As[int64](r)
 	require.NoError(t, err)
 	assert.Equal(t, int64(42), n)
 
@@ -249,7 +249,7 @@ def not_a_coroutine():
 		looptest.Do(t, func(t testing.TB) {
 			r, err := pygi.Eval("state.get('cancelled', False)", g)
 			require.NoError(t, err)
-			ok, _ = r.Bool()
+			ok, _ = pygi.As[bool](r)
 		})
 		return ok
 	}, 5*time.Second, 10*time.Millisecond, "the task saw CancelledError")
@@ -338,7 +338,7 @@ func TestAwaitsUnderGCReturnToBaseline(t *testing.T) {
 	looptest.Do(t, func(t testing.TB) {
 		r, err := pygi.Eval("len(__import__('asyncio').all_tasks())", nil)
 		require.NoError(t, err)
-		tasks0, _ = r.Int()
+		tasks0, _ = pygi.As[int64](r)
 	})
 	stop := make(chan struct{})
 	var gcs atomic.Int64
@@ -373,7 +373,7 @@ async def echo(x):
     await asyncio.sleep(0)
     return x
 `, pygi.Kw{"inc": inc})
-		n, err := await(t, main, 10000).Int()
+		n, err := pygi.As[int64](await(t, main, 10000))
 		require.NoError(t, err)
 		assert.Equal(t, int64(10000), n)
 		var echo *pygi.Object
@@ -398,7 +398,7 @@ async def echo(x):
 	looptest.Do(t, func(t testing.TB) {
 		r, err := pygi.Eval("len(__import__('asyncio').all_tasks())", nil)
 		require.NoError(t, err)
-		n, _ := r.Int()
+		n, _ := pygi.As[int64](r)
 		assert.Equal(t, tasks0, n, "tasks back to the baseline")
 	})
 }

@@ -31,7 +31,7 @@ func census(phase string) error {
 	if err != nil {
 		return err
 	}
-	imported, err := in.Bool()
+	imported, err := pygi.As[bool](in)
 	if err != nil {
 		return err
 	}

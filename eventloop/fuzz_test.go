@@ -282,7 +282,7 @@ func (w *world) op(code byte, i int) error {
 		defer cancel()
 		r, err := eventloop.Await(ctx, w.coro, i)
 		if err == nil {
-			if n, _ := r.Int(); n != int64(2*i) {
+			if n, _ := pygi.As[int64](r); n != int64(2*i) {
 				err = fmt.Errorf("via_go(%d) = %d", i, n)
 			}
 		}

@@ -142,6 +142,6 @@ def garbage(n):
 		"the loop collects when the collector's counts say so")
 	r, err = pygi.Eval("sum(1 for i in where if i != ui)", g)
 	require.NoError(t, err)
-	n, _ := r.Int()
+	n, _ := pygi.As[int64](r)
 	assert.Zero(t, n, "collections ran off the UI thread")
 }

@@ -199,7 +199,7 @@ t.start(); t.join()
 	looptest.Do(t, func(t testing.TB) {
 		r, err := pygi.Eval("__import__('gc').isenabled()", nil)
 		require.NoError(t, err)
-		on, _ := r.Bool()
+		on, _ := pygi.As[bool](r)
 		assert.True(t, on, "what Python asked for")
 	})
 }

@@ -83,7 +83,7 @@ threading.Thread(target=stop.wait, name="worker").start()
 			res := make(chan int)
 			go func() {
 				r, err := pygi.Eval(fmt.Sprint(n, " * 2"), nil)
-				v, _ := r.Int()
+				v, _ := pygi.As[int64](r)
 				if err != nil {
 					v = -1
 				}

@@ -42,7 +42,7 @@ func BenchmarkCallFromPython(b *testing.B) {
 	b.ResetTimer()
 	r, err := loop.Call(b.N)
 	require.NoError(b, err)
-	ns, err := r.Int()
+	ns, err := As[int64](r)
 	require.NoError(b, err)
 	b.StopTimer()
 	b.ReportMetric(float64(ns)/float64(b.N), "py-ns/call")

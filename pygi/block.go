@@ -140,23 +140,9 @@ func (b *Block) Exec(src string, globals *Object) {
 	b.fail(Exec(src, globals), func() string { return "exec" })
 }
 
-// Int, Float, Text and Bool convert o strictly (see Object.Int and the
-// others); after an error, or on a failed conversion, they return zero.
-func (b *Block) Int(o *Object) int64 { return blockAs[int64](b, o) }
-
-// Float: see Int.
-func (b *Block) Float(o *Object) float64 { return blockAs[float64](b, o) }
-
-// Text: see Int.
-func (b *Block) Text(o *Object) string { return blockAs[string](b, o) }
-
-// Bool: see Int.
-func (b *Block) Bool(o *Object) bool { return blockAs[bool](b, o) }
-
-// BlockAs converts o to T inside a block (see As).
-func BlockAs[T any](b *Block, o *Object) T { return blockAs[T](b, o) }
-
-func blockAs[T any](b *Block, o *Object) T {
+// BlockAs converts o to T inside a block, as As does; after an error, or
+// on a failed conversion, it returns T's zero value.
+func BlockAs[T any](b *Block, o *Object) T {
 	var zero T
 	if b.err != nil {
 		return zero

@@ -18,18 +18,18 @@ func TestPaths(t *testing.T) {
 
 	s, err := root.Attr("inner.s")
 	require.NoError(t, err)
-	text, _ := s.Text()
+	text, _ := As[string](s)
 	assert.Equal(t, "abc", text)
 
 	up, err := root.CallMethod("inner.s.upper")
 	require.NoError(t, err)
-	text, _ = up.Text()
+	text, _ = As[string](up)
 	assert.Equal(t, "ABC", text)
 
 	require.NoError(t, root.SetAttr("inner.n", 42))
 	n, err := root.Attr("inner.n")
 	require.NoError(t, err)
-	v, _ := n.Int()
+	v, _ := As[int64](n)
 	assert.Equal(t, int64(42), v)
 
 	has, err := root.HasAttr("inner.s")
@@ -50,7 +50,7 @@ func TestPaths(t *testing.T) {
 	require.NoError(t, err)
 	green, err := e.Attr("GREEN.value")
 	require.NoError(t, err)
-	gv, _ := green.Int()
+	gv, _ := As[int64](green)
 	assert.Equal(t, int64(2), gv)
 }
 
@@ -68,7 +68,7 @@ func TestBlockKeepsTheFirstError(t *testing.T) {
 	assert.Nil(t, bad)
 	b.CallMethod(step, "", 2) // skipped
 	b.SetAttr(g, "x", 3)      // skipped
-	assert.Zero(t, b.Int(b.Eval("40 + 2", nil)), "skipped after the error")
+	assert.Zero(t, BlockAs[int64](&b, b.Eval("40 + 2", nil)), "skipped after the error")
 
 	err = b.Err()
 	require.Error(t, err)
@@ -87,11 +87,11 @@ func TestBlockKeepsTheFirstError(t *testing.T) {
 
 func TestBlockConversionsAndGoErrors(t *testing.T) {
 	var b Block
-	assert.Equal(t, int64(7), b.Int(b.Eval("3 + 4", nil)))
-	assert.Equal(t, "ab", b.Text(b.Eval("'a' + 'b'", nil)))
+	assert.Equal(t, int64(7), BlockAs[int64](&b, b.Eval("3 + 4", nil)))
+	assert.Equal(t, "ab", BlockAs[string](&b, b.Eval("'a' + 'b'", nil)))
 	assert.Equal(t, []string{"x"}, BlockAs[[]string](&b, b.Eval("['x']", nil)))
 	require.NoError(t, b.Err())
-	assert.Zero(t, b.Int(b.Eval("'not a number'", nil)))
+	assert.Zero(t, BlockAs[int64](&b, b.Eval("'not a number'", nil)))
 	require.ErrorIs(t, b.Err(), ErrConversion)
 
 	mine := errors.New("mine")
@@ -101,7 +101,7 @@ func TestBlockConversionsAndGoErrors(t *testing.T) {
 	assert.ErrorIs(t, c.Err(), mine)
 
 	var g Block
-	assert.Equal(t, "a-b", g.Text(g.Eval("'-'.join(xs)", g.Globals(Kw{"xs": []string{"a", "b"}}))))
+	assert.Equal(t, "a-b", BlockAs[string](&g, g.Eval("'-'.join(xs)", g.Globals(Kw{"xs": []string{"a", "b"}}))))
 	require.NoError(t, g.Err())
 
 	var d Block

@@ -146,7 +146,7 @@ var childScenarios = map[string]func() error{
 				r, err := Eval(fmt.Sprintf("%d * 2", i), nil)
 				if err == nil {
 					var n int64
-					if n, err = r.Int(); err == nil && n != int64(2*i) {
+					if n, err = As[int64](r); err == nil && n != int64(2*i) {
 						err = fmt.Errorf("got %d", n)
 					}
 				}

@@ -38,7 +38,7 @@ func TestConcurrentMixedCalls(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				v, err := r.Int()
+				v, err := As[int64](r)
 				if err != nil {
 					return err
 				}

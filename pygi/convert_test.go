@@ -143,14 +143,14 @@ func TestNaturalForms(t *testing.T) {
 	objs, err := As[[]*Object](o)
 	require.NoError(t, err)
 	require.Len(t, objs, 2)
-	n, err := objs[1].Int()
+	n, err := As[int64](objs[1])
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), n)
 
 	// Enum-like int subclasses read as ints.
 	o, err = Eval("__import__('enum').IntEnum('E', 'A B').B", nil)
 	require.NoError(t, err)
-	n, err = o.Int()
+	n, err = As[int64](o)
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), n)
 }
@@ -221,7 +221,7 @@ func TestConversionFailures(t *testing.T) {
 	assert.ErrorIs(t, o.decode(nil), ErrConversion)
 	var n int
 	assert.ErrorIs(t, o.decode(n), ErrConversion, "Decode needs a pointer")
-	_, err = o.Bool()
+	_, err = As[bool](o)
 	assert.Error(t, err, "Bool is strict")
 	truth, err := o.Truthy()
 	require.NoError(t, err)
@@ -295,7 +295,7 @@ func TestHugeIntegersCrossExactly(t *testing.T) {
 			require.NoError(t, err)
 			bl, err := n.Call(o)
 			require.NoError(t, err)
-			bits, _ := bl.Int()
+			bits, _ := As[int64](bl)
 			assert.Equal(t, int64(v.BitLen()), bits, "Python sees the same number")
 		}
 	}

@@ -531,15 +531,3 @@ func As[T any](o *Object) (T, error) {
 	return v, err
 }
 
-// Int returns o as an int64; o must be a Python int that fits.
-func (o *Object) Int() (int64, error) { return As[int64](o) }
-
-// Float returns o as a float64; o must be a Python float or int.
-func (o *Object) Float() (float64, error) { return As[float64](o) }
-
-// Text returns o as a Go string; o must be a Python str (or bytes). (String
-// is taken by fmt.Stringer, which gives str(o).)
-func (o *Object) Text() (string, error) { return As[string](o) }
-
-// Bool returns o as a bool; o must be a Python bool (see Truthy for bool(o)).
-func (o *Object) Bool() (bool, error) { return As[bool](o) }

@@ -17,7 +17,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	f, _ := r.Float()
+	f, _ := pygi.As[float64](r)
 	fmt.Println(f)
 	// Output: 5
 }
@@ -28,7 +28,7 @@ func ExampleObject_Call() {
 	_ = pygi.Exec("def greet(name, punct='.'):\n    return 'hello ' + name + punct", g)
 	greet, _ := g.Item("greet")
 	r, _ := greet.Call("gopher", pygi.Kw{"punct": "!"})
-	s, _ := r.Text()
+	s, _ := pygi.As[string](r)
 	fmt.Println(s)
 	// Output: hello gopher!
 }
@@ -61,7 +61,7 @@ func ExampleError() {
 func ExampleBlock() {
 	var b pygi.Block
 	path := b.Import("os.path")
-	fmt.Println(b.Text(b.CallMethod(path, "join", "a", "b")))
+	fmt.Println(pygi.BlockAs[string](&b, b.CallMethod(path, "join", "a", "b")))
 	b.CallMethod(path, "no_such_function")
 	b.CallMethod(path, "join", "never", "called")
 	fmt.Println(b.Err())

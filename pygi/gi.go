@@ -28,7 +28,7 @@ func GI() (*Object, error) {
 	if err != nil {
 		where := ""
 		if info, ierr := interp.helper.CallMethod("interpreter_info"); ierr == nil {
-			where, _ = info.Text()
+			where, _ = As[string](info)
 			info.Close()
 		}
 		return nil, fmt.Errorf("%w: %v\nembedded interpreter: %s\ninstall PyGObject for this interpreter: apt-get install python3-gi (Debian/Ubuntu)", ErrNoGI, err, where)
@@ -69,5 +69,5 @@ func Version() (string, error) {
 		return "", err
 	}
 	defer v.Close()
-	return v.Text()
+	return As[string](v)
 }

@@ -46,7 +46,7 @@ var lifetimeScenarios = map[string]func() error{
 			if err != nil {
 				return 0, err
 			}
-			return r.Int()
+			return As[int64](r)
 		}
 		before, err := count()
 		if err != nil {
@@ -215,7 +215,7 @@ def make():
 			assert.True(t, pending, "the pending exception survives the release")
 			n, err := Eval("len(ran)", g)
 			require.NoError(t, err)
-			got, _ := n.Int()
+			got, _ := As[int64](n)
 			assert.Equal(t, int64(1), got, "the dispose-time Python callback ran")
 			require.NoError(t, Exec("ran.clear()", g))
 		})
@@ -233,7 +233,7 @@ func TestSharedModuleSurvivesClose(t *testing.T) {
 	require.NoError(t, err)
 	name, err := again.Attr("__name__")
 	require.NoError(t, err)
-	s, _ := name.Text()
+	s, _ := As[string](name)
 	assert.Equal(t, "gi", s)
 }
 

@@ -29,7 +29,7 @@ func evalInt(t testing.TB, g *Object, expr string) int64 {
 	r, err := Eval(expr, g)
 	require.NoError(t, err)
 	defer r.Close()
-	n, err := r.Int()
+	n, err := As[int64](r)
 	require.NoError(t, err)
 	return n
 }
@@ -197,7 +197,7 @@ class P:
 
 	n, err := p.CallMethod("norm2", Kw{"scale": 2})
 	require.NoError(t, err)
-	v, err := n.Int()
+	v, err := As[int64](n)
 	require.NoError(t, err)
 	assert.Equal(t, int64(50), v)
 
@@ -207,7 +207,7 @@ class P:
 	require.NoError(t, p.SetAttr("z", "zed"))
 	z, err := p.Attr("z")
 	require.NoError(t, err)
-	s, err := z.Text()
+	s, err := As[string](z)
 	require.NoError(t, err)
 	assert.Equal(t, "zed", s)
 	require.NoError(t, p.DelAttr("z"))
@@ -346,7 +346,7 @@ func TestImportAndGI(t *testing.T) {
 	require.NoError(t, err)
 	maj, err := glib.Attr("MAJOR_VERSION")
 	require.NoError(t, err)
-	n, err := maj.Int()
+	n, err := As[int64](maj)
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), n)
 
@@ -392,7 +392,7 @@ func TestDoAndWithoutGIL(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			n, err := r.Int()
+			n, err := As[int64](r)
 			if err != nil {
 				return err
 			}

@@ -139,13 +139,13 @@ func TestCensusWindow(t *testing.T) {
 	looptest.Do(t, func(t testing.TB) {
 		r, err := win.Attr("refreshes")
 		require.NoError(t, err)
-		before, _ = r.Int()
+		before, _ = pygi.As[int64](r)
 	})
 	time.Sleep(2200 * time.Millisecond)
 	looptest.Do(t, func(t testing.TB) {
 		r, err := win.Attr("refreshes")
 		require.NoError(t, err)
-		now, _ := r.Int()
+		now, _ := pygi.As[int64](r)
 		assert.Greater(t, now, before, "refreshed by its timer")
 		_, err = win.CallMethod("close")
 		require.NoError(t, err)

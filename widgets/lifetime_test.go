@@ -226,7 +226,7 @@ func TestWindowWithHandlerCapturingItsWidgetsIsFinalized(t *testing.T) {
 		_, err = pyButton.CallMethod("emit", "clicked")
 		require.NoError(t, err)
 		txt, _ := label.CallMethod("get_label")
-		s, _ := txt.Text()
+		s, _ := pygi.As[string](txt)
 		assert.Equal(t, "1", s)
 		for _, o := range []*pygi.Object{win, label, pyBox, pyButton} {
 			w, err := widgets.WatchFinalizePy(o)

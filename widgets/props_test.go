@@ -153,7 +153,7 @@ func TestSetPropRefusesWhatTheSpecDoesNotAllow(t *testing.T) {
 		assert.GreaterOrEqual(t, reentered, 1)
 		lv, err := gauge.Prop("level")
 		require.NoError(t, err)
-		n, _ := lv.Int()
+		n, _ := pygi.As[int64](lv)
 		assert.Equal(t, int64(42), n)
 
 		err = gauge.SetProp("level", "3")
@@ -178,7 +178,7 @@ func TestConstructorPropertiesAreChecked(t *testing.T) {
 		require.NoError(t, err)
 		v, err := g.Prop("seed")
 		require.NoError(t, err)
-		n, _ := v.Int()
+		n, _ := pygi.As[int64](v)
 		assert.Equal(t, int64(9), n, "construct-only properties are what constructors are for")
 
 		_, err = widgets.NewLineChart("t", "u", 1)

@@ -87,7 +87,7 @@ func TestUIThreadOnlyFromAGoroutine(t *testing.T) {
 	looptest.Do(t, func(t testing.TB) {
 		label, err := py.Prop("label")
 		require.NoError(t, err)
-		s, _ := label.Text()
+		s, _ := pygi.As[string](label)
 		assert.Equal(t, "x", s, "nothing reached GTK from the goroutine")
 		pts, err := chart.Points("s")
 		require.NoError(t, err)

@@ -48,7 +48,7 @@ func TestBridgeIdentityAndTypes(t *testing.T) {
 		button.SetLabel("set from Go")
 		l, err := pyButton.CallMethod("get_label")
 		require.NoError(t, err)
-		s, _ := l.Text()
+		s, _ := pygi.As[string](l)
 		assert.Equal(t, "set from Go", s, "and Python sees Go's change")
 
 		back, err := widgets.ToPython(button)
@@ -72,7 +72,7 @@ func TestBridgeIdentityAndTypes(t *testing.T) {
 		assert.True(t, same)
 		txt, err := pyLabel.CallMethod("get_text")
 		require.NoError(t, err)
-		s, _ = txt.Text()
+		s, _ = pygi.As[string](txt)
 		assert.Equal(t, "made in Go", s)
 
 		// Wrong types give errors, not panics.
@@ -122,7 +122,7 @@ func TestLoadPythonWidgets(t *testing.T) {
 
 			name, err := w.Prop("name")
 			require.NoError(t, err)
-			s, _ := name.Text()
+			s, _ := pygi.As[string](name)
 			assert.Equal(t, "gopher", s)
 
 			var got []string
@@ -131,7 +131,7 @@ func TestLoadPythonWidgets(t *testing.T) {
 			require.NoError(t, w.SetProp("name", "duet"))
 			r, err := w.CallMethod("greet")
 			require.NoError(t, err)
-			s, _ = r.Text()
+			s, _ = pygi.As[string](r)
 			assert.Equal(t, "Hello, duet!", s)
 			assert.Equal(t, []string{"Hello, duet!"}, got)
 
@@ -193,7 +193,7 @@ func TestDefineClassFromGo(t *testing.T) {
 					if err != nil {
 						return 0, err
 					}
-					v, _ := n.Int()
+					v, _ := pygi.As[int64](n)
 					v += int64(by)
 					if _, err := self.CallMethod("set_property", "count", v); err != nil {
 						return 0, err
@@ -249,11 +249,11 @@ measured = c.measure(Gtk.Orientation.HORIZONTAL, -1)
 		require.NoError(t, w.SetProp("tooltip-text", "from Go"))
 		n, err := obj.CallMethod("bump", 2)
 		require.NoError(t, err)
-		nv, _ := n.Int()
+		nv, _ := pygi.As[int64](n)
 		assert.Equal(t, int64(3), nv)
 		tip, err := w.Prop("tooltip-text")
 		require.NoError(t, err)
-		tipv, _ := tip.Text()
+		tipv, _ := pygi.As[string](tip)
 		assert.Equal(t, "from Go", tipv)
 		_, err = widgets.Cast[*gtk.Widget](obj)
 		assert.ErrorIs(t, err, widgets.ErrToggleTrap, "it carries Python instance data")

@@ -114,7 +114,7 @@ func describe(file, mod, class string) (*classInfo, error) {
 	g := b.Globals(nil)
 	b.Exec(shape.Source, g)
 	b.Exec(describeSource, g)
-	text := b.Text(b.CallMethod(b.Import("json"), "dumps", b.CallMethod(b.Item(g, "describe"), "", file, mod, class)))
+	text := pygi.BlockAs[string](&b, b.CallMethod(b.Import("json"), "dumps", b.CallMethod(b.Item(g, "describe"), "", file, mod, class)))
 	if err := b.Err(); err != nil {
 		return nil, err
 	}

@@ -125,7 +125,7 @@ func clickAway(win *pygi.Object, done func()) {
 			var b pygi.Block
 			button := b.CallMethod(b.CallMethod(win, "get_child"), "get_first_child")
 			b.CallMethod(button, "emit", "clicked")
-			if got := b.Text(b.CallMethod(button, "get_label")); b.Err() == nil && got != want {
+			if got := pygi.BlockAs[string](&b, b.CallMethod(button, "get_label")); b.Err() == nil && got != want {
 				return fmt.Errorf("after click %d the label is %q, want %q", i, got, want)
 			}
 			return b.Err()

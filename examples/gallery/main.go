@@ -36,7 +36,7 @@ func mark(name string) {
 // text is a method's str result, "" on error (inside callbacks).
 func text(o *pygi.Object, method string) string {
 	var b pygi.Block
-	return b.Text(b.CallMethod(o, method))
+	return pygi.BlockAs[string](&b, b.CallMethod(o, method))
 }
 
 func activate(a *app.App) error {
@@ -81,11 +81,11 @@ func activate(a *app.App) error {
 	factory := b.CallMethod(Gtk, "SignalListItemFactory")
 	b.CallMethod(factory, "connect", "setup", func(d *pygi.Block, _, item *pygi.Object) { d.CallMethod(item, "set_child", d.CallMethod(Gtk, "Label")) })
 	b.CallMethod(factory, "connect", "bind", func(d *pygi.Block, _, item *pygi.Object) {
-		d.CallMethod(item, "props.child.set_label", d.Text(d.CallMethod(item, "props.item.get_string")))
+		d.CallMethod(item, "props.child.set_label", pygi.BlockAs[string](d, d.CallMethod(item, "props.item.get_string")))
 		mark("list")
 	})
 	b.CallMethod(box, "append", b.CallMethod(Gtk, "ListView", pygi.Kw{"model": b.CallMethod(Gtk, "NoSelection", pygi.Kw{"model": model}), "factory": factory}))
-	if b.Text(b.Eval("' '.join(s.get_string() for s in m)", b.Globals(pygi.Kw{"m": model}))) == "beta delta" {
+	if pygi.BlockAs[string](&b, b.Eval("' '.join(s.get_string() for s in m)", b.Globals(pygi.Kw{"m": model}))) == "beta delta" {
 		mark("filter+sort")
 	}
 	// a property binding with a transform
@@ -94,7 +94,7 @@ func activate(a *app.App) error {
 	b.CallMethod(adj, "bind_property", "value", shown, "label", b.Attr(GObject, "BindingFlags.SYNC_CREATE"),
 		func(_ *pygi.Object, v float64) string { return fmt.Sprintf("value %d", int(v)) })
 	b.CallMethod(adj, "set_value", 7)
-	if b.Text(b.CallMethod(shown, "get_label")) == "value 7" {
+	if pygi.BlockAs[string](&b, b.CallMethod(shown, "get_label")) == "value 7" {
 		mark("binding")
 	}
 	b.CallMethod(box, "append", shown)

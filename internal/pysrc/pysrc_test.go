@@ -63,7 +63,7 @@ func evalInt(t testing.TB, expr string) int64 {
 	t.Helper()
 	r, err := pygi.Eval(expr, nil)
 	require.NoError(t, err)
-	n, err := r.Int()
+	n, err := pygi.As[int64](r)
 	require.NoError(t, err)
 	return n
 }

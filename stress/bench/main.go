@@ -169,7 +169,7 @@ func pyLoop(body string, n int, vars pygi.Kw) (float64, error) {
 	g := b.Globals(vars)
 	b.Exec("import time\ndef bench(n):\n    t = time.perf_counter_ns()\n    for _ in range(n):\n        "+body+
 		"\n    return (time.perf_counter_ns() - t) / n\n", g)
-	return b.Float(b.CallMethod(b.Item(g, "bench"), "", n)), b.Err()
+	return pygi.BlockAs[float64](&b, b.CallMethod(b.Item(g, "bench"), "", n)), b.Err()
 }
 
 // emitDuet: a Python loop emits the signal; the handler is a Go callback.
@@ -282,7 +282,7 @@ async def sleep0(n):
 		}
 		var r *pygi.Object
 		if r, err = eventloop.Await(context.Background(), fn, n); err == nil {
-			ns, err = r.Float()
+			ns, err = pygi.As[float64](r)
 		}
 	}()
 	if rerr := eventloop.Run(context.Background()); rerr != nil {

@@ -330,7 +330,7 @@ func pyInt(expr string) int64 {
 		return -1
 	}
 	defer r.Close()
-	n, err := r.Int()
+	n, err := pygi.As[int64](r)
 	if err != nil {
 		return -1
 	}

@@ -204,7 +204,7 @@ func Awaker(env *harness.Env) error {
 				fail(err)
 				return
 			}
-			if s, _ := l.Text(); s != want {
+			if s, _ := pygi.As[string](l); s != want {
 				fail(fmt.Errorf("after click %d the label is %q, want %q", clicks, s, want))
 			}
 			env.Iter(1)
@@ -369,7 +369,7 @@ for w in workers: w.start()
 							fail(err)
 							return
 						}
-						if n, _ := r.Int(); n != int64(i+1) {
+						if n, _ := pygi.As[int64](r); n != int64(i+1) {
 							fail(fmt.Errorf("ping %d answered %d", i, n))
 						}
 						r.Close()
