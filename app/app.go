@@ -50,7 +50,7 @@ type Options struct {
 	Venv string
 	// HostSignals leaves SIGINT and SIGTERM to the program, which handles
 	// them itself (signal.Notify, or signal.NotifyContext with its context
-	// given to RunContext): Run then neither subscribes to them nor hands
+	// given to Run): Run then neither subscribes to them nor hands
 	// them back. By default Run owns them while it runs (see Run).
 	HostSignals bool
 	// CrashReport turns crash reports on (forensics.EnableCrashReports with
@@ -273,7 +273,7 @@ func Main(opts Options, activate func(a *App) error) int {
 	if flag.Parsed() {
 		args = append([]string{os.Args[0]}, flag.Args()...)
 	}
-	status := a.Run(args)
+	status := a.Run(context.Background(), args)
 	if failed && status == 0 {
 		status = 1
 	}
@@ -414,13 +414,13 @@ func (a *App) Windows() ([]*pygi.Object, error) {
 	return ws, err
 }
 
-// Run runs the application on the main thread until it quits (or SIGINT or
-// SIGTERM arrives, which quit it gracefully) and returns the exit status for
-// os.Exit. Then it shuts down in order: timers stopped, every remaining
-// toplevel window destroyed while Python is alive, duet's own handlers on
-// objects that outlive Python disconnected, Go's references to Python
-// released, and Python finalised on this thread (unless
-// Options.SkipFinalize).
+// Run runs the application on the main thread until it quits, ctx ends, or
+// SIGINT or SIGTERM arrives (all of which quit it gracefully) and returns
+// the exit status for os.Exit. Then it shuts down in order: timers
+// stopped, every remaining toplevel window destroyed while Python is
+// alive, duet's own handlers on objects that outlive Python disconnected,
+// Go's references to Python released, and Python finalised on this thread
+// (unless Options.SkipFinalize).
 //
 // Signals: while Run runs it owns SIGINT and SIGTERM (unless
 // Options.HostSignals), as package eventloop describes; before and after,
@@ -440,10 +440,7 @@ func (a *App) Windows() ([]*pygi.Object, error) {
 // to stderr with its reason, including a shutdown that could not finalise
 // Python within Options.FinalizeTimeout. A status the signal or the app
 // set is kept; the failure is still printed.
-func (a *App) Run(args []string) int { return a.RunContext(context.Background(), args) }
-
-// RunContext is Run that also quits when ctx ends.
-func (a *App) RunContext(ctx context.Context, args []string) int {
+func (a *App) Run(ctx context.Context, args []string) int {
 	if err := eventloop.RequireMain("app.Run"); err != nil {
 		report.Print("app", err)
 		return 1

@@ -41,7 +41,7 @@ var children = map[string]func() int{
 			pyWindow(a, "from Python")
 			eventloop.After(100*time.Millisecond, a.Quit)
 		}))
-		return a.Run(prog)
+		return a.Run(context.Background(), prog)
 	},
 	// The census window on its action and accelerator (app.Options.Census,
 	// or DUET_CENSUS=1 with Census unset).
@@ -59,7 +59,7 @@ var children = map[string]func() int{
 			fmt.Println("windows:", titles)
 			eventloop.After(100*time.Millisecond, a.Quit)
 		}))
-		return a.Run(prog)
+		return a.Run(context.Background(), prog)
 	},
 	"goroutine-quit": func() int {
 		a := mustNew(app.Options{ID: "org.duet.GoroutineQuit", NonUnique: true})
@@ -70,7 +70,7 @@ var children = map[string]func() int{
 				a.Quit()
 			}()
 		}))
-		return a.Run(prog)
+		return a.Run(context.Background(), prog)
 	},
 	"signal": func() int {
 		a := mustNew(app.Options{ID: "org.duet.Signal", NonUnique: true})
@@ -78,7 +78,7 @@ var children = map[string]func() int{
 			pyWindow(a, "waiting for a signal")
 			fmt.Println("ready")
 		}))
-		return a.Run(prog)
+		return a.Run(context.Background(), prog)
 	},
 	"python-goroutines-at-exit": func() int {
 		a := mustNew(app.Options{ID: "org.duet.Busy", NonUnique: true})
@@ -106,7 +106,7 @@ var children = map[string]func() int{
 			pyWindow(a, "busy")
 			eventloop.After(200*time.Millisecond, a.Quit)
 		}))
-		status := a.Run(prog)
+		status := a.Run(context.Background(), prog)
 		if _, err := pygi.Eval("1", nil); !errors.Is(err, pygi.ErrFinalized) {
 			fmt.Fprintln(os.Stderr, "after Run: want ErrFinalized, got", err)
 			return 8
@@ -116,7 +116,7 @@ var children = map[string]func() int{
 	"skip-finalize": func() int {
 		a := mustNew(app.Options{ID: "org.duet.Skip", NonUnique: true, SkipFinalize: true})
 		must(a.OnActivate(func() { eventloop.After(50*time.Millisecond, a.Quit) }))
-		status := a.Run(prog)
+		status := a.Run(context.Background(), prog)
 		if lifetime.Current() != lifetime.Ready {
 			fmt.Fprintln(os.Stderr, "Python was finalised although SkipFinalize was set")
 			return 9
@@ -152,7 +152,7 @@ var children = map[string]func() int{
 			fmt.Println("same application:", same)
 			eventloop.After(50*time.Millisecond, a.Quit)
 		}))
-		return a.Run(prog)
+		return a.Run(context.Background(), prog)
 	},
 	"command-line": func() int {
 		a := mustNew(app.Options{ID: "org.duet.Cmd", NonUnique: true})
@@ -160,7 +160,7 @@ var children = map[string]func() int{
 			fmt.Println("args:", strings.Join(args[1:], " "))
 			return 3
 		}))
-		return a.Run([]string{"prog", "alpha", "beta"})
+		return a.Run(context.Background(), []string{"prog", "alpha", "beta"})
 	},
 	"adwaita": func() int {
 		a := mustNew(app.Options{ID: "org.duet.Adw", NonUnique: true, Adwaita: true})
@@ -170,14 +170,14 @@ var children = map[string]func() int{
 			fmt.Println("type:", cls.String())
 			eventloop.After(50*time.Millisecond, a.Quit)
 		}))
-		return a.Run(prog)
+		return a.Run(context.Background(), prog)
 	},
 	"startup-shutdown": func() int {
 		a := mustNew(app.Options{ID: "org.duet.Order", NonUnique: true})
 		must(a.OnStartup(func() { fmt.Println("startup") }))
 		must(a.OnActivate(func() { fmt.Println("activate"); a.Quit() }))
 		must(a.OnShutdown(func() { fmt.Println("shutdown") }))
-		return a.Run(prog)
+		return a.Run(context.Background(), prog)
 	},
 }
 

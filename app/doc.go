@@ -32,7 +32,7 @@
 //
 // The program owns the process: Run owns SIGINT and SIGTERM only while it
 // runs (Options.HostSignals declines even that, for a program with its own
-// handling, which can end Run through RunContext's context), and never
+// handling, which can end Run through Run's context), and never
 // calls os.Exit. A UI thread that does not come back within the grace
 // (eventloop.SetSignalGrace), or a second signal, hands the signal back to
 // the process: it then does what it does in the program without duet.
@@ -42,13 +42,13 @@
 //	                 SkipFinalize, FinalizeTimeout, HostSignals, Venv)
 //	Both views       Python (the PyGObject object), Gtk (gotk4's)
 //	Handlers         OnActivate, OnStartup, OnShutdown, OnCommandLine
-//	Running          Run, RunContext, Quit, Hold, Release, Windows
+//	Running          Run, Quit, Hold, Release, Windows
 //	Actions          AddAction (app.<name>, with accelerators)
 //	Forensics        Options.CrashReport (crash reports, see package
 //	                 forensics), Options.Census (the census window on
 //	                 Ctrl+Shift+C; DUET_CENSUS=1 without a rebuild)
 //
-// Threads: New, Run and RunContext run on the main thread; Hold and Release
+// Threads: New and Run run on the main thread; Hold and Release
 // on the UI thread (elsewhere they return an error wrapping
 // eventloop.ErrNotMain). Quit, Python, Gtk, Windows and the On* handlers are
 // safe from any goroutine (Windows, AddAction and On* hop to the loop when
@@ -60,5 +60,5 @@
 //		win := gtk.NewApplicationWindow(a.Gtk())
 //		win.Present()
 //	})
-//	os.Exit(a.Run(os.Args))
+//	os.Exit(a.Run(context.Background(), os.Args))
 package app

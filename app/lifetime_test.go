@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -34,7 +35,7 @@ func init() {
 				fmt.Println("refused")
 			}()
 		}))
-		return a.Run(prog)
+		return a.Run(context.Background(), prog)
 	}
 	// A shutdown that cannot finalise Python in time (a goroutine is still
 	// inside a call): Run says so and returns non-zero, and Python is
@@ -49,7 +50,7 @@ func init() {
 		})
 		<-inFlight
 		must(a.OnActivate(func() { eventloop.After(50*time.Millisecond, a.Quit) }))
-		status := a.Run(prog)
+		status := a.Run(context.Background(), prog)
 		fmt.Println("status", status, "phase", lifetime.Current())
 		close(release)
 		r, err := pygi.Eval("'still here'", nil)

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -47,7 +48,7 @@ threading.Thread(target=poll, name="poller").start()
 			}
 		}))
 		start := time.Now()
-		status := a.Run(prog)
+		status := a.Run(context.Background(), prog)
 		fmt.Printf("Run returned %d after %.1f s\n", status, time.Since(start).Seconds())
 		return status
 	}
@@ -59,7 +60,7 @@ import threading, time
 threading.Thread(target=time.sleep, args=(0.5,), name="short").start()
 `, nil))
 		must(a.OnActivate(func() { eventloop.After(50*time.Millisecond, a.Quit) }))
-		status := a.Run(prog)
+		status := a.Run(context.Background(), prog)
 		fmt.Println("phase", lifetime.Current())
 		return status
 	}
@@ -102,7 +103,7 @@ threading.Thread(target=time.sleep, args=(0.5,), name="short").start()
 			eventloop.After(100*time.Millisecond, a.Quit)
 		}))
 		start := time.Now()
-		status := a.Run(prog)
+		status := a.Run(context.Background(), prog)
 		took := time.Since(start)
 		wg.Wait()
 		n := 0
@@ -163,7 +164,7 @@ keep = [client]
 			gw.Present()
 			eventloop.After(100*time.Millisecond, a.Quit)
 		}))
-		status := a.Run(prog)
+		status := a.Run(context.Background(), prog)
 		fmt.Println("phase", lifetime.Current())
 		time.Sleep(300 * time.Millisecond) // the Python timer is due
 		gtk.SettingsGetDefault().SetObjectProperty("gtk-application-prefer-dark-theme", true)
@@ -200,7 +201,7 @@ keep = [client]
 				a.Quit()
 			}()
 		}))
-		status := a.Run(prog)
+		status := a.Run(context.Background(), prog)
 		r, err := pygi.Eval("__import__('signal').getsignal(2) is __import__('signal').default_int_handler", nil)
 		if err == nil {
 			fmt.Println("Python's SIGINT back to default_int_handler:", r.String())
@@ -215,7 +216,7 @@ keep = [client]
 			must(pygi.Exec("print('buffered, never written')\n", nil))
 			eventloop.After(50*time.Millisecond, a.Quit)
 		}))
-		return a.Run(prog)
+		return a.Run(context.Background(), prog)
 	}
 }
 

@@ -76,7 +76,7 @@ func main() {
 	}); err != nil {
 		fail(err)
 	}
-	os.Exit(a.Run([]string{os.Args[0]}))
+	os.Exit(a.Run(context.Background(), []string{os.Args[0]}))
 }
 
 // newMainWindow is the seed's MainWindow constructor. The click handler is a

@@ -35,7 +35,7 @@ func main() {
 	ctx, stopClock := context.WithCancel(context.Background())
 	defer stopClock()
 	a.OnActivate(func() { build(ctx, a) })
-	os.Exit(a.Run([]string{os.Args[0]}))
+	os.Exit(a.Run(context.Background(), []string{os.Args[0]}))
 }
 
 func build(ctx context.Context, a *app.App) {

@@ -16,6 +16,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"math"
@@ -54,7 +55,7 @@ func main() {
 	}); err != nil {
 		fail(err)
 	}
-	os.Exit(a.Run([]string{os.Args[0]}))
+	os.Exit(a.Run(context.Background(), []string{os.Args[0]}))
 }
 
 func build(a *app.App) error {

@@ -126,7 +126,7 @@ func runApp(env *harness.Env, id string, start func(a *app.App) (stop func(), er
 		return err
 	}
 	failures.Store(&fail)
-	if status := a.Run([]string{"duet-stress"}); status != 0 && runErr == nil {
+	if status := a.Run(context.Background(), []string{"duet-stress"}); status != 0 && runErr == nil {
 		runErr = fmt.Errorf("application exited with status %d", status)
 	}
 	errMu.Lock()

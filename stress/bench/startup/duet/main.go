@@ -5,6 +5,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 
@@ -39,5 +40,5 @@ func main() {
 		})
 		win.Present()
 	})
-	os.Exit(a.Run(os.Args[:1]))
+	os.Exit(a.Run(context.Background(), os.Args[:1]))
 }
