@@ -108,7 +108,7 @@ func New(opts Options) (*App, error) {
 		if err := pygi.RequireVersion("Gtk", "4.0"); err != nil {
 			return err
 		}
-		gio, err := pygi.Repository("Gio")
+		gio, err := pygi.Import("gi.repository.Gio")
 		if err != nil {
 			return err
 		}
@@ -131,7 +131,7 @@ func New(opts Options) (*App, error) {
 			}
 			ns = "Adw"
 		}
-		mod, err := pygi.Repository(ns)
+		mod, err := pygi.Import("gi.repository." + ns)
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/lifetime"
+	"github.com/duet-gtk/duet/internal/pyobj"
 	"github.com/duet-gtk/duet/internal/pysrc"
 	"github.com/duet-gtk/duet/pygi"
 )
@@ -59,7 +60,7 @@ func OnPythonException(fn func(*pygi.Error)) (remove func()) {
 
 // reportPython is the Go side of the hooks; false lets Python print.
 func reportPython(exc *pygi.Object) bool {
-	e, err := pygi.ExceptionError(exc)
+	e, err := pyobj.ExceptionError(exc)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "eventloop: cannot describe a Python exception:", err)
 		return false

@@ -23,8 +23,8 @@ func BenchmarkCallRing(b *testing.B) {
 			name = "on"
 		}
 		b.Run(name, func(b *testing.B) {
-			forensics.EnableRing(on)
-			defer forensics.EnableRing(false)
+			forensics.SetRing(on)
+			defer forensics.SetRing(false)
 			for b.Loop() {
 				r, err := f.Call()
 				if err != nil {

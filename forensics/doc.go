@@ -83,7 +83,7 @@
 // # API
 //
 //	Crash reports   EnableCrashReports, CrashReportPath, CloseCrashReports,
-//	                Crossings, EnableRing
+//	                Crossings, SetRing
 //	Callbacks       SetProvenance, SetDebugCallbacks
 //	Census          TakeCensus, Census, Count, Total, Census.Grew, Change,
 //	                RegisterGObjects (for package widgets)

@@ -69,9 +69,9 @@ func Crossings(n int) []Crossing {
 	return out
 }
 
-// EnableRing turns the recording of crossings on or off by itself
+// SetRing turns the recording of crossings on or off by itself
 // (EnableCrashReports turns it on).
-func EnableRing(on bool) { capi.EnableRing(on) }
+func SetRing(on bool) { capi.SetRing(on) }
 
 // ---- census ----------------------------------------------------------------------
 

@@ -111,8 +111,8 @@ func TestCensusCountsKnownAllocations(t *testing.T) {
 }
 
 func TestCrossingsRecordTheBoundary(t *testing.T) {
-	forensics.EnableRing(true)
-	defer forensics.EnableRing(false)
+	forensics.SetRing(true)
+	defer forensics.SetRing(false)
 	g, err := pygi.NewGlobals()
 	require.NoError(t, err)
 	defer g.Close()

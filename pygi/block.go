@@ -77,7 +77,7 @@ func (b *Block) SetAttr(o *Object, path string, v any) {
 }
 
 // CallMethod calls the method path of o with args (positional values, then
-// Kw/KwArg keyword arguments, as Object.CallMethod takes them), or o itself when
+// Kw keyword arguments, as Object.CallMethod takes them), or o itself when
 // path is empty, and returns the result (None as the None Object).
 func (b *Block) CallMethod(o *Object, path string, args ...any) *Object {
 	if b.err != nil {

@@ -4,10 +4,12 @@ package pygi
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
 	"reflect"
 	"runtime"
+	"slices"
 	"sync"
 	"unicode/utf8"
 
@@ -15,11 +17,12 @@ import (
 	"github.com/duet-gtk/duet/internal/capi"
 )
 
-// Kw holds keyword arguments for Call and CallMethod.
+// Kw holds keyword arguments for Call and CallMethod. They reach Python
+// in the order of their names (a Go map has none of its own), so a callee
+// that reads **kwargs in order sees the same order on every run.
 type Kw map[string]any
 
-// KwArg is one keyword argument; unlike Kw, a list of them keeps its order.
-type KwArg struct {
+type kwArg struct {
 	Name  string
 	Value any
 }
@@ -27,9 +30,6 @@ type KwArg struct {
 // Tuple converts to a Python tuple (other slices become lists), for
 // example for a callback that must return several values to PyGObject.
 type Tuple []any
-
-// Arg returns a keyword argument.
-func Arg(name string, value any) KwArg { return KwArg{name, value} }
 
 // Converter lets a Go type choose its own Python form.
 type Converter interface {
@@ -146,17 +146,13 @@ func (e *encoder) object(o *Object) error {
 
 // args encodes call arguments: positional values, then keyword pairs.
 func (e *encoder) args(args []any) (nargs, nkw int, err error) {
-	var kws []KwArg
+	var kws []kwArg
 	for _, a := range args {
 		switch a := a.(type) {
 		case Kw:
-			for k, v := range a {
-				kws = append(kws, KwArg{k, v})
+			for _, k := range slices.Sorted(maps.Keys(a)) {
+				kws = append(kws, kwArg{k, a[k]})
 			}
-		case KwArg:
-			kws = append(kws, a)
-		case []KwArg:
-			kws = append(kws, a...)
 		default:
 			if len(kws) > 0 {
 				return 0, 0, &ConversionError{Reason: "positional argument after keyword arguments"}

@@ -3,7 +3,6 @@ package pygi
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 
 	"github.com/duet-gtk/duet/internal/capi"
@@ -139,30 +138,6 @@ func statusErr(st capi.Status, exc capi.Ref) error {
 		return ErrClosed
 	}
 	return fmt.Errorf("pygi: unexpected status %d", st)
-}
-
-// ExceptionError describes a Python exception instance (an object that
-// Python code caught or a hook received) as an *Error, as if it had been
-// raised through a pygi call.
-func ExceptionError(exc *Object) (*Error, error) {
-	r, err := exc.get()
-	if err != nil {
-		return nil, err
-	}
-	if err := enter(); err != nil {
-		return nil, err
-	}
-	defer exit()
-	c, st := capi.Clone(r)
-	runtime.KeepAlive(exc)
-	if st != capi.OK {
-		return nil, statusErr(st, capi.Ref{})
-	}
-	e, ok := newError(c).(*Error)
-	if !ok {
-		return nil, fmt.Errorf("pygi: not an exception")
-	}
-	return e, nil
 }
 
 // PanicError is a Go panic recovered at one of duet's boundaries: in a Go

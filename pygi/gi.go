@@ -14,17 +14,17 @@ var giModule struct {
 	obj *Object
 }
 
-// GI returns the gi module (PyGObject), shared: closing it does nothing.
-// When it cannot be imported, the
-// error wraps ErrNoGI and says which interpreter is embedded, its sys.path
-// and which Debian package provides gi.
-func GI() (*Object, error) {
+// gi returns the gi module (PyGObject), shared: closing it does nothing.
+// When it cannot be imported, the error wraps ErrNoGI and says which
+// interpreter is embedded, its sys.path and which Debian package provides
+// gi.
+func gi() (*Object, error) {
 	giModule.mu.Lock()
 	defer giModule.mu.Unlock()
 	if giModule.obj != nil {
 		return giModule.obj, nil
 	}
-	gi, err := Import("gi")
+	gi, err := importName("gi")
 	if err != nil {
 		where := ""
 		if info, ierr := interp.helper.CallMethod("interpreter_info"); ierr == nil {
@@ -40,34 +40,11 @@ func GI() (*Object, error) {
 // RequireVersion runs gi.require_version(namespace, version), which must
 // happen before the namespace is first imported.
 func RequireVersion(namespace, version string) error {
-	gi, err := GI()
+	g, err := gi()
 	if err != nil {
 		return err
 	}
-	r, err := gi.CallMethod("require_version", namespace, version)
+	r, err := g.CallMethod("require_version", namespace, version)
 	r.Close()
 	return err
-}
-
-// Repository imports gi.repository.<namespace> (for example "Gtk").
-func Repository(namespace string) (*Object, error) {
-	if _, err := GI(); err != nil {
-		return nil, err
-	}
-	return Import("gi.repository." + namespace)
-}
-
-// Version returns the embedded interpreter's sys.version.
-func Version() (string, error) {
-	sys, err := Import("sys")
-	if err != nil {
-		return "", err
-	}
-	defer sys.Close()
-	v, err := sys.Attr("version")
-	if err != nil {
-		return "", err
-	}
-	defer v.Close()
-	return As[string](v)
 }

@@ -225,11 +225,11 @@ def make():
 // Objects duet caches for the process are shared: one caller closing its
 // copy must not break the others.
 func TestSharedModuleSurvivesClose(t *testing.T) {
-	gi, err := GI()
+	mod, err := gi()
 	require.NoError(t, err)
-	require.NoError(t, gi.Close())
-	assert.False(t, gi.Closed(), "Close on a shared object does nothing")
-	again, err := GI()
+	require.NoError(t, mod.Close())
+	assert.False(t, mod.Closed(), "Close on a shared object does nothing")
+	again, err := gi()
 	require.NoError(t, err)
 	name, err := again.Attr("__name__")
 	require.NoError(t, err)

@@ -3,6 +3,7 @@ package pygi
 import (
 	"iter"
 	"runtime"
+	"strings"
 	"sync/atomic"
 
 	"github.com/duet-gtk/duet/internal/capi"
@@ -248,8 +249,9 @@ func (o *Object) DelAttr(name string) error {
 	return err
 }
 
-// Call calls o with args. Arguments are converted as by New; a Kw map or
-// KwArg values among them become keyword arguments.
+// Call calls o with args, o(args...). Arguments are converted as by New;
+// the Kw maps among them (after the positional ones) become keyword
+// arguments.
 func (o *Object) Call(args ...any) (*Object, error) { return o.call("", args) }
 
 // CallMethod calls o.name(args...), with arguments as for Call.
@@ -486,8 +488,22 @@ func None() *Object {
 	return interp.none
 }
 
-// Import imports a module by dotted name.
+// Import imports a module by dotted name, as Python's import statement
+// does: "gi.repository.Gtk" for a GI namespace (after RequireVersion when
+// the version matters). When PyGObject itself is missing, the error wraps
+// ErrNoGI and says which interpreter is embedded and how to install it.
 func Import(name string) (*Object, error) {
+	o, err := importName(name)
+	if err != nil && (name == "gi" || strings.HasPrefix(name, "gi.")) {
+		// PyGObject missing is the one import failure with a fix to name.
+		if _, gerr := gi(); gerr != nil {
+			return nil, gerr
+		}
+	}
+	return o, err
+}
+
+func importName(name string) (*Object, error) {
 	if err := enter(); err != nil {
 		return nil, err
 	}

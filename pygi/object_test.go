@@ -4,7 +4,6 @@ import (
 	"errors"
 	"runtime"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -192,7 +191,7 @@ class P:
 `)
 	P, err := g.Item("P")
 	require.NoError(t, err)
-	p, err := P.Call(3, Arg("y", 4))
+	p, err := P.Call(3, Kw{"y": 4})
 	require.NoError(t, err)
 
 	n, err := p.CallMethod("norm2", Kw{"scale": 2})
@@ -236,9 +235,9 @@ class P:
 	assert.Equal(t, "TypeError", pe.Type)
 	_, err = P.Call(1, Kw{"x": 2})
 	require.ErrorAs(t, err, &pe, "x given twice")
-	_, err = P.Call(Arg("x", 1), 2)
+	_, err = P.Call(Kw{"x": 1}, 2)
 	assert.Error(t, err, "positional after keyword is refused in Go")
-	_, err = P.Call(Arg("x", 1), Arg("x", 2))
+	_, err = P.Call(Kw{"x": 1}, Kw{"x": 2})
 	assert.Error(t, err, "repeated keyword is refused")
 
 	d, err := New(map[string]any{"a": 1})
@@ -342,7 +341,7 @@ func TestImportAndGI(t *testing.T) {
 	assert.Equal(t, "ModuleNotFoundError", pe.Type)
 
 	require.NoError(t, RequireVersion("GLib", "2.0"))
-	glib, err := Repository("GLib")
+	glib, err := Import("gi.repository.GLib")
 	require.NoError(t, err)
 	maj, err := glib.Attr("MAJOR_VERSION")
 	require.NoError(t, err)
@@ -353,10 +352,6 @@ func TestImportAndGI(t *testing.T) {
 	err = RequireVersion("GLib", "99.0")
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, "ValueError", pe.Type)
-
-	v, err := Version()
-	require.NoError(t, err)
-	assert.True(t, strings.HasPrefix(v, "3."), v)
 }
 
 func TestNoGIExplainsItself(t *testing.T) {
@@ -372,7 +367,7 @@ func TestNoGIExplainsItself(t *testing.T) {
 		giModule.obj = saved
 		giModule.mu.Unlock()
 	}()
-	_, err := Repository("Gtk")
+	_, err := Import("gi.repository.Gtk")
 	require.ErrorIs(t, err, ErrNoGI)
 	msg := err.Error()
 	assert.Contains(t, msg, "python3-gi")

@@ -38,7 +38,7 @@ func TestCensusCountsTrackedAndWatchedGObjects(t *testing.T) {
 		for range n {
 			l := gtk.NewLabel("counted")
 			widgets.Track(l)
-			widgets.WatchFinalize(l) // tracked and watched: still one object
+			watch(t, l) // tracked and watched: still one object
 			labels = append(labels, l)
 		}
 		b := gtk.NewButton()
@@ -115,7 +115,7 @@ func TestCensusWindow(t *testing.T) {
 		require.NoError(t, err)
 		assert.True(t, same, "one census window, raised again")
 		again.Close()
-		watch, err = widgets.WatchFinalizePy(win.Object)
+		watch, err = widgets.WatchFinalize(win.Object)
 		require.NoError(t, err)
 
 		n, _, ok := censusRow(t, win, "callbacks", "census_probe")

@@ -99,7 +99,7 @@ func TestEveryConnectPathIsRecorded(t *testing.T) {
 				p.connect(t, g)
 				_, err = g.CallMethod("greet") // the handler runs: it uses g
 				require.NoError(t, err)
-				watch, err = widgets.WatchFinalizePy(g.Object)
+				watch, err = widgets.WatchFinalize(g.Object)
 				require.NoError(t, err)
 				addr, err = widgets.Pointer(g.Object)
 				require.NoError(t, err)
@@ -186,7 +186,7 @@ func TestLoadUIConnectionsAreRecorded(t *testing.T) {
 		require.NoError(t, err)
 		_, err = button.CallMethod("emit", "clicked")
 		require.NoError(t, err)
-		watch, err = widgets.WatchFinalizePy(button)
+		watch, err = widgets.WatchFinalize(button)
 		require.NoError(t, err)
 		addr, err = widgets.Pointer(button)
 		require.NoError(t, err)

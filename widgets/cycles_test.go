@@ -123,7 +123,7 @@ func TestHandlersThatTouchTheirWidget(t *testing.T) {
 					require.NoError(t, err)
 					_, err = g.CallMethod("greet") // emits "greeted": the handler runs
 					require.NoError(t, err)
-					w, err := widgets.WatchFinalizePy(g.Object)
+					w, err := widgets.WatchFinalize(g.Object)
 					require.NoError(t, err)
 					watches = append(watches, w)
 					if id.ownWindow {
@@ -196,7 +196,7 @@ func TestStrongCaptureInALivingContainerLeaks(t *testing.T) {
 			require.NoError(t, err)
 			_, err = g.CallMethod("greet") // the handler runs
 			require.NoError(t, err)
-			w, err := widgets.WatchFinalizePy(g.Object)
+			w, err := widgets.WatchFinalize(g.Object)
 			require.NoError(t, err)
 			watches = append(watches, w)
 			_, err = box.CallMethod("remove", g.Object)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -323,22 +324,49 @@ func watchPtr(p unsafe.Pointer) *Watch {
 	return w
 }
 
-// WatchFinalize watches the GObject behind a gotk4 object.
-func WatchFinalize(obj coreglib.Objector) *Watch {
-	w := watchPtr(cptr(coreglib.BaseObject(obj).Native()))
-	runtime.KeepAlive(obj)
-	return w
-}
-
-// WatchFinalizePy watches the GObject behind a PyGObject object.
-func WatchFinalizePy(o *pygi.Object) (*Watch, error) {
-	p, _, err := pointer(o)
+// WatchFinalize watches the GObject behind obj: a gotk4 object, a
+// *pygi.Object that is PyGObject's wrapper of one, or a *Widget (or a
+// generated wrapper, which embeds one). Any goroutine. The watch holds
+// nothing of obj: it sees the finalisation, it does not delay it.
+func WatchFinalize(obj any) (*Watch, error) {
+	p, keep, err := gobjectPointer(obj)
 	if err != nil {
 		return nil, err
 	}
 	w := watchPtr(p)
-	runtime.KeepAlive(o)
+	runtime.KeepAlive(keep)
 	return w, nil
+}
+
+// A widgeter is a *Widget, or a type that embeds one.
+type widgeter interface{ widget() *Widget }
+
+func (w *Widget) widget() *Widget { return w }
+
+// gobjectPointer is the GObject behind obj (see WatchFinalize), valid
+// while keep is alive.
+func gobjectPointer(obj any) (p unsafe.Pointer, keep any, err error) {
+	if w, ok := obj.(widgeter); ok {
+		if w.widget() == nil {
+			return nil, nil, fmt.Errorf("%w: a nil %T", ErrNotGObject, obj)
+		}
+		obj = w.widget().Object
+	}
+	switch o := obj.(type) {
+	case *pygi.Object:
+		p, _, err := pointer(o)
+		return p, o, err
+	case coreglib.Objector:
+		if reflect.ValueOf(o).Kind() == reflect.Pointer && reflect.ValueOf(o).IsNil() {
+			return nil, nil, fmt.Errorf("%w: a nil %T", ErrNotGObject, obj)
+		}
+		b := coreglib.BaseObject(o)
+		if b == nil || b.Native() == 0 {
+			return nil, nil, fmt.Errorf("%w: %T has no GObject", ErrNotGObject, obj)
+		}
+		return cptr(b.Native()), o, nil
+	}
+	return nil, nil, fmt.Errorf("%w: %T", ErrNotGObject, obj)
 }
 
 func init() { diag.GObjectCounts.Set(readStats) }

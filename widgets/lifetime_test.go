@@ -67,7 +67,7 @@ func TestGotk4AloneLeaksWithoutTrack(t *testing.T) {
 	looptest.Do(t, func(t testing.TB) {
 		require.NoError(t, widgets.InitGTK())
 		b := gtk.NewButtonWithLabel("untracked")
-		w = widgets.WatchFinalize(b)
+		w = watch(t, b)
 	})
 	for range 30 {
 		collectRound(t)
@@ -81,7 +81,7 @@ func TestGoWidgetTrackedIsFinalized(t *testing.T) {
 		require.NoError(t, widgets.InitGTK())
 		b := gtk.NewButtonWithLabel("tracked")
 		widgets.Track(b)
-		w = widgets.WatchFinalize(b)
+		w = watch(t, b)
 	})
 	assert.True(t, finalized(t, w))
 }
@@ -96,7 +96,7 @@ func TestGoWidgetHandedToPythonIsFinalized(t *testing.T) {
 		require.NoError(t, widgets.InitGTK())
 		b := gtk.NewButtonWithLabel("from Go")
 		widgets.Track(b)
-		w = widgets.WatchFinalize(b)
+		w = watch(t, b)
 		py, err := widgets.ToPython(b)
 		require.NoError(t, err)
 		kept, err := g.Item("kept")
@@ -130,7 +130,7 @@ func TestPythonWidgetWrappedForGoIsFinalized(t *testing.T) {
 		gl, err := widgets.Cast[*gtk.Label](l)
 		require.NoError(t, err)
 		gl.SetText("seen from Go")
-		plain, err = widgets.WatchFinalizePy(l)
+		plain, err = widgets.WatchFinalize(l)
 		require.NoError(t, err)
 		l.Close()
 
@@ -146,11 +146,11 @@ func TestPythonWidgetWrappedForGoIsFinalized(t *testing.T) {
 		r, err := widgets.CallMethod(box, "append", g.Object)
 		require.NoError(t, err)
 		r.Close()
-		sub, err = widgets.WatchFinalizePy(g.Object)
+		sub, err = widgets.WatchFinalize(g.Object)
 		require.NoError(t, err)
 		lbl, err := g.Attr("label")
 		require.NoError(t, err)
-		subLabel, err = widgets.WatchFinalizePy(lbl)
+		subLabel, err = widgets.WatchFinalize(lbl)
 		require.NoError(t, err)
 		lbl.Close()
 		g.Close()
@@ -179,7 +179,7 @@ func TestToggleTrapMeasured(t *testing.T) {
 		// Deliberately behind the bridge's back (the address is C memory).
 		trapped := coreglib.Take(*(*unsafe.Pointer)(unsafe.Pointer(&p)))
 		_ = trapped
-		w, err = widgets.WatchFinalizePy(g.Object)
+		w, err = widgets.WatchFinalize(g.Object)
 		require.NoError(t, err)
 		g.Close()
 	})
@@ -229,7 +229,7 @@ func TestWindowWithHandlerCapturingItsWidgetsIsFinalized(t *testing.T) {
 		s, _ := pygi.As[string](txt)
 		assert.Equal(t, "1", s)
 		for _, o := range []*pygi.Object{win, label, pyBox, pyButton} {
-			w, err := widgets.WatchFinalizePy(o)
+			w, err := widgets.WatchFinalize(o)
 			require.NoError(t, err)
 			ws = append(ws, w)
 		}
@@ -289,7 +289,7 @@ func TestMixedWindowCycles(t *testing.T) {
 			require.NoError(t, err)
 			if i%100 == 0 {
 				for _, o := range []*pygi.Object{win, pyBox, chart.Object, toggle} {
-					w, err := widgets.WatchFinalizePy(o)
+					w, err := widgets.WatchFinalize(o)
 					require.NoError(t, err)
 					ws = append(ws, w)
 				}
@@ -350,10 +350,10 @@ func TestGoMadeWindowsAreFinalisedWithoutTrack(t *testing.T) {
 			require.NoError(t, err)
 			win.SetChild(box)
 			win.Present()
-			lw, err := widgets.WatchFinalizePy(label)
+			lw, err := widgets.WatchFinalize(label)
 			require.NoError(t, err)
 			label.Close()
-			watches = append(watches, widgets.WatchFinalize(win), widgets.WatchFinalize(button), lw)
+			watches = append(watches, watch(t, win), watch(t, button), lw)
 		})
 		looptest.Do(t, func(t testing.TB) {}) // shown; a turn later, closed
 		looptest.Do(t, func(t testing.TB) { win.Close() })
@@ -366,4 +366,41 @@ func TestGoMadeWindowsAreFinalisedWithoutTrack(t *testing.T) {
 		}
 	}
 	assert.True(t, ok, "%d of %d objects (windows, gotk4 buttons, Python labels) never finalised", alive, len(watches))
+}
+
+// watch is WatchFinalize for objects a test knows to be GObjects.
+func watch(t testing.TB, obj any) *widgets.Watch {
+	t.Helper()
+	w, err := widgets.WatchFinalize(obj)
+	require.NoError(t, err)
+	return w
+}
+
+// WatchFinalize takes every form a GObject has in duet, and says so of
+// anything else instead of crashing on it.
+func TestWatchFinalizeRefusesWhatIsNotAGObject(t *testing.T) {
+	looptest.Do(t, func(t testing.TB) {
+		notGObject, err := pygi.New([]any{1, 2})
+		require.NoError(t, err)
+		defer notGObject.Close()
+		var nilLabel *gtk.Label
+		var nilWidget *widgets.Widget
+		for _, obj := range []any{nil, 42, "label", notGObject, (*pygi.Object)(nil), nilLabel, nilWidget, &widgets.Widget{}} {
+			w, err := widgets.WatchFinalize(obj)
+			assert.Nil(t, w, "%T", obj)
+			assert.Error(t, err, "%T", obj)
+		}
+		// The forms that are GObjects.
+		require.NoError(t, widgets.InitGTK())
+		l := gtk.NewLabel("x")
+		pl, err := widgets.ToPython(l)
+		require.NoError(t, err)
+		defer pl.Close()
+		for _, obj := range []any{l, pl, widgets.Wrap(pl)} {
+			w, err := widgets.WatchFinalize(obj)
+			require.NoError(t, err, "%T", obj)
+			assert.Equal(t, "GtkLabel", w.Type)
+			assert.False(t, w.Finalized())
+		}
+	})
 }

@@ -248,7 +248,7 @@ func InitGTK() error {
 	if err := requireGtk(); err != nil {
 		return err
 	}
-	g, err := pygi.Repository("Gtk")
+	g, err := pygi.Import("gi.repository.Gtk")
 	if err != nil {
 		return err
 	}

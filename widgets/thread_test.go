@@ -112,7 +112,7 @@ func TestUnknownToggleLayoutWarns(t *testing.T) {
 		require.NoError(t, widgets.InitGTK())
 		l := gtk.NewLabel("tracked")
 		require.NoError(t, widgets.Track(l))
-		w = widgets.WatchFinalize(l)
+		w = watch(t, l)
 	})
 	for range 20 {
 		collectRound(t)

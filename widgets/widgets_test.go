@@ -30,7 +30,7 @@ var testdata embed.FS
 func Gtk(t testing.TB) *pygi.Object {
 	t.Helper()
 	require.NoError(t, pygi.RequireVersion("Gtk", "4.0"))
-	g, err := pygi.Repository("Gtk")
+	g, err := pygi.Import("gi.repository.Gtk")
 	require.NoError(t, err)
 	return g
 }

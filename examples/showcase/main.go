@@ -183,7 +183,7 @@ func build(a *app.App) error {
 // awakerToggle is the seed's toggle: its Go handler is not kept by Go, and
 // both collectors are forced every 100 ms.
 func awakerToggle(logv *widgets.LogView) (*pygi.Object, *int64, error) {
-	Gtk, err := pygi.Repository("Gtk")
+	Gtk, err := pygi.Import("gi.repository.Gtk")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -219,14 +219,12 @@ func awakerToggle(logv *widgets.LogView) (*pygi.Object, *int64, error) {
 }
 
 func pyVersion() string {
-	v, err := pygi.Version()
+	v, err := pygi.Eval("__import__('platform').python_version()", nil)
 	if err != nil {
 		return "?"
 	}
-	if len(v) > 6 {
-		v = v[:6]
-	}
-	return v
+	defer v.Close()
+	return v.String()
 }
 
 func fail(err error) {

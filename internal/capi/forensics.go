@@ -20,8 +20,8 @@ type Crossing struct {
 	What   string
 }
 
-// EnableRing turns the recording of crossings on or off.
-func EnableRing(on bool) { C.duet_ring_enable(cbool(on)) }
+// SetRing turns the recording of crossings on or off.
+func SetRing(on bool) { C.duet_ring_enable(cbool(on)) }
 
 // Ring returns up to max recorded crossings, oldest first.
 func Ring(max int) []Crossing {

@@ -65,7 +65,7 @@ func EnableCrashReports(path string) (string, error) {
 		// Still a report on stderr: the handlers without a file.
 		debug.SetTraceback("crash")
 		capi.InstallCrashHandler(-1, -1, "", "")
-		capi.EnableRing(true)
+		capi.SetRing(true)
 		SetProvenance(true)
 		return "", err
 	}
@@ -86,7 +86,7 @@ func EnableCrashReports(path string) (string, error) {
 	}
 	closeLocked()
 	crash.file, crash.dir, crash.path, crash.made, crash.ino, crash.dev = r.file, r.dir, r.path, r.made, r.ino, r.dev
-	capi.EnableRing(true)
+	capi.SetRing(true)
 	SetProvenance(true)
 	return r.path, nil
 }

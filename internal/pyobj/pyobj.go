@@ -5,6 +5,7 @@
 package pyobj
 
 import (
+	"fmt"
 	"reflect"
 	"runtime"
 
@@ -90,3 +91,25 @@ func SetFuncConverter(f func(v reflect.Value) (*pygi.Object, error)) {
 // Decode converts o into the value dst points to, as pygi.As does for a
 // type known at compile time (package callbacks' arguments, by reflection).
 func Decode(o *pygi.Object, dst any) error { return bridge.Decode(o, dst) }
+
+// ExceptionError describes a Python exception instance (an object Python
+// code caught, or a hook received) as a *pygi.Error, as if it had been
+// raised through a pygi call.
+func ExceptionError(exc *pygi.Object) (*pygi.Error, error) {
+	var described error
+	err := Use(exc, func(r capi.Ref) (capi.Status, capi.Ref) {
+		c, st := capi.Clone(r)
+		if st == capi.OK {
+			described = bridge.NewError(c) // takes c over
+		}
+		return st, capi.Ref{}
+	})
+	if err != nil {
+		return nil, err
+	}
+	e, ok := described.(*pygi.Error)
+	if !ok {
+		return nil, fmt.Errorf("pyobj: not an exception: %v", described)
+	}
+	return e, nil
+}

@@ -56,7 +56,7 @@ func run() error {
 	if err := pygi.RequireVersion("Gtk", "4.0"); err != nil {
 		return err
 	}
-	Gtk, err := pygi.Repository("Gtk") // initialises GTK on this (main) thread
+	Gtk, err := pygi.Import("gi.repository.Gtk") // initialises GTK on this (main) thread
 	if err != nil {
 		return err
 	}
@@ -294,8 +294,8 @@ async def sleep0(n):
 // withRing runs fn with the ring of crossings (crash reports) on or off.
 func withRing(on bool, fn func() (float64, error)) func() (float64, error) {
 	return func() (float64, error) {
-		forensics.EnableRing(on)
-		defer forensics.EnableRing(false)
+		forensics.SetRing(on)
+		defer forensics.SetRing(false)
 		return fn()
 	}
 }
@@ -483,9 +483,10 @@ func cpuModel() string {
 }
 
 func goVersion() string {
-	v, _ := pygi.Version()
-	if i := strings.IndexByte(v, ' '); i > 0 {
-		v = v[:i]
+	v := "?"
+	if o, err := pygi.Eval("__import__('platform').python_version()", nil); err == nil {
+		v = o.String()
+		o.Close()
 	}
 	return runtime.Version() + ", CPython " + v
 }

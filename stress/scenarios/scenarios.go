@@ -143,7 +143,7 @@ func fail(err error) {
 	}
 }
 
-func gtkNS() (*pygi.Object, error) { return pygi.Repository("Gtk") }
+func gtkNS() (*pygi.Object, error) { return pygi.Import("gi.repository.Gtk") }
 
 // Awaker is the seed's program, toggled continuously.
 func Awaker(env *harness.Env) error {
@@ -461,7 +461,7 @@ func Shared(env *harness.Env) error {
 			}
 			if n%25 == 1 {
 				for _, o := range []*pygi.Object{win, pyBox, pyLabel, chart.Object} {
-					w, err := widgets.WatchFinalizePy(o)
+					w, err := widgets.WatchFinalize(o)
 					if err != nil {
 						return err
 					}

@@ -26,7 +26,7 @@ func main() {
 	a.OnActivate(func() {
 		win := gtk.NewApplicationWindow(a.Gtk())
 		win.SetTitle("startup")
-		Gtk, _ := pygi.Repository("Gtk")
+		Gtk, _ := pygi.Import("gi.repository.Gtk")
 		button, _ := Gtk.CallMethod("Button", pygi.Kw{"label": "button"})
 		widgets.CallMethod(win, "set_child", button)
 		//duet:cycle-ok the window lives until the program exits
