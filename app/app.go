@@ -46,7 +46,7 @@ type Options struct {
 	// the app's Python code uses, as that environment's python3 would see
 	// them; empty means none ($VIRTUAL_ENV is not read: pass
 	// os.Getenv("VIRTUAL_ENV") to follow the user's shell). It needs New to
-	// be the first use of Python (see pygi.Configure).
+	// be the first use of Python (see pygi.Init).
 	Venv string
 	// HostSignals leaves SIGINT and SIGTERM to the program, which handles
 	// them itself (signal.Notify, or signal.NotifyContext with its context

@@ -10,8 +10,8 @@
 // Handlers (activate, startup, shutdown, command-line) are Go funcs that
 // become callbacks owned by Python through the signal connection.
 //
-// Run blocks on the main thread in g_application_run, which is the event
-// loop (eventloop.Drive): Invoke, timers and the release of Python
+// [App.Run] blocks on the main thread in g_application_run, which is the
+// event loop (eventloop.Drive): Invoke, timers and the release of Python
 // references work through it, and SIGINT or SIGTERM quits gracefully (the
 // exit status is then 130 or 143, as a shell reports). When it returns,
 // shutdown follows the order that keeps two garbage collectors from
@@ -34,31 +34,35 @@
 // runs (Options.HostSignals declines even that, for a program with its own
 // handling, which can end Run through Run's context), and never
 // calls os.Exit. A UI thread that does not come back within the grace
-// (eventloop.SetSignalGrace), or a second signal, hands the signal back to
+// (see package eventloop), or a second signal, hands the signal back to
 // the process: it then does what it does in the program without duet.
+//
 // # API
 //
-//	Making it        Main, New, Options (ID, Adwaita, NonUnique,
-//	                 SkipFinalize, FinalizeTimeout, HostSignals, Venv)
-//	Both views       Python (the PyGObject object), Gtk (gotk4's)
-//	Handlers         OnActivate, OnStartup, OnShutdown, OnCommandLine
-//	Running          Run, Quit, Hold, Release, Windows
-//	Actions          AddAction (app.<name>, with accelerators)
-//	Forensics        Options.CrashReport (crash reports, see package
-//	                 forensics), Options.Census (the census window on
-//	                 Ctrl+Shift+C; DUET_CENSUS=1 without a rebuild)
+//   - Making it: [Main] (the whole main function of a typical app), or
+//     [New] with [Options], then [App.Run]; the [App].
+//   - Both views: [App.Python] (the PyGObject object), [App.Gtk] (gotk4's).
+//   - Handlers: [App.OnActivate], [App.OnStartup], [App.OnShutdown],
+//     [App.OnCommandLine].
+//   - Running: [App.Run], [App.Quit], [App.Hold], [App.Release],
+//     [App.Windows].
+//   - Actions: [App.AddAction] (app.<name>, with accelerators).
+//   - Forensics: Options.CrashReport (crash reports, see package
+//     forensics) and Options.Census (the census window on Ctrl+Shift+C;
+//     DUET_CENSUS=1 without a rebuild).
 //
-// Threads: New and Run run on the main thread; Hold and Release
-// on the UI thread (elsewhere they return an error wrapping
-// eventloop.ErrNotMain). Quit, Python, Gtk, Windows and the On* handlers are
-// safe from any goroutine (Windows, AddAction and On* hop to the loop when
-// it runs).
+// Threads: Main, New and Run run on the main thread; Hold and Release on
+// the UI thread (elsewhere they return an error wrapping
+// eventloop.ErrNotMain). Quit, Python, Gtk, Windows and the On* handlers
+// are safe from any goroutine (Windows, AddAction and On* hop to the loop
+// when it runs).
 //
-//	a, err := app.New(app.Options{ID: "org.example.Hello"})
-//	...
-//	a.OnActivate(func() {
-//		win := gtk.NewApplicationWindow(a.Gtk())
-//		win.Present()
-//	})
-//	os.Exit(a.Run(context.Background(), os.Args))
+//	func main() {
+//		os.Exit(app.Main(app.Options{ID: "org.example.Hello"}, func(a *app.App) error {
+//			win := gtk.NewApplicationWindow(a.Gtk())
+//			win.SetTitle("Hello")
+//			win.Present()
+//			return nil
+//		}))
+//	}
 package app

@@ -14,7 +14,9 @@
 // more reference that Go may drop at any time. This is what host-language
 // bindings get wrong in both directions: freeing a callback Python still
 // holds (a segfault when GTK later emits the signal) or never freeing any
-// (a leak). GoOwnedBroken reproduces the first on purpose.
+// (a leak). The first is reproduced on purpose by the stress harness's
+// broken mode (see stress/harness: Env.Broken), never by this package's
+// API.
 //
 // # Calling
 //
@@ -37,7 +39,7 @@
 //
 // # Coroutines
 //
-// Async makes a func(ctx context.Context, args...) (T, error) a Python
+// [Async] makes a func(ctx context.Context, args...) (T, error) a Python
 // coroutine function: awaiting it on the duet loop (where asyncio runs,
 // see package eventloop) runs the func on a goroutine of its own, without
 // the GIL, and the await returns its result or raises GoError/GoPanic;
@@ -47,18 +49,43 @@
 //
 // # Signals
 //
-// Connect connects a Go function to a GObject signal through duet's own
-// GClosure: GLib's values go straight to Go, and only the arguments the
-// function takes are made (a handler that ignores the emitter gets no
-// wrapper built), with no argument tuple and no Python call in between.
-// The connection holds the callback exactly as PyGObject's connect would,
-// so the lifetime contract is unchanged: disconnecting, or the object's
-// finalisation, frees it. What the handler returns becomes the signal's
-// return value (nothing is False for a boolean signal, as None is under
-// PyGObject); what it raises or panics is printed through sys.excepthook
-// and the emission goes on, as with PyGObject's closures. Package widgets
-// sends every plain connect of a Go callback this way, including Python
-// code's own widget.connect("clicked", go_func).
+// [Connect] and [ConnectAfter] connect a Go function to a GObject signal;
+// the handler receives the emitter, the signal's arguments and the data
+// given at connect time, as PyGObject's connect passes them, so it never
+// needs to capture the object it is connected to. Without data it runs
+// through duet's own GClosure: GLib's values go straight to Go, and only
+// the arguments the function takes are made (a handler that ignores the
+// emitter gets no wrapper built), with no argument tuple and no Python
+// call in between. The connection holds the callback exactly as
+// PyGObject's connect would, so the lifetime contract is unchanged:
+// [Disconnect], or the object's finalisation, frees it. What the handler
+// returns becomes the signal's return value (nothing is False for a
+// boolean signal, as None is under PyGObject); what it raises or panics is
+// printed through sys.excepthook and the emission goes on, as with
+// PyGObject's closures.
+//
+// Every connection of a Go handler is recorded in one place, whichever
+// way it was made: Connect and ConnectAfter, widgets.Widget.Connect, the
+// generated Connect<Signal> methods, widgets.LoadUI's handler maps, and
+// PyGObject's connect family (connect, connect_after, connect_object,
+// connect_object_after) called from Go (Object.CallMethod,
+// widgets.CallMethod) or from Python code, which duet's connect hook
+// routes the same way. The hook is in from the first Connect, or from
+// GTK's start in package widgets (app starts it), whichever comes first.
+// [Cycles] reads the record, and package widgets disconnects, from it, the
+// Go handlers of every widget of a window that is destroyed.
+//
+// gotk4's typed Connect methods (button.ConnectClicked) are gotk4's own:
+// the Go closure lives in gotk4's registry, not in Python, so duet does not
+// record it, Cycles does not see it, and it goes only when GLib drops the
+// object's handlers (at its dispose: a destroyed widget's, a finalised
+// object's). A gotk4 closure that captures a gotk4 object keeps that
+// object alive from Go for as long as the connection lasts: on an object
+// that is never disposed (a model, the application, a widget moved
+// between windows) that is a leak no collector can see. They suit a
+// gotk4-made widget whose handler captures nothing of GTK's; a handler
+// that captures a widget, or runs on a Python-made object, belongs on
+// Connect, with widgets.Weakly for what it must capture.
 //
 // Importing this package also makes every Go func passed to pygi (call
 // arguments, attributes, items, containers) a callback automatically.
@@ -69,15 +96,16 @@
 //
 // # API
 //
-//	Making callbacks   New, NewMethod; options Name, Doc, Params, Module,
-//	                   WithOwnership
-//	Signals            Connect (duet's own closure), Disconnect
-//	Coroutines         Async (a Go func Python awaits)
-//	Ownership          PythonOwned (the product), GoOwnedBroken (the
-//	                   classic crash, on purpose, for the stress harness)
-//	Counting           ReadStats, Stats (created, freed, live)
-//	Diagnosis          Cycles (callbacks whose Go function keeps alive
-//	                   the object whose signal holds them)
+//   - Making callbacks: [New], [NewMethod] (binds as a method when set on
+//     a class), [Async] (a coroutine function Python awaits), with the
+//     options [Option]: [Name], [Doc], [Params], [Module].
+//   - Signals: [Connect], [ConnectAfter], [Disconnect] ([ErrNotConnected]).
+//   - Diagnosis: [Cycles] (callbacks whose Go function keeps alive the
+//     object whose signal holds them), each a [Cycle] ([Cycle.String]).
+//
+// Counts of callbacks made, freed and live are forensics.ReadStats'
+// Callbacks group; forensics.TakeCensus lists the live ones by name and
+// creation site.
 //
 // Everything here is safe from any goroutine. To wait in tests until Python
 // has let go of callbacks, use looptest.WaitLive; eventloop.Collect runs

@@ -6,12 +6,12 @@
 // signal handlers, GLib.timeout_add from Python and Go work interleave in
 // one order. Nothing polls: an idle app's threads sleep until something
 // happens (input, a timer, an Invoke, Python work that makes a collection
-// due); ReadStats counts what duet's own sources did. The UI thread owns
-// the default context for the whole life of
-// the process, also while no loop runs, so GLib work queued from other
-// threads (g_main_context_invoke) always waits for the UI thread.
+// due); forensics.ReadStats' Loop group counts what duet's own sources
+// did. The UI thread owns the default context for the whole life of the
+// process, also while no loop runs, so GLib work queued from other threads
+// (g_main_context_invoke) always waits for the UI thread.
 //
-// From any goroutine, Invoke queues a function for the loop (one persistent
+// From any goroutine, [Invoke] queues a function for the loop (one persistent
 // GSource made in C, woken with g_main_context_wakeup: no allocation per
 // call, no Python involved) and InvokeWait waits for it with a context.
 // After and Every are timers backed by GLib timeout sources; Cancel is safe
@@ -23,8 +23,8 @@
 // GTK allows its objects only on the UI thread. Every duet function with
 // that rule checks it and returns an error wrapping ErrNotMain when called
 // from elsewhere (never a crash, never a silent hop to another thread);
-// RequireMain is the check, for your own functions too. Here, Run, Drive
-// and Flush are UI-thread only; everything else is safe from any goroutine.
+// [RequireMain] is the check, for your own functions too. Here, Run and
+// Drive are UI-thread only; everything else is safe from any goroutine.
 //
 // While the loop runs it also takes care of two things that keep Go, Python
 // and GTK from hurting each other:
@@ -38,8 +38,9 @@
 //     collection is switched off while the loop runs, and the loop collects
 //     when CPython's own thresholds say a collection is due (a GLib source
 //     reads the collector's counters; Python work on other threads wakes
-//     the loop when it makes one due). Collect (both collectors, from any
-//     goroutine) runs its Python part there as well. Python code keeps its own view: gc.disable() stops the schedule
+//     the loop when it makes one due). [Collect] (both collectors, from
+//     any goroutine) runs its Python part there as well. Python code keeps
+//     its own view: gc.disable() stops the schedule
 //     and gc.isenabled() answers what the code asked for. A collection that
 //     still happens on another thread (gc.collect() on a Python thread, say)
 //     is reported through OnPythonException as duet_gc.OffThreadCollection,
@@ -69,7 +70,8 @@
 //     PyGObject's Ctrl+C handling.
 //   - SIGTERM (or SIGINT set to SIG_DFL) starts the ordered shutdown: Run
 //     returns a *SignalError.
-//   - The UI thread then has a grace (SetSignalGrace, 3 s) to come back. If
+//   - The UI thread then has a grace (the [SignalGrace] option, 3 s) to
+//     come back. If
 //     it does not, or the same signal comes again first, duet hands the
 //     signal back: it stops handling it and raises it again, so that it
 //     does what it does in the program without duet (a Go program dies of
@@ -98,8 +100,8 @@
 // add_signal_handler work as asyncio documents, with no second loop and no
 // thread of duet's. It starts when the program first imports asyncio (a
 // program that never does pays nothing) and ends with the loop as
-// asyncio.run ends: the tasks left are cancelled and get AsyncioGrace to
-// finish, then async generators and the default executor are shut down.
+// asyncio.run ends: the tasks left are cancelled and get the
+// [AsyncioGrace] option's time to finish, then async generators and the default executor are shut down.
 // Outside a running loop, asyncio.run works as in python3; inside it,
 // asyncio.run and run_until_complete raise, as they do inside any running
 // asyncio loop, and loop.stop() does nothing (Quit stops the loop). An
@@ -113,20 +115,19 @@
 //
 // # API
 //
-//	Running the loop     Run, Drive, Option, HostSignals, Quit, Running,
-//	                     Flush (UI thread, no loop)
-//	Work on the loop     Invoke, InvokeWait, After, Every, Timer.Cancel,
-//	                     CancelTimers
-//	The UI thread        IsMain, RequireMain, ErrNotMain
-//	Garbage              Collect (both collectors; Python's on the UI thread)
-//	Counting             ReadStats (Invoke turns, timer runs, collections)
-//	Reporting            OnPythonException, SetPanicHandler (panics in loop
-//	                     work arrive as *pygi.PanicError), SignalError
-//	Signals              SetSignalGrace
-//	asyncio              Await, StartTask, Task (Wait, Cancel, Done),
-//	                     AsyncioGrace, ErrNotRunning
-//	Python's output      RouteLogs (warnings, logging's last resort,
-//	                     unraisable exceptions, GLib/GTK messages -> slog)
+//   - Running the loop: [Run] and [Drive] with their [Option] values
+//     [HostSignals], [SignalGrace] and [AsyncioGrace]; [Quit], [Running];
+//     [ErrRunning] (one at a time).
+//   - Work on the loop: [Invoke], [InvokeWait], and the [Timer] of [After]
+//     and [Every], with [Timer.Cancel] and [Timer.Fired].
+//   - The UI thread: [IsMain], [RequireMain], [ErrNotMain].
+//   - Garbage: [Collect] (both collectors; Python's on the UI thread).
+//   - Reporting: [OnPythonException], [OnPanic] (panics in loop work, as
+//     *pygi.PanicError), [SignalError] (what Run returns after a signal).
+//   - asyncio: [Await], [StartTask] and its [Task] ([Task.Wait],
+//     [Task.Cancel], [Task.Done]); [ErrNotRunning].
+//   - Python's output: [RouteLogs] (warnings, logging's last resort,
+//     unraisable exceptions, GLib/GTK messages to slog).
 //
 // Package looptest runs tests (yours too) with the loop on the main thread.
 package eventloop

@@ -239,7 +239,7 @@ var queue struct {
 
 // Invoke queues fn to run on the loop, in order with every other Invoke
 // from the same goroutine. It never blocks and is safe from any goroutine.
-// A panic in fn is recovered and reported (see SetPanicHandler); the loop
+// A panic in fn is recovered and reported (see OnPanic); the loop
 // keeps running. Work queued while no loop runs waits for the next one.
 func Invoke(fn func()) {
 	if fn == nil {

@@ -1,10 +1,10 @@
 // Package forensics says why a duet app crashed and shows what lives while
 // it runs: crash reports, callback provenance, a quarantine for freed
-// callbacks, and a census.
+// callbacks, a census, and duet's running counts.
 //
 // # Crash reports
 //
-// On with EnableCrashReports (or DUET_CRASH_REPORT=1, or =path, for any
+// On with [EnableCrashReports] (or DUET_CRASH_REPORT=1, or =path, for any
 // duet program; on by default in looptest and in the stress harness).
 // Then a fatal signal in C code (SIGSEGV, SIGBUS), an abort, or a fatal Go
 // error (an unrecovered panic, a runtime throw) writes one report, to
@@ -33,19 +33,19 @@
 // part first. The process then dies of SIGABRT (a core dump, where the
 // system keeps them). stderr also names the report file.
 //
-// Recording a crossing costs about 20-25 ns with the ring on (make bench
-// has the row); off, it is one predictable branch. A Go nil dereference
+// What recording a crossing costs with the ring on is make bench's "crash
+// reports' ring" row; off, it is one predictable branch. A Go nil dereference
 // recovered as a panic passes through duet's SIGSEGV handler untouched.
 // With crash reports on, a SIGQUIT the process sends itself after a fatal
 // signal ends it, as the runtime's crash would have.
 //
 // # Provenance and the quarantine
 //
-// With provenance on (crash reports, DUET_DEBUG=callbacks, SetProvenance)
+// With provenance on (crash reports, DUET_DEBUG=callbacks, [SetProvenance])
 // each callback keeps the call stack above callbacks.New or Connect as
-// PCs (eight frames: runtime.Callers, 0.3 µs per callback made in a small
-// program, 0.8-0.9 µs in one that links gotk4's gtk/v4), resolved only when
-// shown: census rows and diagnoses read
+// PCs (eight frames of runtime.Callers, whose cost per callback made is
+// make bench's "callback provenance" row), resolved only when shown:
+// census rows and diagnoses read
 // "name (file.go:line)", the first frame outside duet's library and Go's
 // standard library. Without it, or when all eight frames are duet's, the
 // site is where the Go function was written. The callbacks duet's own APIs
@@ -53,12 +53,12 @@
 // other application signals', app.Main's) are sited at your call of that
 // API in either case, never in duet's wrapper.
 //
-// DUET_DEBUG=callbacks (or SetDebugCallbacks) keeps the native state of a
+// DUET_DEBUG=callbacks (or [SetDebugCallbacks]) keeps the native state of a
 // freed callback in quarantine (4096 at most, oldest freed for good first)
 // instead of freeing it, so that a call into it stops with a diagnosis
 // instead of a bare SIGSEGV:
 //
-//	duet: use after free: callback on_click (scenarios/scenarios.go:149),
+//	duet: use after free: callback on_click (scenarios/scenarios.go:166),
 //	freed by the Go GC (the deliberately broken ownership) at 0.34 s, called from
 //	signal 'clicked' of GtkToggleButton 0x…
 //
@@ -67,7 +67,7 @@
 //
 // # Census
 //
-// TakeCensus counts the Go callbacks alive by name and creation site, the
+// [TakeCensus] counts the Go callbacks alive by name and creation site, the
 // Python objects Go holds references to by Python type, and the GObjects
 // duet tracks or watches by GType (package widgets registers that table:
 // gotk4 objects it tracks, objects it watches; a GObject only PyGObject
@@ -82,9 +82,13 @@
 //
 // # API
 //
-//	Crash reports   EnableCrashReports, CrashReportPath, CloseCrashReports,
-//	                Crossings, SetRing
-//	Callbacks       SetProvenance, SetDebugCallbacks
-//	Census          TakeCensus, Census, Count, Total, Census.Grew, Change,
-//	                RegisterGObjects (for package widgets)
+//   - Crash reports: [EnableCrashReports], [CrashReportPath], [Crossings]
+//     (the last crossings, each a [Crossing]), [SetRing] (the ring of
+//     crossings without crash reports).
+//   - Callbacks: [SetProvenance], [SetDebugCallbacks].
+//   - Census: [TakeCensus], a [Census] of [Count] rows, [Census.Grew] and
+//     its [Change] rows.
+//   - Counts: [ReadStats], whose [Stats] has a group per package:
+//     pygi's Objects, callbacks', the event loop's, package widgets'
+//     GObjects.
 package forensics

@@ -530,4 +530,3 @@ func As[T any](o *Object) (T, error) {
 	err := o.decode(&v)
 	return v, err
 }
-

@@ -3,29 +3,29 @@
 // # The model
 //
 // There is one interpreter per process. It starts on first use (or when
-// Init is called) on the main OS thread, and the GIL is released as soon as
-// it has started. The process's signals stay the Go program's (see
-// Signals); Python keeps its view of them. From then on any goroutine may call into Python: every operation
-// attaches the calling OS thread to Python (taking the GIL) and detaches it
-// again inside a single cgo call. Each OS thread keeps the Python thread
-// state it first got, which makes attaching cheap (about 100 ns for a whole
-// trivial call). Do runs a batch of operations under one attachment;
-// WithoutGIL detaches around a blocking wait inside such a batch or inside
-// a callback from Python.
+// [Init] is called) on the main OS thread, and the GIL is released as soon
+// as it has started. The process's signals stay the Go program's (see
+// Signals); Python keeps its view of them. From then on any goroutine may
+// call into Python: every operation attaches the calling OS thread to
+// Python (taking the GIL) and detaches it again inside a single cgo call.
+// Each OS thread keeps the Python thread state it first got, which makes
+// attaching cheap (make bench's "Go → Python call" row measures a whole
+// trivial call). [WithGIL] runs a batch of operations under one
+// attachment; [WithoutGIL] detaches around a blocking wait inside such a
+// batch or inside a callback from Python.
 //
 // What stays true for goroutines: they never manage the GIL by hand, and a
 // goroutine never deadlocks on it, but they do share it. A goroutine
 // running Python holds the GIL for CPython's switch interval (5 ms) at a
 // time. The UI thread goes first: while it waits for the GIL, other
 // threads wait before their next entry (never inside one), so a UI frame
-// waits about one switch interval behind busy goroutines, not many (an
-// Invoke round trip that runs Python on the UI thread, with two goroutines
-// looping in Python: p99 about 7 ms, against 263 ms when CPython alone
-// chose; make bench measures it).
+// waits about one switch interval behind busy goroutines, not many (make
+// bench's "Invoke round trip running a Python call on the UI thread" rows,
+// with goroutines busy in Python).
 //
 // # Who owns what
 //
-// An *Object owns exactly one strong reference to a Python object. Close
+// An *[Object] owns exactly one strong reference to a Python object. Close
 // releases it now (idempotent, exactly once, safe against concurrent use:
 // the GIL orders the two, so the other operation either finishes or sees
 // ErrClosed). An Object that is simply dropped is released after Go's
@@ -33,30 +33,32 @@
 // reference (it never calls Python), and the queue is drained by the next
 // operation or, when the event loop runs, by the loop, on the UI thread
 // (releasing a widget's last wrapper finalises the widget, which GTK allows
-// only there). ReadStats counts. Objects that duet caches for the whole
-// process and hands to every caller (GI) are shared: Close on them does
+// only there). [Drain] releases what is queued now; forensics.ReadStats
+// counts. Objects that duet caches for the whole process and hands to
+// every caller (the gi module, None) are shared: Close on them does
 // nothing.
 //
 // # The interpreter's life
 //
-// Phase: new, ready, closing, finalizing, finalized (or failed). Finalize
-// has one owner, the code that runs the event loop: it is refused with
-// ErrLoopRunning while the loop runs (app.Run and looptest.Main finalise
-// after their loop), with ErrWrongThread off the thread that started
-// Python, and with ErrInsideCall inside a Python call or Do scope. It waits
-// for the calls in flight; goroutines entering meanwhile wait for its
-// outcome, so they see ErrFinalized only if Python really went away. When
-// FinalizeContext gives up (its context ended), the phase is ready again.
+// The interpreter starts (new, then ready), is finalised (closing,
+// finalizing, finalized) or fails to start. [Finalize] has one owner, the
+// code that runs the event loop: it is refused with [ErrLoopRunning] while
+// the loop runs (app.Run and looptest.Main finalise after their loop),
+// with [ErrWrongThread] off the thread that started Python, and with
+// [ErrInsideCall] inside a Python call or WithGIL. It waits for the calls
+// in flight; goroutines entering meanwhile wait for its outcome, so they
+// see [ErrFinalized] only if Python really went away. When Finalize gives
+// up (its context ended), the interpreter is ready again.
 // Before that, it waits, as long as its context lets it, for Python threads
 // that are not daemons (Py_FinalizeEx would wait for them for ever, as
-// python3 does at exit): ErrThreadsRunning names those that outlast it.
+// python3 does at exit): [ErrThreadsRunning] names those that outlast it.
 // Finalisation that lost output (the final flush of sys.stdout or
-// sys.stderr failed) returns ErrFlushFailed. Nothing of Python's is left in
+// sys.stderr failed) returns [ErrFlushFailed]. Nothing of Python's is left in
 // the process's signal handling afterwards.
 //
 // While threading's shutdown runs, Python's threads and the Go code they
-// call use Python freely, as under python3 at exit. After a
-// FinalizeContext that gave up, Python is usable but threading's shutdown
+// call use Python freely, as under python3 at exit. After a Finalize that
+// gave up, Python is usable but threading's shutdown
 // has begun, as in python3: the main thread counts as stopped, and
 // concurrent.futures (run_in_executor, to_thread, asyncio's getaddrinfo)
 // takes no new work.
@@ -120,29 +122,35 @@
 //
 // # API
 //
-//	Start and end          Configure, Options, Init, Finalize,
-//	                       FinalizeContext, CurrentPhase
-//	Attaching              WithGIL (a batch under one attachment), WithoutGIL
-//	Running code           Import, Eval, Exec, ExecFile, NewGlobals
-//	PyGObject              GI, RequireVersion, Repository, Version
-//	Objects                Attr, SetAttr, HasAttr, DelAttr, Call, CallMethod,
-//	                       Item, SetItem, DelItem, Len, Iter, Is, IsInstance,
-//	                       IsNone, Truthy, TypeName, RefCount, Clone, Close
-//	Go to Python           New (any Go value), Kw, KwArg/Arg, Tuple, None,
-//	                       RegisterConverter (your own types)
-//	Python to Go, strict   As[T], Decode, Go, and Int, Uint, Float, Bool,
-//	                       Bytes, Text (a Python str as a Go string)
-//	Text for people        String (str(o), for fmt; never fails), Repr
-//	Releases               Drain (release what Go dropped, now), ReadStats
-//	Errors                 *Error (a Python exception), *ConversionError,
-//	                       *PanicError (a Go panic at a boundary),
-//	                       ExceptionError; sentinels ErrClosed, ErrNilObject,
-//	                       ErrFinalized, ErrLoopRunning, ErrInsideCall,
-//	                       ErrWrongThread, ErrStarted, ErrNoGI, ErrConversion,
-//	                       ErrFlushFailed, ErrThreadsRunning
-//	Blocks                 Block (Import, Attr, Set, Call, Item, Eval,
-//	                       Exec, Globals, Int, Float, Text, Bool, Err,
-//	                       Fail), BlockAs: one error check for a block
+//   - Start and end: [Init] with [Options] ([ErrStarted] once it has
+//     started), [Finalize].
+//   - Running code: [Import], [Eval], [Exec], [ExecFile], [ExecModule],
+//     [NewGlobals]; [RequireVersion] before a GI namespace is imported
+//     ("gi.repository.Gtk"; [ErrNoGI] when PyGObject is missing).
+//   - Attaching: [WithGIL] (a batch under one attachment), [WithoutGIL]
+//     (a blocking wait inside one).
+//   - Objects: [Object], with [Object.Attr], [Object.SetAttr], [Object.HasAttr],
+//     [Object.DelAttr], [Object.Call], [Object.CallMethod], [Object.Item],
+//     [Object.SetItem], [Object.DelItem], [Object.Len], [Object.Iter],
+//     [Object.Is], [Object.IsInstance], [Object.IsNone], [Object.Truthy]
+//     (bool(o)), [Object.TypeName], [Object.RefCount], [Object.Clone]
+//     (a second reference), [Object.Close], [Object.Closed].
+//   - Go to Python: [New] (any Go value), [Kw] (keyword arguments),
+//     [Tuple], [None], [Converter] (a Go type's own Python form).
+//   - Python to Go: [As] (strict: nothing is truncated; As[any] gives the
+//     natural Go form), [Object.String] (str(o), for fmt; never fails),
+//     [Object.Repr].
+//   - Releases: [Drain] (release what Go dropped, now).
+//   - Blocks, one error check for many operations: [Block] with
+//     [Block.Import], [Block.Attr], [Block.SetAttr], [Block.CallMethod],
+//     [Block.Item], [Block.Eval], [Block.Exec], [Block.Globals], [BlockAs],
+//     [Block.Err], [Block.Fail].
+//   - Errors: [Error] (a Python exception, with its traceback;
+//     [Error.Matches] tests its class),
+//     [ConversionError] (and [ErrConversion]), [PanicError] (a Go panic at
+//     a boundary); [ErrClosed], [ErrNilObject], [ErrFinalized],
+//     [ErrLoopRunning], [ErrInsideCall], [ErrWrongThread], [ErrFlushFailed],
+//     [ErrThreadsRunning].
 //
 // Every function here is safe from any goroutine, with the thread rules of
 // Finalize above. Python objects that are GTK widgets are another matter:
@@ -152,8 +160,8 @@
 //
 // New converts Go values to Python (nil, bools, every integer kind exactly,
 // floats, UTF-8 strings, []byte, slices, arrays, maps, pointers, *Object);
-// Decode, As and the typed accessors convert back, refusing anything that
-// would not fit rather than truncating it. Containers cross in one cgo call
+// As converts back, refusing anything that would not fit rather than
+// truncating it. Containers cross in one cgo call
 // whatever their size. Go funcs become Python callables when package
 // callbacks is linked in.
 //
@@ -165,8 +173,9 @@
 //	sys.executable,        the python3 of the embedded libpython (so code
 //	_base_executable,      that starts sys.executable, such as
 //	prefix                 multiprocessing's spawn, starts Python); a virtual
-//	                       environment's when one is configured (Configure;
-//	                       $VIRTUAL_ENV only when the app passes it), with
+//	                       environment's when one is configured
+//	                       (Options.Venv; $VIRTUAL_ENV only when the app
+//	                       passes it), with
 //	                       its site-packages
 //	sys.argv, orig_argv    the app's command line (Options.Args)
 //	sys.path, site         python3's; nothing from the working directory
@@ -196,6 +205,6 @@
 //
 // A Python exception becomes an *Error with its type, message and formatted
 // traceback; an exception raised by a Go callback unwraps to the Go error
-// (or *PanicError) it carried. Nothing in this package panics on bad input,
-// except Must, whose job that is.
+// (or *PanicError) it carried. Nothing in this package panics on bad
+// input.
 package pygi

@@ -19,7 +19,7 @@ var (
 	ErrFinalized = lifetime.ErrFinalized
 	// ErrLoopRunning: Finalize was called while the event loop runs.
 	ErrLoopRunning = lifetime.ErrLoopRunning
-	// ErrInsideCall: Finalize was called from inside a Python call or Do scope.
+	// ErrInsideCall: Finalize was called from inside a Python call or WithGIL.
 	ErrInsideCall = lifetime.ErrInsideCall
 	// ErrFlushFailed: Finalize finalised Python, but flushing sys.stdout or
 	// sys.stderr failed (a full disk, a closed pipe), so output was lost;

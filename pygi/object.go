@@ -200,12 +200,14 @@ func (o *Object) op(f func(s capi.Ref) (*Object, error)) (*Object, error) {
 	return r, err
 }
 
-// Attr returns getattr(o, name).
+// Attr returns o.name. Here and in SetAttr, HasAttr, DelAttr and
+// CallMethod, name may be a dotted path ("props.label"), followed one
+// attribute at a time as Python code would write it.
 func (o *Object) Attr(name string) (*Object, error) {
 	return o.op(func(s capi.Ref) (*Object, error) { return result(capi.GetAttr(s, name)) })
 }
 
-// SetAttr sets o.name = value (converted as by New).
+// SetAttr runs o.name = value (value converted as by New).
 func (o *Object) SetAttr(name string, value any) error {
 	_, err := o.op(func(s capi.Ref) (*Object, error) {
 		e := getEncoder()

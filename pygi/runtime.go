@@ -269,7 +269,7 @@ func WithoutGIL(fn func()) {
 // The interpreter's life has one owner: Finalize is refused with
 // ErrLoopRunning while the event loop runs (app.Run and looptest.Main
 // finalise after their loop has returned), with ErrWrongThread off the
-// thread that started Python, and from inside a Python call or Do scope.
+// thread that started Python, and from inside a Python call or WithGIL.
 // Goroutines that enter Python while Finalize waits for the calls in flight
 // wait for its outcome: ErrFinalized, or their operation when it gives up.
 //

@@ -276,7 +276,7 @@ func ChildMain(sc Scenario, broken bool, gcInterval time.Duration) int {
 }
 
 // settleGObjects lets the GObjects the workload dropped finalise: with the
-// loop gone, nothing else releases gotk4's references (widgets.Reap) or
+// loop gone, nothing else releases gotk4's references (widgets' reaper) or
 // runs the idles that do. It stops when the count holds still.
 func settleGObjects() {
 	count := func() int {
