@@ -23,6 +23,7 @@ import (
 	"github.com/duet-gtk/duet/internal/report"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/widgets"
+	"github.com/duet-gtk/duet/widgets/kit"
 )
 
 // Options configure an application.
@@ -57,7 +58,7 @@ type Options struct {
 	// the default file): a crash then says which callbacks and crossings
 	// led to it. DUET_CRASH_REPORT does the same without a rebuild.
 	CrashReport bool
-	// Census adds the census window (widgets.ShowCensus) as the app action
+	// Census adds the census window (kit.ShowCensus) as the app action
 	// "app.census" with the accelerator Ctrl+Shift+C, as GTK's inspector is
 	// on Ctrl+Shift+D; DUET_CENSUS=1 does the same without a rebuild.
 	Census bool
@@ -193,7 +194,7 @@ func (a *App) showCensus() {
 		parent.Close()
 		parent = nil
 	}
-	if w, err := widgets.ShowCensus(parent); err != nil {
+	if w, err := kit.ShowCensus(parent); err != nil {
 		report.Print("app: census", err)
 	} else {
 		w.Close()

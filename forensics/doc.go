@@ -73,7 +73,7 @@
 // gotk4 objects it tracks, objects it watches; a GObject only PyGObject
 // holds shows up as the Python object Go holds, if Go holds one); Grew
 // says what grew since an earlier census. The census window
-// (widgets.ShowCensus; app.Options.Census or DUET_CENSUS=1 puts it on
+// (kit.ShowCensus; app.Options.Census or DUET_CENSUS=1 puts it on
 // Ctrl+Shift+C) shows the tables live, each row with its change since a
 // mark and a graph of its last minute. The stress harness puts a census at
 // the start (after the scenario's set-up) and at the end (after it

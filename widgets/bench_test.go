@@ -7,6 +7,7 @@ import (
 
 	"github.com/duet-gtk/duet/eventloop/looptest"
 	"github.com/duet-gtk/duet/widgets"
+	"github.com/duet-gtk/duet/widgets/kit"
 )
 
 // SetProp on the paths apps use most: a GTK property (C), a Python
@@ -17,7 +18,7 @@ func BenchmarkSetProp(b *testing.B) {
 		l, err := Gtk(t).CallMethod("Label")
 		require.NoError(t, err)
 		label = widgets.Wrap(l)
-		c, err := widgets.NewLineChart("t", "u", 5)
+		c, err := kit.NewLineChart("t", "u", 5)
 		require.NoError(t, err)
 		chart = c.Widget
 	})

@@ -13,6 +13,7 @@ import (
 	"github.com/duet-gtk/duet/forensics"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/widgets"
+	"github.com/duet-gtk/duet/widgets/kit"
 )
 
 func gobjects(c *forensics.Census, typ string) int {
@@ -107,9 +108,9 @@ func TestCensusWindow(t *testing.T) {
 			keep = append(keep, cb)
 		}
 		var err error
-		win, err = widgets.ShowCensus(nil)
+		win, err = kit.ShowCensus(nil)
 		require.NoError(t, err)
-		again, err := widgets.ShowCensus(nil)
+		again, err := kit.ShowCensus(nil)
 		require.NoError(t, err)
 		same, err := again.Is(win.Object)
 		require.NoError(t, err)

@@ -29,6 +29,3 @@ func ToGo(o *pygi.Object) (any, error) { return toGo(o) }
 
 // Reap is hooks.Reap, for the tests.
 func Reap() (int, error) { return reap() }
-
-// CloseCensus is hooks.CloseCensus, for the tests.
-func CloseCensus() error { return closeCensus() }

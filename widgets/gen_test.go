@@ -17,18 +17,19 @@ import (
 	"github.com/duet-gtk/duet/internal/testutil"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/widgets"
+	"github.com/duet-gtk/duet/widgets/kit"
 )
 
 // The generated wrappers, and how they are made (go generate runs the same).
 //
 //go:generate go run ../cmd/duetgen -file testdata/greeter.py -class Greeter -package widgets_test -out greeter_gen_test.go
 var generated = []struct {
-	out  string
-	args []string
+	dir, out string // out in dir, where go generate runs duetgen
+	args     []string
 }{
-	{"linechart_gen.go", []string{"-file", "py/duet_widgets.py", "-class", "LineChart", "-package", "widgets", "-no-struct", "-no-constructor", "-skip", "push"}},
-	{"logview_gen.go", []string{"-file", "py/duet_widgets.py", "-class", "LogView", "-package", "widgets", "-no-struct", "-no-constructor", "-skip", "append"}},
-	{"greeter_gen_test.go", []string{"-file", "testdata/greeter.py", "-class", "Greeter", "-package", "widgets_test"}},
+	{"kit", "linechart_gen.go", []string{"-file", "duet_widgets.py", "-class", "LineChart", "-package", "kit", "-no-struct", "-no-constructor", "-skip", "push"}},
+	{"kit", "logview_gen.go", []string{"-file", "duet_widgets.py", "-class", "LogView", "-package", "kit", "-no-struct", "-no-constructor", "-skip", "append"}},
+	{".", "greeter_gen_test.go", []string{"-file", "testdata/greeter.py", "-class", "Greeter", "-package", "widgets_test"}},
 }
 
 // Regenerates every wrapper and fails on any difference: a Python class
@@ -38,14 +39,17 @@ func TestGeneratedWrappersAreFresh(t *testing.T) {
 	for _, g := range generated {
 		t.Run(g.out, func(t *testing.T) {
 			out := filepath.Join(dir, g.out)
-			cmd := exec.Command("go", append([]string{"run", "../cmd/duetgen", "-out", out}, g.args...)...)
+			duetgen, err := filepath.Abs(filepath.Join("..", "cmd", "duetgen"))
+			require.NoError(t, err)
+			cmd := exec.Command("go", append([]string{"run", duetgen, "-out", out}, g.args...)...)
+			cmd.Dir = g.dir
 			msg, err := cmd.CombinedOutput()
 			require.NoError(t, err, "%s", msg)
 			want, err := os.ReadFile(out)
 			require.NoError(t, err)
-			have, err := os.ReadFile(g.out)
+			have, err := os.ReadFile(filepath.Join(g.dir, g.out))
 			require.NoError(t, err)
-			assert.Equal(t, string(want), string(have), "%s is stale: run go generate ./widgets", g.out)
+			assert.Equal(t, string(want), string(have), "%s is stale: run go generate ./widgets/...", g.out)
 		})
 	}
 }
@@ -74,7 +78,7 @@ func TestTypedWrapper(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, 6, n)
 
-		chart, err := widgets.NewLineChart("t", "u", 5)
+		chart, err := kit.NewLineChart("t", "u", 5)
 		require.NoError(t, err)
 		require.NoError(t, chart.PushMany(map[string][]float64{"a": {1, 2}}))
 		pts, err := chart.Points("a")

@@ -104,7 +104,6 @@ func init() {
 	checkToggleLayout(capi.ToggleLayoutKnown())
 	diag.SetGObjectCensus(gobjectCensus)
 	hooks.Reap = reap
-	hooks.CloseCensus = closeCensus
 }
 
 // gobjectCensus counts the GObjects duet sees (tracked gotk4 wrappers and

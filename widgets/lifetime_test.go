@@ -17,6 +17,7 @@ import (
 	"github.com/duet-gtk/duet/forensics"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/widgets"
+	"github.com/duet-gtk/duet/widgets/kit"
 )
 
 // collectRound runs both garbage collectors, the release of Python
@@ -254,7 +255,7 @@ func TestMixedWindowCycles(t *testing.T) {
 	var lib *widgets.Module
 	looptest.Do(t, func(t testing.TB) {
 		var err error
-		lib, err = widgets.Library()
+		lib, err = kit.Library()
 		require.NoError(t, err)
 	})
 	for i := range cycles {

@@ -10,7 +10,9 @@ import (
 
 	"github.com/duet-gtk/duet/eventloop/looptest"
 	"github.com/duet-gtk/duet/internal/diag"
+	"github.com/duet-gtk/duet/internal/hooks"
 	"github.com/duet-gtk/duet/widgets"
+	"github.com/duet-gtk/duet/widgets/kit"
 )
 
 // unnamed matches the names callbacks derives for a func literal (funcN,
@@ -23,10 +25,10 @@ func TestWidgetsOwnCallbacksAreNamed(t *testing.T) {
 	var live []diag.Live
 	looptest.Do(t, func(t testing.TB) {
 		require.NoError(t, widgets.InitGTK())
-		_, err := widgets.ShowCensus(nil)
+		_, err := kit.ShowCensus(nil)
 		require.NoError(t, err)
-		defer widgets.CloseCensus()
-		chart, err := widgets.NewLineChart("named", "", 10)
+		defer hooks.CloseCensus()
+		chart, err := kit.NewLineChart("named", "", 10)
 		require.NoError(t, err)
 		chart.Push("a", 1)
 		live = diag.LiveCallbacks()

@@ -14,7 +14,7 @@ import (
 // the hooking, every connect path hooked (so that handlers its code
 // connects are recorded).
 //
-//go:embed *.py py/*.py
+//go:embed *.py
 var pyFiles embed.FS
 
 var python = pysrc.Embed("widgets", pyFiles)
@@ -23,10 +23,8 @@ var (
 	teardownPy = python.Module(teardownModule, "teardown.py",
 		pysrc.UIThread(), pysrc.Before(requireGtk), pysrc.Setup(startMonitor))
 
-	classPy      = newOwn(python.Module("duet_classes", "class.py", own()...))
-	uiHelper     = newOwn(python.Module("duet_ui", "ui.py", own()...))
-	censusHelper = newOwn(python.Module("duet_census", "census.py", own()...))
-	libraryPy    = newOwn(python.Module("duet_widgets", "py/duet_widgets.py", own()...))
+	classPy  = newOwn(python.Module("duet_classes", "class.py", own()...))
+	uiHelper = newOwn(python.Module("duet_ui", "ui.py", own()...))
 )
 
 func own() []pysrc.Option {

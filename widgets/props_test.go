@@ -14,6 +14,7 @@ import (
 	"github.com/duet-gtk/duet/eventloop/looptest"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/widgets"
+	"github.com/duet-gtk/duet/widgets/kit"
 )
 
 const gaugeSource = `
@@ -181,9 +182,9 @@ func TestConstructorPropertiesAreChecked(t *testing.T) {
 		n, _ := pygi.As[int64](v)
 		assert.Equal(t, int64(9), n, "construct-only properties are what constructors are for")
 
-		_, err = widgets.NewLineChart("t", "u", 1)
+		_, err = kit.NewLineChart("t", "u", 1)
 		assert.ErrorContains(t, err, "property 'capacity' of DuetLineChart: 1 is out of range (it takes 2 to 1000000)")
-		_, err = widgets.NewLogView(0)
+		_, err = kit.NewLogView(0)
 		assert.ErrorContains(t, err, "property 'max-lines' of DuetLogView: 0 is out of range", "found by its Python spelling, max_lines")
 	})
 	assert.NotContains(t, logs.all(), "out of range")

@@ -14,6 +14,7 @@ import (
 	"github.com/duet-gtk/duet/forensics"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/widgets"
+	"github.com/duet-gtk/duet/widgets/kit"
 )
 
 // Every function GTK allows only on the UI thread, called from a goroutine:
@@ -25,8 +26,8 @@ func TestUIThreadOnlyFromAGoroutine(t *testing.T) {
 		py    *widgets.Widget
 		box   *gtk.Box
 		mod   *widgets.Module
-		chart *widgets.LineChart
-		logv  *widgets.LogView
+		chart *kit.LineChart
+		logv  *kit.LogView
 		base  *pygi.Object
 	)
 	looptest.Do(t, func(t testing.TB) {
@@ -38,9 +39,9 @@ func TestUIThreadOnlyFromAGoroutine(t *testing.T) {
 		require.NoError(t, widgets.Track(box))
 		mod, err = widgets.LoadFS(testdata, "testdata/greeter.py")
 		require.NoError(t, err)
-		chart, err = widgets.NewLineChart("t", "u", 10)
+		chart, err = kit.NewLineChart("t", "u", 10)
 		require.NoError(t, err)
-		logv, err = widgets.NewLogView(10)
+		logv, err = kit.NewLogView(10)
 		require.NoError(t, err)
 		base, err = G.Attr("Box")
 		require.NoError(t, err)
@@ -55,13 +56,13 @@ func TestUIThreadOnlyFromAGoroutine(t *testing.T) {
 		"widgets.LoadFile":            func() error { _, err := widgets.LoadFile(file); return err },
 		"widgets.LoadFS":              func() error { _, err := widgets.LoadFS(testdata, file); return err },
 		"widgets.LoadSource":          func() error { _, err := widgets.LoadSource("x_src", "x = 1\n"); return err },
-		"widgets.Library":             func() error { _, err := widgets.Library(); return err },
-		"widgets.NewLineChart":        func() error { _, err := widgets.NewLineChart("t", "u", 10); return err },
-		"widgets.NewLogView":          func() error { _, err := widgets.NewLogView(10); return err },
-		"widgets.ShowCensus":          func() error { _, err := widgets.ShowCensus(nil); return err },
+		"kit.Library":                 func() error { _, err := kit.Library(); return err },
+		"kit.NewLineChart":            func() error { _, err := kit.NewLineChart("t", "u", 10); return err },
+		"kit.NewLogView":              func() error { _, err := kit.NewLogView(10); return err },
+		"kit.ShowCensus":              func() error { _, err := kit.ShowCensus(nil); return err },
 		"widgets.Module.New":          func() error { _, err := mod.New("Greeter", pygi.Kw{"name": "g"}); return err },
-		"widgets.LineChart.Points":    func() error { _, err := chart.Points("s"); return err },
-		"widgets.LogView.Text":        func() error { _, err := logv.Text(); return err },
+		"kit.LineChart.Points":        func() error { _, err := chart.Points("s"); return err },
+		"kit.LogView.Text":            func() error { _, err := logv.Text(); return err },
 		"widgets.Widget.Prop":         func() error { _, err := py.Prop("label"); return err },
 		"widgets.Widget.SetProp":      func() error { return py.SetProp("label", "y") },
 		"widgets.Widget.Connect":      func() error { _, err := py.Connect("clicked", func() {}); return err },
@@ -129,13 +130,13 @@ func TestUnknownToggleLayoutWarns(t *testing.T) {
 // The ready-made library is shared by every caller: closing it does nothing.
 func TestLibraryIsShared(t *testing.T) {
 	looptest.Do(t, func(t testing.TB) {
-		lib, err := widgets.Library()
+		lib, err := kit.Library()
 		require.NoError(t, err)
 		require.NoError(t, lib.Close())
-		again, err := widgets.Library()
+		again, err := kit.Library()
 		require.NoError(t, err)
 		assert.Same(t, lib, again)
-		c, err := widgets.NewLineChart("still", "works", 5)
+		c, err := kit.NewLineChart("still", "works", 5)
 		require.NoError(t, err)
 		c.Close()
 	})

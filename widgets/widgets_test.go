@@ -14,6 +14,7 @@ import (
 	"github.com/duet-gtk/duet/eventloop/looptest"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/widgets"
+	"github.com/duet-gtk/duet/widgets/kit"
 )
 
 func TestMain(m *testing.M) {
@@ -274,13 +275,13 @@ measured = c.measure(Gtk.Orientation.HORIZONTAL, -1)
 
 func TestReadyMadeWidgets(t *testing.T) {
 	looptest.FailOnPythonExceptions(t)
-	var chart *widgets.LineChart
-	var logv *widgets.LogView
+	var chart *kit.LineChart
+	var logv *kit.LogView
 	looptest.Do(t, func(t testing.TB) {
 		var err error
-		chart, err = widgets.NewLineChart("load", "%", 100)
+		chart, err = kit.NewLineChart("load", "%", 100)
 		require.NoError(t, err)
-		logv, err = widgets.NewLogView(3)
+		logv, err = kit.NewLogView(3)
 		require.NoError(t, err)
 	})
 	// Fed from goroutines.

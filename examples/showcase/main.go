@@ -32,6 +32,7 @@ import (
 	"github.com/duet-gtk/duet/forensics"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/widgets"
+	"github.com/duet-gtk/duet/widgets/kit"
 )
 
 var (
@@ -67,13 +68,13 @@ func build(a *app.App) error {
 	title.SetMarkup("<big><b>duet</b></big>  a Go window (gotk4) holding Python widgets (PyGObject)")
 	title.SetXAlign(0)
 
-	chart, err := widgets.NewLineChart("Python chart, fed by a Go goroutine", "", 240)
+	chart, err := kit.NewLineChart("Python chart, fed by a Go goroutine", "", 240)
 	if err != nil {
 		return err
 	}
 	chart.SetProp("hexpand", true)
 	chart.SetProp("vexpand", true)
-	logv, err := widgets.NewLogView(200)
+	logv, err := kit.NewLogView(200)
 	if err != nil {
 		return err
 	}
@@ -182,7 +183,7 @@ func build(a *app.App) error {
 
 // awakerToggle is the seed's toggle: its Go handler is not kept by Go, and
 // both collectors are forced every 100 ms.
-func awakerToggle(logv *widgets.LogView) (*pygi.Object, *int64, error) {
+func awakerToggle(logv *kit.LogView) (*pygi.Object, *int64, error) {
 	Gtk, err := pygi.Import("gi.repository.Gtk")
 	if err != nil {
 		return nil, nil, err

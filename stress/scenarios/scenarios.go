@@ -25,6 +25,7 @@ import (
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/stress/harness"
 	"github.com/duet-gtk/duet/widgets"
+	"github.com/duet-gtk/duet/widgets/kit"
 )
 
 // All returns the scenarios in the order `-scenario all` runs them.
@@ -403,7 +404,7 @@ func Shared(env *harness.Env) error {
 		if err != nil {
 			return nil, err
 		}
-		lib, err := widgets.Library()
+		lib, err := kit.Library()
 		if err != nil {
 			return nil, err
 		}

@@ -1,4 +1,4 @@
-package widgets
+package kit
 
 import (
 	"fmt"
@@ -6,23 +6,24 @@ import (
 
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/pygi"
+	"github.com/duet-gtk/duet/widgets"
 )
 
 // The typed methods of the ready-made widgets are generated from their
 // Python classes; push and append are written here instead (batched, safe
 // from any goroutine).
 //
-//go:generate go run ../cmd/duetgen -file py/duet_widgets.py -class LineChart -no-struct -no-constructor -skip push
-//go:generate go run ../cmd/duetgen -file py/duet_widgets.py -class LogView -no-struct -no-constructor -skip append
+//go:generate go run ../../cmd/duetgen -file duet_widgets.py -class LineChart -no-struct -no-constructor -skip push
+//go:generate go run ../../cmd/duetgen -file duet_widgets.py -class LogView -no-struct -no-constructor -skip append
 
-// Library returns duet's ready-made Python widgets module (duet_widgets,
-// embedded in the Go binary), loading it on first use. The module is shared
-// by every caller: closing it does nothing. UI thread only.
-func Library() (*Module, error) {
-	if err := eventloop.RequireMain("widgets.Library"); err != nil {
+// Library returns the ready-made widgets' Python module (duet_widgets,
+// embedded in the Go binary), loading it on first use. The module is the
+// same for every caller: closing it does nothing. UI thread only.
+func Library() (*widgets.Module, error) {
+	if err := eventloop.RequireMain("kit.Library"); err != nil {
 		return nil, err
 	}
-	return libraryPy.get()
+	return library.get()
 }
 
 // batcher collects values from any goroutine and hands them to the loop in
@@ -52,10 +53,10 @@ func (b *batcher[T]) add(v T) {
 	}
 }
 
-// LineChart is a live line chart (duet_widgets.LineChart, a Python widget
+// LineChart is a live line chart (duet_kit.LineChart, a Python widget
 // drawn with cairo). Push may be called from any goroutine.
 type LineChart struct {
-	*Widget
+	*widgets.Widget
 	points batcher[point]
 }
 
@@ -67,7 +68,7 @@ type point struct {
 // NewLineChart makes a chart keeping the last capacity values per series.
 // UI thread only.
 func NewLineChart(title, unit string, capacity int) (*LineChart, error) {
-	if err := eventloop.RequireMain("widgets.NewLineChart"); err != nil {
+	if err := eventloop.RequireMain("kit.NewLineChart"); err != nil {
 		return nil, err
 	}
 	lib, err := Library()
@@ -96,16 +97,16 @@ func NewLineChart(title, unit string, capacity int) (*LineChart, error) {
 // goroutine: values are batched into one Python call per loop turn.
 func (c *LineChart) Push(series string, v float64) { c.points.add(point{series, v}) }
 
-// LogView is a scrolling log (duet_widgets.LogView). Printf and Log may be
+// LogView is a scrolling log (duet_kit.LogView). Printf and Log may be
 // called from any goroutine.
 type LogView struct {
-	*Widget
+	*widgets.Widget
 	lines batcher[[2]string]
 }
 
 // NewLogView makes a log keeping at most maxLines lines. UI thread only.
 func NewLogView(maxLines int) (*LogView, error) {
-	if err := eventloop.RequireMain("widgets.NewLogView"); err != nil {
+	if err := eventloop.RequireMain("kit.NewLogView"); err != nil {
 		return nil, err
 	}
 	lib, err := Library()

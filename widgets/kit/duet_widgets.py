@@ -1,5 +1,5 @@
 # duet's ready-made Python widgets. Loaded from the Go binary (go:embed) by
-# the widgets package; Python code can `import duet_widgets` once loaded.
+# package widgets/kit; Python code can `import duet_widgets` once loaded.
 import math
 
 import gi

@@ -1,4 +1,4 @@
-package widgets
+package kit
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"github.com/duet-gtk/duet/forensics"
 	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/pygi"
+	"github.com/duet-gtk/duet/widgets"
 )
 
 // ShowCensus opens the census window, or raises the one already open: the
@@ -21,11 +22,11 @@ import (
 //
 // The window holds one Go callback (the census source), which it lets go
 // when it is closed; closing it stops its timer.
-func ShowCensus(parent *pygi.Object) (*Widget, error) {
-	if err := eventloop.RequireMain("widgets.ShowCensus"); err != nil {
+func ShowCensus(parent *pygi.Object) (*widgets.Widget, error) {
+	if err := eventloop.RequireMain("kit.ShowCensus"); err != nil {
 		return nil, err
 	}
-	m, err := censusHelper.get()
+	m, err := censusPy.get()
 	if err != nil {
 		return nil, err
 	}
@@ -40,9 +41,9 @@ func ShowCensus(parent *pygi.Object) (*Widget, error) {
 	}
 	w, err := m.CallMethod("show", take, p)
 	if err != nil {
-		return nil, fmt.Errorf("widgets: ShowCensus: %w", err)
+		return nil, fmt.Errorf("kit: ShowCensus: %w", err)
 	}
-	return &Widget{w}, nil
+	return widgets.Wrap(w), nil
 }
 
 // closeCensus closes the census window if it is open (app.Run does, when
@@ -52,7 +53,7 @@ func closeCensus() error {
 	if err := lifetime.RequireMain("closing the census window"); err != nil {
 		return err
 	}
-	m := censusHelper.loaded()
+	m := censusPy.loaded()
 	if m == nil {
 		return nil
 	}
