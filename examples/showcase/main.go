@@ -16,6 +16,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -43,18 +44,7 @@ func main() {
 	flag.Parse()
 	headless := *script || *screenshot != ""
 	// Census: the live census window on Ctrl+Shift+C (see package forensics).
-	a, err := app.New(app.Options{ID: "org.duet.Showcase", NonUnique: headless, Census: true})
-	if err != nil {
-		fail(err)
-	}
-	if err := a.OnActivate(func() {
-		if err := build(a); err != nil {
-			fail(err)
-		}
-	}); err != nil {
-		fail(err)
-	}
-	os.Exit(a.Run([]string{os.Args[0]}))
+	os.Exit(app.Main(app.Options{ID: "org.duet.Showcase", NonUnique: headless, Census: true}, build))
 }
 
 func build(a *app.App) error {
@@ -70,13 +60,13 @@ func build(a *app.App) error {
 	if err != nil {
 		return err
 	}
-	chart.SetProp("hexpand", true)
-	chart.SetProp("vexpand", true)
 	logv, err := widgets.NewLogView(200)
 	if err != nil {
 		return err
 	}
-	logv.SetProp("vexpand", true)
+	if err := errors.Join(chart.SetProp("hexpand", true), chart.SetProp("vexpand", true), logv.SetProp("vexpand", true)); err != nil {
+		return err
+	}
 
 	toggle, gcRounds, err := awakerToggle(logv)
 	if err != nil {
@@ -147,7 +137,9 @@ func build(a *app.App) error {
 	logv.Printf("Python %s", pyVersion())
 
 	if *census {
-		a.Python().CallMethod("activate_action", "census", nil)
+		if _, err := a.Python().CallMethod("activate_action", "census", nil); err != nil {
+			return err
+		}
 	}
 	if *script {
 		go func() {
@@ -190,15 +182,19 @@ func awakerToggle(logv *widgets.LogView) (*pygi.Object, *int64, error) {
 		return nil, nil, err
 	}
 	on := false
-	if _, err := widgets.Wrap(toggle).Connect("clicked", func(b *pygi.Object) {
+	// The log is in the toggle's own window: the handler holds it weakly,
+	// so the toggle (which holds the handler) does not keep it alive.
+	if _, err := widgets.Wrap(toggle).Connect("clicked", widgets.Weakly(logv.Widget, func(logv *widgets.Widget, b *pygi.Object) error {
 		on = !on
 		label := "OFF"
 		if on {
 			label = "ON"
 		}
-		b.CallMethod("set_label", label)
-		logv.Printf("toggle: %s (a Go callback owned by the signal)", label)
-	}); err != nil {
+		var blk pygi.Block
+		blk.CallMethod(b, "set_label", label)
+		blk.CallMethod(logv.Object, "append", "toggle: "+label+" (a Go callback owned by the signal)")
+		return blk.Err()
+	})); err != nil {
 		return nil, nil, err
 	}
 	gcp, err := pygi.Import("gc")
