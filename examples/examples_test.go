@@ -153,3 +153,11 @@ func TestQuotes(t *testing.T) {
 	assert.Empty(t, errOut)
 	checkScreenshot(t, path, "quotes.png")
 }
+
+// Builder: a .ui file whose handlers are Go funcs, one given another
+// widget of the file as its argument.
+func TestBuilder(t *testing.T) {
+	out, errOut := run(t, "builder", "-script")
+	assert.Equal(t, "Hello, Go!\nclosed by on_close_clicked\n", out)
+	assert.Empty(t, errOut)
+}
