@@ -161,3 +161,10 @@ func TestBuilder(t *testing.T) {
 	assert.Equal(t, "Hello, Go!\nclosed by on_close_clicked\n", out)
 	assert.Empty(t, errOut)
 }
+
+// Subclass: GTK runs a virtual function written in Go.
+func TestSubclass(t *testing.T) {
+	out, errOut := run(t, "subclass", "-script")
+	assert.Equal(t, "count 3, label \"clicked 3 times\"\n", out)
+	assert.Empty(t, errOut)
+}
