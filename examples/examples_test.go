@@ -168,3 +168,25 @@ func TestSubclass(t *testing.T) {
 	assert.Equal(t, "count 3, label \"clicked 3 times\"\n", out)
 	assert.Empty(t, errOut)
 }
+
+// Typed: the generated wrapper in use, its signal included.
+func TestTyped(t *testing.T) {
+	out, errOut := run(t, "typed", "-script")
+	assert.Equal(t, "changed to 10\nchanged to 11\nbumped to 10, then to 11\n", out)
+	assert.Empty(t, errOut)
+}
+
+// The typed example's wrapper is what duetgen writes for counter.py now:
+// after an edit of the class, go generate ./examples/typed.
+func TestTypedWrapperIsFresh(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "counter_gen.go")
+	cmd := exec.Command("go", "run", "../../cmd/duetgen", "-file", "counter.py", "-class", "Counter", "-package", "main", "-out", out)
+	cmd.Dir = "typed" // as go generate runs it: the file names counter.py as given
+	msg, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", msg)
+	want, err := os.ReadFile(out)
+	require.NoError(t, err)
+	have, err := os.ReadFile("typed/counter_gen.go")
+	require.NoError(t, err)
+	assert.Equal(t, string(want), string(have), "typed/counter_gen.go is stale: run go generate ./examples/typed")
+}
