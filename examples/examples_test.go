@@ -190,3 +190,12 @@ func TestTypedWrapperIsFresh(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, string(want), string(have), "typed/counter_gen.go is stale: run go generate ./examples/typed")
 }
+
+// Weak: the action's handler lets the window's label go, and is skipped
+// once it has.
+func TestWeak(t *testing.T) {
+	out, errOut := run(t, "weak", "-script")
+	assert.Equal(t, "bumped 2 times\nthe window's label is finalised\nbumped again: still 2 bumps, the handler was skipped\n", out)
+	assert.Contains(t, errOut, "DEBUG duet: weak capture gone, handler skipped type=GtkLabel")
+	assert.Equal(t, 1, strings.Count(errOut, "\n"), "nothing else on stderr: %s", errOut)
+}
