@@ -153,3 +153,49 @@ func TestQuotes(t *testing.T) {
 	assert.Empty(t, errOut)
 	checkScreenshot(t, path, "quotes.png")
 }
+
+// Builder: a .ui file whose handlers are Go funcs, one given another
+// widget of the file as its argument.
+func TestBuilder(t *testing.T) {
+	out, errOut := run(t, "builder", "-script")
+	assert.Equal(t, "Hello, Go!\nclosed by on_close_clicked\n", out)
+	assert.Empty(t, errOut)
+}
+
+// Subclass: GTK runs a virtual function written in Go.
+func TestSubclass(t *testing.T) {
+	out, errOut := run(t, "subclass", "-script")
+	assert.Equal(t, "count 3, label \"clicked 3 times\"\n", out)
+	assert.Empty(t, errOut)
+}
+
+// Typed: the generated wrapper in use, its signal included.
+func TestTyped(t *testing.T) {
+	out, errOut := run(t, "typed", "-script")
+	assert.Equal(t, "changed to 10\nchanged to 11\nbumped to 10, then to 11\n", out)
+	assert.Empty(t, errOut)
+}
+
+// The typed example's wrapper is what duetgen writes for counter.py now:
+// after an edit of the class, go generate ./examples/typed.
+func TestTypedWrapperIsFresh(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "counter_gen.go")
+	cmd := exec.Command("go", "run", "../../cmd/duetgen", "-file", "counter.py", "-class", "Counter", "-package", "main", "-out", out)
+	cmd.Dir = "typed" // as go generate runs it: the file names counter.py as given
+	msg, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", msg)
+	want, err := os.ReadFile(out)
+	require.NoError(t, err)
+	have, err := os.ReadFile("typed/counter_gen.go")
+	require.NoError(t, err)
+	assert.Equal(t, string(want), string(have), "typed/counter_gen.go is stale: run go generate ./examples/typed")
+}
+
+// Weak: the action's handler lets the window's label go, and is skipped
+// once it has.
+func TestWeak(t *testing.T) {
+	out, errOut := run(t, "weak", "-script")
+	assert.Equal(t, "bumped 2 times\nthe window's label is finalised\nbumped again: still 2 bumps, the handler was skipped\n", out)
+	assert.Contains(t, errOut, "DEBUG duet: weak capture gone, handler skipped type=GtkLabel")
+	assert.Equal(t, 1, strings.Count(errOut, "\n"), "nothing else on stderr: %s", errOut)
+}

@@ -58,7 +58,10 @@
 //     holds the data, on the Python side, where cycles through it are
 //     collected exactly as in PyGObject.
 //   - When it must reach another object, it captures a WeakRef (Weak),
-//     which does not keep the object alive and reports it gone.
+//     which does not keep the object alive and reports it gone. Weakly
+//     writes such a handler in one step: Weakly(label, func(label
+//     *gtk.Label, ...) {...}) is a handler that receives the live label
+//     first and is skipped once it is gone.
 //
 // Handlers connected any way (Widget.Connect, or PyGObject's connect,
 // connect_after, connect_object and connect_object_after) are also
@@ -74,7 +77,7 @@
 //	Python code       LoadFile, LoadFS, LoadSource, Module.New, Library
 //	                  (shared: Close on it does nothing)
 //	Widgets           Widget (Wrap): Prop, SetProp, Connect, Disconnect, Emit;
-//	                  Weak (WeakRef.Get) for weak captures
+//	                  Weak (WeakRef.Get) and Weakly for weak captures
 //	Classes from Go   DefineClass, ClassSpec, Signal, Property
 //	UI files          LoadUI, LoadUIFS, UI.Object: GtkBuilder interfaces
 //	                  (Python widget classes welcome) whose handlers are Go
@@ -99,6 +102,6 @@
 // LoadUI, LoadUIFS, UI.Object, Generated.Check,
 // NewLineChart, NewLogView, Points, Text, Track, Reap, InitGTK,
 // ShowCensus and CloseCensus. Safe from
-// any goroutine: Pointer, WatchFinalize, WatchFinalizePy, ReadStats, Weak and
-// LineChart.Push, LogView.Log and Printf (batched onto the loop).
+// any goroutine: Pointer, WatchFinalize, WatchFinalizePy, ReadStats, Weak,
+// Weakly and LineChart.Push, LogView.Log and Printf (batched onto the loop).
 package widgets

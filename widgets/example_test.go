@@ -36,3 +36,31 @@ class Counter(Gtk.Label):
 	// count changed
 	// 42
 }
+
+func ExampleWeakly() {
+	eventloop.InvokeWait(context.Background(), func() error {
+		var b pygi.Block
+		Gtk := b.Import("gi.repository.Gtk")
+		button := b.CallMethod(Gtk, "Button")
+		label := b.CallMethod(Gtk, "Label", pygi.Kw{"label": "not clicked"})
+		if err := b.Err(); err != nil {
+			return err
+		}
+		// The button holds the handler; the handler holds the label only
+		// weakly, so the label goes when the rest of the program lets go.
+		clicks := 0
+		widgets.Wrap(button).Connect("clicked", widgets.Weakly(label, func(label, button *pygi.Object) {
+			clicks++
+			label.CallMethod("set_label", "clicked")
+		}))
+		button.CallMethod("emit", "clicked")
+		fmt.Println(pygi.BlockAs[string](&b, b.CallMethod(label, "get_label")))
+		label.Close()                        // the label's last reference: it is finalised
+		button.CallMethod("emit", "clicked") // the handler is skipped
+		fmt.Println("the handler ran", clicks, "time")
+		return b.Err()
+	})
+	// Output:
+	// clicked
+	// the handler ran 1 time
+}

@@ -35,13 +35,13 @@ var (
 
 func main() {
 	flag.Parse()
-	a, err := app.New(app.Options{ID: "org.duet.Awaker", NonUnique: *script || *screenshot != ""})
-	if err != nil {
-		fail(err)
-	}
+	os.Exit(app.Main(app.Options{ID: "org.duet.Awaker", NonUnique: *script || *screenshot != ""}, activate))
+}
+
+func activate(a *app.App) error {
 	gcp, err := pygi.Import("gc")
 	if err != nil {
-		fail(err)
+		return err
 	}
 	var gcRuns int
 	gcTimer := eventloop.Every(*gcEvery, func() {
@@ -51,32 +51,28 @@ func main() {
 		runtime.GC()
 		gcRuns++
 	})
-	if err := a.OnActivate(func() {
-		win, err := newMainWindow(a, gcTimer)
-		if err != nil {
-			fail(err)
-		}
-		if _, err := win.CallMethod("present"); err != nil {
-			fail(err)
-		}
-		if *screenshot != "" {
-			eventloop.After(700*time.Millisecond, func() {
-				if err := shot.Take(*screenshot); err != nil {
-					fail(err)
-				}
-				fmt.Println("screenshot:", *screenshot)
-				if !*script {
-					win.CallMethod("close")
-				}
-			})
-		}
-		if *script {
-			go clickAway(win, func() { fmt.Printf("clicked %d times, %d forced GC rounds\n", *clicks, gcRuns) })
-		}
-	}); err != nil {
-		fail(err)
+	win, err := newMainWindow(a, gcTimer)
+	if err != nil {
+		return err
 	}
-	os.Exit(a.Run(context.Background(), []string{os.Args[0]}))
+	if _, err := win.CallMethod("present"); err != nil {
+		return err
+	}
+	if *screenshot != "" {
+		eventloop.After(700*time.Millisecond, func() {
+			if err := shot.Take(*screenshot); err != nil {
+				fail(err)
+			}
+			fmt.Println("screenshot:", *screenshot)
+			if !*script {
+				win.CallMethod("close")
+			}
+		})
+	}
+	if *script {
+		go clickAway(win, func() { fmt.Printf("clicked %d times, %d forced GC rounds\n", *clicks, gcRuns) })
+	}
+	return nil
 }
 
 // newMainWindow is the seed's MainWindow constructor. The click handler is a

@@ -28,17 +28,10 @@ var script = flag.Bool("script", false, "press Cancel by program half-way throug
 
 func main() {
 	flag.Parse()
-	a, err := app.New(app.Options{ID: "org.duet.Goroutines", NonUnique: *script})
-	if err != nil {
-		fail(err)
-	}
-	ctx, stopClock := context.WithCancel(context.Background())
-	defer stopClock()
-	a.OnActivate(func() { build(ctx, a) })
-	os.Exit(a.Run(context.Background(), []string{os.Args[0]}))
+	os.Exit(app.Main(app.Options{ID: "org.duet.Goroutines", NonUnique: *script}, build))
 }
 
-func build(ctx context.Context, a *app.App) {
+func build(a *app.App) error {
 	win := gtk.NewApplicationWindow(a.Gtk())
 	win.SetTitle("Goroutines")
 	win.SetDefaultSize(360, 160)
@@ -52,6 +45,9 @@ func build(ctx context.Context, a *app.App) {
 		box.Append(w)
 	}
 	win.SetChild(box)
+	// The goroutines below end with the window.
+	ctx, stop := context.WithCancel(context.Background())
+	win.ConnectDestroy(stop)
 	win.Present()
 
 	// The clock: a goroutine that posts each tick to the loop.
@@ -102,6 +98,7 @@ func build(ctx context.Context, a *app.App) {
 			eventloop.Invoke(func() { cancelBtn.Activate() })
 		}()
 	}
+	return nil
 }
 
 func work(ctx context.Context, steps *atomic.Int64, bar *gtk.ProgressBar) error {

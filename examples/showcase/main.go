@@ -16,7 +16,7 @@
 package main
 
 import (
-	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -45,18 +45,7 @@ func main() {
 	flag.Parse()
 	headless := *script || *screenshot != ""
 	// Census: the live census window on Ctrl+Shift+C (see package forensics).
-	a, err := app.New(app.Options{ID: "org.duet.Showcase", NonUnique: headless, Census: true})
-	if err != nil {
-		fail(err)
-	}
-	if err := a.OnActivate(func() {
-		if err := build(a); err != nil {
-			fail(err)
-		}
-	}); err != nil {
-		fail(err)
-	}
-	os.Exit(a.Run(context.Background(), []string{os.Args[0]}))
+	os.Exit(app.Main(app.Options{ID: "org.duet.Showcase", NonUnique: headless, Census: true}, build))
 }
 
 func build(a *app.App) error {
@@ -72,13 +61,13 @@ func build(a *app.App) error {
 	if err != nil {
 		return err
 	}
-	chart.SetProp("hexpand", true)
-	chart.SetProp("vexpand", true)
 	logv, err := kit.NewLogView(200)
 	if err != nil {
 		return err
 	}
-	logv.SetProp("vexpand", true)
+	if err := errors.Join(chart.SetProp("hexpand", true), chart.SetProp("vexpand", true), logv.SetProp("vexpand", true)); err != nil {
+		return err
+	}
 
 	toggle, gcRounds, err := awakerToggle(logv)
 	if err != nil {
@@ -150,7 +139,9 @@ func build(a *app.App) error {
 	logv.Printf("Python %s", pyVersion())
 
 	if *census {
-		a.Python().CallMethod("activate_action", "census", nil)
+		if _, err := a.Python().CallMethod("activate_action", "census", nil); err != nil {
+			return err
+		}
 	}
 	if *script {
 		go func() {
@@ -193,15 +184,19 @@ func awakerToggle(logv *kit.LogView) (*pygi.Object, *int64, error) {
 		return nil, nil, err
 	}
 	on := false
-	if _, err := widgets.Wrap(toggle).Connect("clicked", func(b *pygi.Object) {
+	// The log is in the toggle's own window: the handler holds it weakly,
+	// so the toggle (which holds the handler) does not keep it alive.
+	if _, err := widgets.Wrap(toggle).Connect("clicked", widgets.Weakly(logv.Widget, func(logv *widgets.Widget, b *pygi.Object) error {
 		on = !on
 		label := "OFF"
 		if on {
 			label = "ON"
 		}
-		b.CallMethod("set_label", label)
-		logv.Printf("toggle: %s (a Go callback owned by the signal)", label)
-	}); err != nil {
+		var blk pygi.Block
+		blk.CallMethod(b, "set_label", label)
+		blk.CallMethod(logv.Object, "append", "toggle: "+label+" (a Go callback owned by the signal)")
+		return blk.Err()
+	})); err != nil {
 		return nil, nil, err
 	}
 	gcp, err := pygi.Import("gc")

@@ -5,10 +5,11 @@
 // (*widgets.Widget).Connect, (*pygi.Object).CallMethod with "connect",
 // "connect_after", "connect_object" or "connect_object_after", gotk4's
 // Connect* methods, and the Connect* methods of types embedding
-// *widgets.Widget (duetgen's typed wrappers). The handler is a func literal or a method value,
-// possibly wrapped in callbacks.New or callbacks.NewMethod. It is reported
-// when it refers to the object it is connected to through a variable from
-// outside (the receiver's variable itself, or a struct variable the
+// *widgets.Widget (duetgen's typed wrappers). The handler is a func
+// literal or a method value, possibly wrapped in callbacks.New,
+// callbacks.NewMethod or widgets.Weakly (which holds its object weakly,
+// not what its func captures). It is reported when it refers to the object
+// it is connected to through a variable from outside (the receiver's variable itself, or a struct variable the
 // receiver is a field of), or when it is a method value of that object:
 // Python holds the handler, the handler's Go closure holds the object, and
 // neither collector can see the loop.
@@ -88,13 +89,13 @@ func run(pass *analysis.Pass) (any, error) {
 // check reports handler when it captures root, the variable behind recv.
 func check(pass *analysis.Pass, handler, recv ast.Expr, root *types.Var) {
 	handler = ast.Unparen(handler)
-	if c, ok := handler.(*ast.CallExpr); ok { // callbacks.New(fn, ...), possibly inside another call
-		if isCallbacksNew(pass, c) && len(c.Args) > 0 {
-			check(pass, c.Args[0], recv, root)
+	if c, ok := handler.(*ast.CallExpr); ok { // callbacks.New(fn, ...) or widgets.Weakly(x, fn), possibly inside another call
+		if fn := wrapped(pass, c); fn != nil {
+			check(pass, fn, recv, root)
 			return
 		}
 		for _, a := range c.Args {
-			if inner, ok := ast.Unparen(a).(*ast.CallExpr); ok && isCallbacksNew(pass, inner) {
+			if inner, ok := ast.Unparen(a).(*ast.CallExpr); ok && wrapped(pass, inner) != nil {
 				check(pass, inner, recv, root)
 			}
 		}
@@ -114,9 +115,15 @@ func check(pass *analysis.Pass, handler, recv ast.Expr, root *types.Var) {
 			return true
 		})
 		if found != nil {
-			fix := "Use the emitter argument (func(self *pygi.Object, ...)), pass it as connect-time data, or capture widgets.Weak(" + name + ")"
-			if inGotk4(pass.TypesInfo.TypeOf(recv)) {
-				fix = "gotk4 handlers get no emitter: capture a weak reference (widgets.Weak on its Python side), or disconnect the handler when done"
+			fix := "Use the emitter argument (func(self *pygi.Object, ...)), pass it as connect-time data, or capture it weakly (widgets.Weakly(" + name + ", fn))"
+			if t := pass.TypesInfo.TypeOf(recv); inGotk4(t) {
+				param := root.Name()
+				if sel, ok := ast.Unparen(recv).(*ast.SelectorExpr); ok {
+					param = sel.Sel.Name
+				}
+				typ := types.TypeString(t, func(p *types.Package) string { return p.Name() })
+				fix = "gotk4 handlers get no emitter: capture it weakly (widgets.Weakly(" + name + ", func(" + param + " " + typ +
+					") {...})), or disconnect the handler when done"
 			}
 			pass.Report(analysis.Diagnostic{
 				Pos: found.Pos(),
@@ -233,7 +240,11 @@ func isConnectName(pass *analysis.Pass, e ast.Expr) bool {
 	return ok && tv.Value != nil && tv.Value.Kind() == constant.String && connectMethods[constant.StringVal(tv.Value)]
 }
 
-func isCallbacksNew(pass *analysis.Pass, c *ast.CallExpr) bool {
+// wrapped returns the handler a call wraps: fn of callbacks.New(fn, ...),
+// callbacks.NewMethod(fn, ...) or widgets.Weakly(obj, fn) (whose obj is
+// held weakly, but whose fn may still capture strongly); nil for other
+// calls.
+func wrapped(pass *analysis.Pass, c *ast.CallExpr) ast.Expr {
 	var id *ast.Ident
 	switch f := ast.Unparen(c.Fun).(type) {
 	case *ast.SelectorExpr:
@@ -241,8 +252,17 @@ func isCallbacksNew(pass *analysis.Pass, c *ast.CallExpr) bool {
 	case *ast.Ident:
 		id = f
 	default:
-		return false
+		return nil
 	}
 	fn, ok := pass.TypesInfo.Uses[id].(*types.Func)
-	return ok && fn.Pkg() != nil && fn.Pkg().Path() == callbacksPath && (fn.Name() == "New" || fn.Name() == "NewMethod")
+	if !ok || fn.Pkg() == nil {
+		return nil
+	}
+	switch {
+	case fn.Pkg().Path() == callbacksPath && (fn.Name() == "New" || fn.Name() == "NewMethod") && len(c.Args) > 0:
+		return c.Args[0]
+	case fn.Pkg().Path() == widgetsPath && fn.Name() == "Weakly" && len(c.Args) == 2:
+		return c.Args[1]
+	}
+	return nil
 }

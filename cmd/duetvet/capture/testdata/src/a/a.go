@@ -40,8 +40,11 @@ func positives(w *widgets.Widget, o *pygi.Object, p *panel, b *gtk.Button) {
 	})
 	w.Connect("notify", w.Prop) // want `handler is a method value of w`
 	b.ConnectClicked(func() {
-		b.SetLabel("on") // want `handler captures b.*gotk4 handlers get no emitter`
+		b.SetLabel("on") // want `handler captures b.*gotk4 handlers get no emitter: capture it weakly \(widgets.Weakly\(b, func\(b \*gtk.Button\)`
 	})
+	w.Connect("clicked", widgets.Weakly(o, func(o, _ *pygi.Object) {
+		w.Prop("label") // want `handler captures w`
+	}))
 }
 
 func negatives(w, other *widgets.Widget, o *pygi.Object) {
@@ -54,6 +57,8 @@ func negatives(w, other *widgets.Widget, o *pygi.Object) {
 		}
 	})
 	w.Connect("clicked", func(*pygi.Object) { other.Prop("label") })
+	w.Connect("clicked", widgets.Weakly(w, func(w *widgets.Widget, _ *pygi.Object) { w.Prop("label") }))
+	w.Connect("clicked", widgets.Weakly(other, func(other *widgets.Widget, _ *pygi.Object) { other.Prop("label") }))
 	o.CallMethod("set_label", func() { o.CallMethod("hide") }) // not a connect
 	w.Connect("clicked", func(*pygi.Object) {
 		w := other // a variable of the handler's own

@@ -12,3 +12,5 @@ type WeakRef struct{}
 
 func Weak(o *pygi.Object) (*WeakRef, error) { return nil, nil }
 func (w *WeakRef) Get() (*Widget, bool)     { return nil, false }
+
+func Weakly(obj any, fn any) any { return fn }
