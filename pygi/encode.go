@@ -31,7 +31,9 @@ type kwArg struct {
 // example for a callback that must return several values to PyGObject.
 type Tuple []any
 
-// Converter lets a Go type choose its own Python form.
+// Converter lets a Go type choose its own Python form. The Object
+// PyObject returns is used for the conversion and not closed: the type
+// keeps owning it.
 type Converter interface {
 	PyObject() (*Object, error)
 }

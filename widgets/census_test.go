@@ -112,7 +112,7 @@ func TestCensusWindow(t *testing.T) {
 		require.NoError(t, err)
 		again, err := kit.ShowCensus(nil)
 		require.NoError(t, err)
-		same, err := again.Is(win.Object)
+		same, err := again.Object.Is(win.Object)
 		require.NoError(t, err)
 		assert.True(t, same, "one census window, raised again")
 		again.Close()
@@ -138,13 +138,13 @@ func TestCensusWindow(t *testing.T) {
 	// The window refreshes itself on a timer while open.
 	var before int64
 	looptest.Do(t, func(t testing.TB) {
-		r, err := win.Attr("refreshes")
+		r, err := win.Object.Attr("refreshes")
 		require.NoError(t, err)
 		before, _ = pygi.As[int64](r)
 	})
 	time.Sleep(2200 * time.Millisecond)
 	looptest.Do(t, func(t testing.TB) {
-		r, err := win.Attr("refreshes")
+		r, err := win.Object.Attr("refreshes")
 		require.NoError(t, err)
 		now, _ := pygi.As[int64](r)
 		assert.Greater(t, now, before, "refreshed by its timer")

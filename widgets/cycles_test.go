@@ -44,7 +44,7 @@ var idioms = []idiom{
 		require.NoError(t, err)
 	}},
 	{name: "connect-time data", connect: func(t testing.TB, g *widgets.Widget) {
-		label, err := g.Attr("label")
+		label, err := g.Object.Attr("label")
 		require.NoError(t, err)
 		defer label.Close()
 		// The data (here the widget's own label) is held by PyGObject's

@@ -139,7 +139,7 @@ func TestPythonWidgetWrappedForGoIsFinalized(t *testing.T) {
 		// by Go through its Python side and packed into a gotk4 box.
 		g, err := m.New("Greeter", pygi.Kw{"name": "sub"})
 		require.NoError(t, err)
-		require.NoError(t, g.SetAttr("extra", []int{1, 2, 3}))
+		require.NoError(t, g.Object.SetAttr("extra", []int{1, 2, 3}))
 		_, err = widgets.Cast[*gtk.Box](g.Object)
 		require.ErrorIs(t, err, widgets.ErrToggleTrap)
 		box := gtk.NewBox(gtk.OrientationVertical, 0)
@@ -149,7 +149,7 @@ func TestPythonWidgetWrappedForGoIsFinalized(t *testing.T) {
 		r.Close()
 		sub, err = widgets.WatchFinalize(g.Object)
 		require.NoError(t, err)
-		lbl, err := g.Attr("label")
+		lbl, err := g.Object.Attr("label")
 		require.NoError(t, err)
 		subLabel, err = widgets.WatchFinalize(lbl)
 		require.NoError(t, err)

@@ -119,15 +119,47 @@ func (m *Module) New(class string, kw pygi.Kw) (*Widget, error) {
 }
 
 // Widget is a GObject seen from Python (PyGObject), with the operations Go
-// code needs most. The embedded Object gives everything else. Its methods
-// are UI thread only (they return an error wrapping eventloop.ErrNotMain
-// elsewhere); the embedded Object's are not checked.
+// code needs most, each checked for GTK's thread rule: they are UI thread
+// only and return an error wrapping eventloop.ErrNotMain elsewhere (Close
+// and PyObject excepted). Object is the PyGObject object itself, for the
+// rest of what pygi offers; its methods are not checked, so GTK's rule is
+// then the caller's to keep.
 type Widget struct {
-	*pygi.Object
+	Object *pygi.Object
 }
 
-// Wrap makes a Widget of a PyGObject object.
-func Wrap(o *pygi.Object) *Widget { return &Widget{o} }
+// Wrap makes a Widget of a PyGObject object; the Widget owns o (Close
+// closes it).
+func Wrap(o *pygi.Object) *Widget { return &Widget{Object: o} }
+
+// obj is the object, nil for a nil Widget (pygi then says ErrNilObject).
+func (w *Widget) obj() *pygi.Object {
+	if w == nil {
+		return nil
+	}
+	return w.Object
+}
+
+// Close releases the Widget's reference (pygi.Object.Close). Any goroutine.
+func (w *Widget) Close() error { return w.obj().Close() }
+
+// PyObject makes a Widget passed to Python (a call argument, a property
+// value, an item) its PyGObject object: pygi.Converter.
+func (w *Widget) PyObject() (*pygi.Object, error) {
+	if o := w.obj(); o != nil {
+		return o, nil
+	}
+	return nil, pygi.ErrNilObject
+}
+
+// CallMethod calls the Python method name (a dotted path too) with args,
+// as pygi.Object.CallMethod does, on the UI thread.
+func (w *Widget) CallMethod(name string, args ...any) (*pygi.Object, error) {
+	if err := eventloop.RequireMain("widgets.Widget.CallMethod"); err != nil {
+		return nil, err
+	}
+	return w.obj().CallMethod(name, args...)
+}
 
 // Prop reads a GObject property.
 func (w *Widget) Prop(name string) (*pygi.Object, error) {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/eventloop/looptest"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/widgets"
@@ -326,3 +327,43 @@ func TestReadyMadeWidgets(t *testing.T) {
 }
 
 func writeFile(name string, data []byte) error { return os.WriteFile(name, data, 0o644) }
+
+// A Widget is what Python sees it as: passed to a Python call it is its
+// object; a nil Widget is an error, never a crash.
+func TestWidgetCrossesAsItsObject(t *testing.T) {
+	looptest.Do(t, func(t testing.TB) {
+		require.NoError(t, widgets.InitGTK())
+		g := Gtk(t)
+		box, err := g.CallMethod("Box")
+		require.NoError(t, err)
+		defer box.Close()
+		label, err := g.CallMethod("Label", pygi.Kw{"label": "child"})
+		require.NoError(t, err)
+		w := widgets.Wrap(label)
+		_, err = box.CallMethod("append", w)
+		require.NoError(t, err)
+		child, err := box.CallMethod("get_first_child")
+		require.NoError(t, err)
+		same, err := child.Is(w.Object)
+		require.NoError(t, err)
+		assert.True(t, same)
+		r, err := w.CallMethod("get_label")
+		require.NoError(t, err)
+		s, _ := pygi.As[string](r)
+		assert.Equal(t, "child", s)
+		require.NoError(t, w.Close())
+		assert.True(t, label.Closed(), "the Widget owns its object")
+
+		var nilWidget *widgets.Widget
+		assert.NoError(t, nilWidget.Close())
+		_, err = nilWidget.CallMethod("get_label")
+		assert.ErrorIs(t, err, pygi.ErrNilObject)
+		_, err = box.CallMethod("append", nilWidget)
+		assert.ErrorIs(t, err, pygi.ErrNilObject)
+	})
+	// Off the UI thread the Widget's own methods refuse; Close does not.
+	w := widgets.Wrap(pygi.None())
+	_, err := w.CallMethod("get_label")
+	assert.ErrorIs(t, err, eventloop.ErrNotMain)
+	assert.NoError(t, w.Close())
+}
