@@ -1,16 +1,19 @@
 package widgets_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"runtime"
 	"testing"
 	"time"
 
+	coreglib "github.com/diamondburned/gotk4/pkg/core/glib"
 	"github.com/diamondburned/gotk4/pkg/gtk/v4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/internal/testutil"
 	"github.com/duet-gtk/duet/pygi"
@@ -91,6 +94,87 @@ queued = not ran
 	},
 }
 
+func init() {
+	// gotk4's typed handlers on Go-made widgets whose signals fire when
+	// the widget is disposed (destroy, unrealize, notify): duet releases
+	// gotk4's references once gotk4 has let go of its box, the widget's
+	// dispose then emits, and gotk4's trampoline, finding no box, panicked
+	// inside GLib's emission (SIGSEGV: a Go panic across C frames).
+	children["gotk4-handlers-at-dispose"] = func() error {
+		if err := widgets.InitGTK(); err != nil {
+			return err
+		}
+		var watches []*widgets.Watch
+		fired, destroyed := 0, 0
+		build := func() error {
+			win := gtk.NewWindow()
+			win.ConnectDestroy(func() { destroyed++ })
+			box := gtk.NewBox(gtk.OrientationVertical, 0)
+			box.ConnectUnrealize(func() { fired++ })
+			button := gtk.NewButtonWithLabel("from Go")
+			button.ConnectDestroy(func() { fired++ })
+			button.NotifyProperty("parent", func() { fired++ })
+			button.Connect("unmap", func() { fired++ }) // gotk4's untyped closure
+			box.Append(button)
+			win.SetChild(box)
+			win.Present()
+			for _, o := range []coreglibObjector{win, box, button} {
+				w, err := widgets.WatchFinalize(o)
+				if err != nil {
+					return err
+				}
+				watches = append(watches, w)
+			}
+			eventloop.After(20*time.Millisecond, win.Destroy)
+			return nil
+		}
+		var runErr error
+		for i := range 10 {
+			eventloop.After(time.Duration(i)*30*time.Millisecond, func() {
+				if err := build(); err != nil && runErr == nil {
+					runErr = err
+				}
+			})
+		}
+		gc := eventloop.Every(10*time.Millisecond, func() { runtime.GC() })
+		deadline := time.Now().Add(20 * time.Second)
+		eventloop.Every(50*time.Millisecond, func() {
+			done := len(watches) == 30
+			for _, w := range watches {
+				done = done && w.Finalized()
+			}
+			if done || time.Now().After(deadline) || runErr != nil {
+				gc.Cancel()
+				eventloop.Quit()
+			}
+		})
+		if err := eventloop.Run(context.Background()); err != nil {
+			return err
+		}
+		if runErr != nil {
+			return runErr
+		}
+		alive := 0
+		for _, w := range watches {
+			if !w.Finalized() {
+				alive++
+			}
+		}
+		if alive > 0 {
+			return fmt.Errorf("%d of %d gotk4-made widgets never finalised", alive, len(watches))
+		}
+		// The windows' own destroy handlers ran: duet disposes a destroyed
+		// window gotk4 holds, while gotk4 still has its Go side.
+		if destroyed != 10 {
+			return fmt.Errorf("win.ConnectDestroy ran for %d of 10 windows", destroyed)
+		}
+		fmt.Println("other handlers that ran:", fired)
+		return nil
+	}
+}
+
+type coreglibObjector = coreglib.Objector
+
 func childMain(name string) int {
 	fn, ok := children[name]
 	if !ok {
@@ -102,6 +186,13 @@ func childMain(name string) int {
 	}
 	fmt.Println("ok")
 	return 0
+}
+
+func TestGotk4HandlersThatFireAtDisposeAreSafe(t *testing.T) {
+	out, errOut, err := testutil.RunChild(t, "WIDGETS_CHILD=gotk4-handlers-at-dispose")
+	require.Equal(t, 0, testutil.ExitCode(t, err), "stdout:\n%s\nstderr:\n%s", out, errOut)
+	assert.Contains(t, out, "ok")
+	assert.NotContains(t, errOut, "cannot be resurrected")
 }
 
 func TestGotk4FinalizersWithoutALoop(t *testing.T) {

@@ -53,10 +53,12 @@ import (
 //     been dispatched first, GLib keeping attachment order within a
 //     priority,
 //
-// and then exactly the gotk4 toggle references the object carries are
-// removed, counted from GLib's own record (not from what duet believes), in
-// one C call attached to Python (internal/capi/gobject.c says why nobody
-// can change the record in between).
+// and then gotk4's signal closures on the object, whose Go functions went
+// with the box, are disconnected (its dispose would call them), and exactly
+// the gotk4 toggle references the object carries are removed, counted from
+// GLib's own record (not from what duet believes), in one C call attached
+// to Python (internal/capi/gobject.c says why nobody can change the record
+// in between).
 //
 // That record is private to GLib. At start-up duet checks, on an object of
 // its own, that it is laid out as expected; if not, it says so once, loudly,
@@ -139,7 +141,7 @@ var warnOut io.Writer = os.Stderr
 func checkToggleLayout(known bool) {
 	track.layoutUnknown.Store(!known)
 	if !known {
-		fmt.Fprintln(warnOut, "duet: widgets: WARNING: this GLib keeps toggle references in a record duet cannot read; "+
+		fmt.Fprintln(warnOut, "duet: widgets: WARNING: this GLib keeps toggle references or watched closures in a record duet cannot read; "+
 			"gotk4's references will not be released, so GObjects wrapped by gotk4 will never be finalised "+
 			"(forensics.ReadStats().GObjects.Unreleased counts them)")
 	}

@@ -137,11 +137,75 @@ static int count_gotk4(GObject *obj) {
 // Python, which excludes PyGObject's changes (they happen under the GIL).
 // The count and the removal are one step: nothing can add a reference in
 // between that would then be removed by mistake.
+// gotk4's signal closures. Each Go handler gotk4 connects is a GClosure
+// that gotk4 watches on the object (g_object_watch_closure) and that has
+// one of these finalize notifiers; its Go function lives in gotk4's box for
+// the object. duet releases gotk4's toggle references once that box is
+// gone, so from then on such a closure has nothing to call: gotk4's
+// trampoline panics ("given unknown closure user_data"), inside GLib's
+// emission, when the signal fires, and the release itself can make it
+// fire (a widget's dispose emits destroy, unrealize, notify). So the
+// closures are invalidated, which disconnects them, before the release.
+// GLib keeps watched closures in {GObject *object; guint n; GClosure
+// *closures[]} under "GObject-closure-array" (gobject.c says the layout
+// stays until it supplies an accessor); the object field is checked.
+extern void _gotk4_removeClosure(GObject *, GClosure *) __attribute__((weak));
+extern void _gotk4_removeGeneratedClosure(guintptr, GClosure *) __attribute__((weak));
+
+typedef struct {
+	GObject *object;
+	guint n_closures;
+	GClosure *closures[1];
+} duet_closure_array;
+
+static int is_gotk4_closure(GClosure *c) {
+	guint n = (c->n_guards << 1) + c->n_fnotifiers + c->n_inotifiers;
+	for (guint i = 0; i < n; i++) {
+		GClosureNotify f = c->notifiers[i].notify;
+		if ((_gotk4_removeClosure && f == (GClosureNotify)_gotk4_removeClosure) ||
+		    (_gotk4_removeGeneratedClosure && f == (GClosureNotify)_gotk4_removeGeneratedClosure))
+			return 1;
+	}
+	return 0;
+}
+
+// invalidate_gotk4_closures disconnects gotk4's dead closures on obj and
+// returns how many; -2 when the record is not laid out as expected.
+static int invalidate_gotk4_closures(GObject *obj) {
+	duet_closure_array *a = g_object_get_qdata(obj, g_quark_from_static_string("GObject-closure-array"));
+	if (!a) return 0;
+	if (a->object != obj || a->n_closures > (1u << 20)) return -2;
+	// Invalidating one removes it from the array: pick them first.
+	GClosure *stack[16], **dead = a->n_closures <= 16 ? stack : g_new(GClosure *, a->n_closures);
+	guint n = 0;
+	for (guint i = 0; i < a->n_closures; i++)
+		if (is_gotk4_closure(a->closures[i])) dead[n++] = g_closure_ref(a->closures[i]);
+	for (guint i = 0; i < n; i++) {
+		g_closure_invalidate(dead[i]);
+		g_closure_unref(dead[i]);
+	}
+	if (dead != stack) g_free(dead);
+	return (int)n;
+}
+
+// duet_closure_layout_known checks, once, that GLib keeps watched closures
+// in the record invalidate_gotk4_closures reads.
+int duet_closure_layout_known(void) {
+	GObject *obj = g_object_new(G_TYPE_OBJECT, NULL);
+	GClosure *c = g_closure_new_simple(sizeof(GClosure), NULL);
+	g_object_watch_closure(obj, c);
+	duet_closure_array *a = g_object_get_qdata(obj, g_quark_from_static_string("GObject-closure-array"));
+	int ok = a && a->object == obj && a->n_closures == 1 && a->closures[0] == c;
+	g_object_unref(obj); // invalidates and drops the watched closure
+	return ok;
+}
+
 int duet_gotk4_release_all(uintptr_t gobj) {
 	if (!goToggleNotify) return -1;
 	GObject *obj = (GObject *)gobj;
 	PyGILState_STATE st = duet_enter();
 	int n = count_gotk4(obj);
+	if (n > 0 && invalidate_gotk4_closures(obj) < 0) n = -2; // leave it: unreleased, not a crash
 	// May finalise obj: its dispose can run Python code (we are attached)
 	// and GTK code (we are on the UI thread).
 	for (int i = 0; i < n; i++) g_object_remove_toggle_ref(obj, (GToggleNotify)goToggleNotify, NULL);
@@ -158,8 +222,9 @@ int duet_gotk4_toggles(uintptr_t gobj) {
 }
 
 // duet_toggle_layout_known checks, once, on an object of our own, that GLib
-// keeps toggle references in the record this file reads: an object with
-// one toggle reference of a known notify must show exactly that.
+// keeps toggle references in the record this file reads (an object with
+// one toggle reference of a known notify must show exactly that), and its
+// watched closures in theirs.
 static void probe_notify(gpointer data, GObject *obj, gboolean is_last) {}
 
 int duet_toggle_layout_known(void) {
@@ -170,7 +235,7 @@ int duet_toggle_layout_known(void) {
 	int ok = s && s->object == obj && s->n_toggle_refs == 1 && s->toggle_refs[0].notify == probe_notify &&
 	         s->toggle_refs[0].data == (gpointer)obj;
 	g_object_remove_toggle_ref(obj, probe_notify, (gpointer)obj); // the last reference: obj is finalised
-	return ok;
+	return ok && duet_closure_layout_known();
 }
 
 // ---- a fresh idle, after the ones already queued --------------------------------

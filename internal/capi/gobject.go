@@ -84,8 +84,9 @@ func ScheduleIdleAfter() { C.duet_idle_after() }
 // thread. It may finalise gobj.
 func Gotk4ReleaseAll(gobj uintptr) int { return int(C.duet_gotk4_release_all(C.uintptr_t(gobj))) }
 
-// ToggleLayoutKnown reports whether GLib keeps toggle references in the
-// record gobject.c reads (checked on an object of its own).
+// ToggleLayoutKnown reports whether GLib keeps toggle references and
+// watched closures in the records gobject.c reads (checked on an object of
+// its own).
 func ToggleLayoutKnown() bool { return C.duet_toggle_layout_known() != 0 }
 
 // WeakNew makes a weak reference to gobj (C memory the caller frees with
