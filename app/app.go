@@ -253,6 +253,12 @@ func (a *App) addAction(name string, accels []string, fn func(), at *callsite.Si
 // parsed the command line, the arguments it left (so the program's own
 // flags do not reach GApplication), else the whole command line. It
 // returns Run's status.
+//
+// As any GApplication, the app runs while it has a window or is held: an
+// activate that shows no window before it returns (one made later, from
+// an Invoke or a timer, say) ends the app at once, GTK printing that
+// windows must be added after startup. Such an activate calls a.Hold, and
+// a.Release when it is done.
 func Main(opts Options, activate func(a *App) error) int {
 	a, err := New(opts)
 	if err != nil {
