@@ -79,7 +79,7 @@
 //	Diagnosis          Cycles (callbacks whose Go function keeps alive
 //	                   the object whose signal holds them)
 //
-// Everything here is safe from any goroutine. To wait in tests until Python
-// has let go of callbacks, use looptest.WaitLive; eventloop.Collect runs
-// both garbage collectors once.
+// Everything here is safe from any goroutine. To count live callbacks in a
+// test once Python has let go of what it will, use looptest.Settle;
+// eventloop.Collect runs both garbage collectors once.
 package callbacks

@@ -113,12 +113,7 @@ func TestUnknownToggleLayoutWarns(t *testing.T) {
 		require.NoError(t, widgets.Track(l))
 		w = widgets.WatchFinalize(l)
 	})
-	for range 20 {
-		collectRound(t)
-		if widgets.ReadStats().Unreleased > before.Unreleased {
-			break
-		}
-	}
+	looptest.Settle(t)
 	after := widgets.ReadStats()
 	assert.Equal(t, before.Released, after.Released, "nothing released")
 	assert.Greater(t, after.Unreleased, before.Unreleased, "counted instead")
