@@ -65,44 +65,8 @@ func evalInt(t testing.TB, g *pygi.Object, expr string) int64 {
 	return n
 }
 
-// forceGC runs both collectors n times, the way the seed's stress program did.
-func forceGC(t testing.TB, n int) {
-	t.Helper()
-	for range n {
-		require.NoError(t, eventloop.Collect())
-	}
-}
-
-// baseline collects garbage left by earlier tests and returns the live
-// callback count once it is stable.
-func baseline(t testing.TB) int64 {
-	t.Helper()
-	last := int64(-1)
-	for range 50 {
-		forceGC(t, 1)
-		live := forensics.ReadStats().Callbacks.Live
-		if live == last {
-			return live
-		}
-		last = live
-		time.Sleep(time.Millisecond)
-	}
-	t.Fatalf("live callbacks never settled (last %d)", last)
-	return 0
-}
-
-// settle waits until the live callback count is back to base.
-func settle(t testing.TB, base int64) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := looptest.WaitLive(ctx, base)
-	require.NoError(t, err, "stats: %+v", s)
-	assert.Equal(t, base, s)
-}
-
 func TestHeldByPythonOutlivesGo(t *testing.T) {
-	base := baseline(t)
+	base := looptest.Settle(t)
 	g := ns(t, "held = None\ndef keep(f):\n    global held\n    held = f\n")
 	calls := atomic.Int64{}
 	func() {
@@ -114,17 +78,16 @@ func TestHeldByPythonOutlivesGo(t *testing.T) {
 		require.NoError(t, err)
 		cb.Close() // Go lets go entirely
 	}()
-	forceGC(t, 10)
-	assert.Equal(t, base+1, forensics.ReadStats().Callbacks.Live, "Python still holds it")
+	assert.Equal(t, base+1, looptest.Settle(t), "Python still holds it")
 	assert.Equal(t, int64(42), evalInt(t, g, "held(4, 2)"))
 	assert.Equal(t, int64(1), calls.Load())
 
 	require.NoError(t, pygi.Exec("held = None", g))
-	settle(t, base)
+	assert.Equal(t, base, looptest.Settle(t), "every callback was freed")
 }
 
 func TestHeldBySignalOutlivesGo(t *testing.T) {
-	base := baseline(t)
+	base := looptest.Settle(t)
 	require.NoError(t, pygi.RequireVersion("GObject", "2.0"))
 	g := ns(t, `
 from gi.repository import GObject
@@ -141,8 +104,7 @@ e = Emitter()
 		require.NoError(t, err)
 		r.Close()
 	}()
-	forceGC(t, 10)
-	assert.Equal(t, base+1, forensics.ReadStats().Callbacks.Live, "the signal holds it")
+	assert.Equal(t, base+1, looptest.Settle(t), "the signal holds it")
 	for i := range 100 {
 		r, err := e.CallMethod("emit", "ping", i)
 		require.NoError(t, err)
@@ -150,16 +112,16 @@ e = Emitter()
 		require.NoError(t, err)
 		require.Equal(t, int64(i+1), n)
 		if i%10 == 0 {
-			forceGC(t, 1)
+			require.NoError(t, eventloop.Collect())
 		}
 	}
 	e.Close()
 	require.NoError(t, pygi.Exec("del e", g))
-	settle(t, base)
+	assert.Equal(t, base, looptest.Settle(t), "every callback was freed")
 }
 
 func TestAutoWrappedFunc(t *testing.T) {
-	base := baseline(t)
+	base := looptest.Settle(t)
 	g := ns(t, "registry = {}\n")
 	reg, err := g.Item("registry")
 	require.NoError(t, err)
@@ -169,8 +131,7 @@ func TestAutoWrappedFunc(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, g.SetItem("lst", lst))
 	lst.Close()
-	forceGC(t, 10)
-	assert.Equal(t, base+3, forensics.ReadStats().Callbacks.Live)
+	assert.Equal(t, base+3, looptest.Settle(t))
 	r := eval(t, g, "registry['upper']('go') + twice('py') + lst[0]()")
 	s, err := pygi.As[string](r)
 	require.NoError(t, err)
@@ -183,14 +144,14 @@ func TestAutoWrappedFunc(t *testing.T) {
 	n, err := pygi.As[int64](out)
 	require.NoError(t, err)
 	assert.Equal(t, int64(-5), n)
-	assert.Equal(t, base+3, forensics.ReadStats().Callbacks.Live, "the temporary was freed at once")
+	assert.Equal(t, int64(base+3), forensics.ReadStats().Callbacks.Live, "the temporary was freed at once")
 
 	require.NoError(t, pygi.Exec("registry.clear(); del twice, lst", g))
-	settle(t, base)
+	assert.Equal(t, base, looptest.Settle(t), "every callback was freed")
 }
 
 func TestFreedByCycleCollector(t *testing.T) {
-	base := baseline(t)
+	base := looptest.Settle(t)
 	g := ns(t, "import gc\ngc.disable()\n")
 	defer pygi.Exec("gc.enable()", g)
 	cb, err := callbacks.New(func() {})
@@ -200,9 +161,9 @@ func TestFreedByCycleCollector(t *testing.T) {
 	require.NoError(t, pygi.Exec("a = [cb]\na.append(a)\ndel a, cb\n", g))
 	runtime.GC()
 	require.NoError(t, pygi.Drain())
-	assert.Equal(t, base+1, forensics.ReadStats().Callbacks.Live, "only a reference cycle holds it now")
+	assert.Equal(t, int64(base+1), forensics.ReadStats().Callbacks.Live, "only a reference cycle holds it now")
 	require.NoError(t, pygi.Exec("gc.collect()", g))
-	assert.Equal(t, base, forensics.ReadStats().Callbacks.Live, "gc.collect() freed it")
+	assert.Equal(t, int64(base), forensics.ReadStats().Callbacks.Live, "gc.collect() freed it")
 }
 
 func TestCalledFromPythonThread(t *testing.T) {
@@ -287,7 +248,7 @@ func TestErrorsAndPanics(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			base := baseline(t)
+			base := looptest.Settle(t)
 			objBase := forensics.ReadStats().Objects.Live
 			g := ns(t, `
 def probe(f, *args):
@@ -333,14 +294,14 @@ def call(f, *args):
 			call.Close()
 			pe.Value.Close()
 			r.Close()
-			settle(t, base)
+			assert.Equal(t, base, looptest.Settle(t), "every callback was freed")
 			assert.LessOrEqual(t, forensics.ReadStats().Objects.Live, objBase+4, "no Python objects leak")
 		})
 	}
 }
 
 func TestArityAndTypes(t *testing.T) {
-	base := baseline(t)
+	base := looptest.Settle(t)
 	g := ns(t, `
 def probe(f, *args, **kw):
     try:
@@ -391,7 +352,7 @@ def probe(f, *args, **kw):
 	for _, o := range []*pygi.Object{add, small, noArgs, variadic, probe} {
 		o.Close()
 	}
-	settle(t, base)
+	assert.Equal(t, base, looptest.Settle(t), "every callback was freed")
 }
 
 func TestSignatures(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duet-gtk/duet/callbacks"
+	"github.com/duet-gtk/duet/eventloop/looptest"
 	"github.com/duet-gtk/duet/forensics"
 	"github.com/duet-gtk/duet/pygi"
 )
@@ -41,6 +42,19 @@ def restore():
 		assert.NoError(t, pygi.Exec("restore()", g))
 	})
 	return g
+}
+
+// warmUpConnect connects a handler and disconnects it, before a test
+// counts callbacks: the first connection in the process makes the two
+// callables every later one shares (duet_connect_native and
+// duet_record_connection), which live as long as the process.
+func warmUpConnect(t *testing.T, g *pygi.Object) {
+	t.Helper()
+	e := eval(t, g, "e")
+	defer e.Close()
+	id, err := callbacks.Connect(e, "ping", func() {})
+	require.NoError(t, err)
+	require.NoError(t, callbacks.Disconnect(e, id))
 }
 
 func TestConnectNativeArguments(t *testing.T) {
@@ -201,62 +215,65 @@ func TestConnectNativeErrors(t *testing.T) {
 
 // The connection owns the callback: Go lets go at once, the handler lives
 // while it is connected, and disconnecting or finalising the object frees
-// it (counted after both collectors ran).
+// it (counted once both collectors have settled).
 func TestConnectNativeLifetime(t *testing.T) {
-	base := baseline(t)
 	g := emitterNS(t)
-	calls := 0
-	connect := func(expr string) uint64 {
+	warmUpConnect(t, g)
+	connect := func(t *testing.T, expr string, fn any) uint64 {
 		o := eval(t, g, expr)
 		defer o.Close()
-		id, err := callbacks.Connect(o, "ping", func(_ *pygi.Object, n int) { calls += n })
+		id, err := callbacks.Connect(o, "ping", fn)
 		require.NoError(t, err)
 		return id
 	}
 
-	// Disconnect frees it.
-	id := connect("e")
-	forceGC(t, 5)
-	assert.Equal(t, base+1, forensics.ReadStats().Callbacks.Live, "the connection holds it")
-	require.NoError(t, pygi.Exec("e.emit('ping', 2, '')", g))
-	assert.Equal(t, 2, calls)
-	r, err := eval(t, g, "e").CallMethod("disconnect", id)
-	require.NoError(t, err)
-	r.Close()
-	settle(t, base)
+	t.Run("disconnect frees it", func(t *testing.T) {
+		base := looptest.Settle(t)
+		calls := 0
+		id := connect(t, "e", func(_ *pygi.Object, n int) { calls += n })
+		assert.Equal(t, base+1, looptest.Settle(t), "the connection holds it")
+		require.NoError(t, pygi.Exec("e.emit('ping', 2, '')", g))
+		assert.Equal(t, 2, calls)
+		r, err := eval(t, g, "e").CallMethod("disconnect", id)
+		require.NoError(t, err)
+		r.Close()
+		assert.Equal(t, base, looptest.Settle(t), "disconnected, it is freed")
+	})
 
-	// The object's finalisation frees it.
-	require.NoError(t, pygi.Exec("tmp = Emitter()", g))
-	connect("tmp")
-	forceGC(t, 5)
-	assert.Equal(t, base+1, forensics.ReadStats().Callbacks.Live)
-	require.NoError(t, pygi.Exec("tmp.emit('ping', 3, ''); del tmp", g))
-	assert.Equal(t, 5, calls)
-	forceGC(t, 2)
-	settle(t, base)
+	t.Run("the object's finalisation frees it", func(t *testing.T) {
+		base := looptest.Settle(t)
+		calls := 0
+		require.NoError(t, pygi.Exec("tmp = Emitter()", g))
+		connect(t, "tmp", func(_ *pygi.Object, n int) { calls += n })
+		assert.Equal(t, base+1, looptest.Settle(t), "the connection holds it")
+		require.NoError(t, pygi.Exec("tmp.emit('ping', 3, ''); del tmp", g))
+		assert.Equal(t, 3, calls)
+		assert.Equal(t, base, looptest.Settle(t), "finalised with its object")
+	})
 
-	// A callback already made is shared, not copied: the connection takes
-	// its own reference and Close on the Go side does not free it.
-	cb, err := callbacks.New(func() { calls++ })
-	require.NoError(t, err)
-	e := eval(t, g, "e")
-	id, err = callbacks.Connect(e, "ping", cb)
-	require.NoError(t, err)
-	cb.Close()
-	forceGC(t, 5)
-	assert.Equal(t, base+1, forensics.ReadStats().Callbacks.Live)
-	require.NoError(t, pygi.Exec("e.emit('ping', 0, '')", g))
-	assert.Equal(t, 6, calls)
-	r, err = e.CallMethod("disconnect", id)
-	require.NoError(t, err)
-	r.Close()
-	e.Close()
-	settle(t, base)
+	// The connection takes its own reference and Close on the Go side does
+	// not free it.
+	t.Run("a callback already made is shared, not copied", func(t *testing.T) {
+		base := looptest.Settle(t)
+		calls := 0
+		cb, err := callbacks.New(func() { calls++ })
+		require.NoError(t, err)
+		id := connect(t, "e", cb)
+		cb.Close()
+		assert.Equal(t, base+1, looptest.Settle(t), "the connection holds it")
+		require.NoError(t, pygi.Exec("e.emit('ping', 0, '')", g))
+		assert.Equal(t, 1, calls)
+		r, err := eval(t, g, "e").CallMethod("disconnect", id)
+		require.NoError(t, err)
+		r.Close()
+		assert.Equal(t, base, looptest.Settle(t), "disconnected, it is freed")
+	})
 }
 
 func TestDisconnect(t *testing.T) {
-	base := baseline(t)
 	g := emitterNS(t)
+	warmUpConnect(t, g)
+	base := looptest.Settle(t)
 	e, err := g.Item("e")
 	require.NoError(t, err)
 	calls := 0
@@ -266,7 +283,7 @@ func TestDisconnect(t *testing.T) {
 	require.NoError(t, callbacks.Disconnect(e, id))
 	require.NoError(t, pygi.Exec("e.emit('ping', 0, '')", g))
 	assert.Equal(t, 1, calls, "not called once disconnected")
-	settle(t, base) // disconnecting freed it
+	assert.Equal(t, base, looptest.Settle(t), "disconnecting freed it")
 
 	assert.ErrorIs(t, callbacks.Disconnect(e, id), callbacks.ErrNotConnected, "twice")
 	assert.ErrorIs(t, callbacks.Disconnect(e, 0), callbacks.ErrNotConnected)
@@ -290,8 +307,9 @@ func TestDisconnect(t *testing.T) {
 // A Go func is made into its callable and connected in one crossing; when
 // the connect fails, the callable is freed at once (the counts return).
 func TestConnectFailureFreesTheCallback(t *testing.T) {
-	base := baseline(t)
 	g := emitterNS(t)
+	warmUpConnect(t, g)
+	base := looptest.Settle(t)
 	e, err := g.Item("e")
 	require.NoError(t, err)
 	defer e.Close()
@@ -304,7 +322,7 @@ func TestConnectFailureFreesTheCallback(t *testing.T) {
 	}
 	after := forensics.ReadStats().Callbacks
 	assert.Equal(t, after.Created-before.Created, after.Freed-before.Freed, "every callback made was freed")
-	assert.Equal(t, base, after.Live)
+	assert.Equal(t, int64(base), after.Live, "at once, with no collection")
 
 	// A Python callable that is not a Go callback is refused, not wrapped.
 	_, err = callbacks.Connect(e, "ping", eval(t, g, "len"))

@@ -110,7 +110,7 @@
 // Callbacks group; forensics.TakeCensus lists the live ones by name and
 // creation site.
 //
-// Everything here is safe from any goroutine. To wait in tests until Python
-// has let go of callbacks, use looptest.WaitLive; eventloop.Collect runs
-// both garbage collectors once.
+// Everything here is safe from any goroutine. To count live callbacks in a
+// test once Python has let go of what it will, use looptest.Settle;
+// eventloop.Collect runs both garbage collectors once.
 package callbacks

@@ -227,43 +227,50 @@ async def main(kind, x):
 def not_a_coroutine():
     return 1
 `, nil)
-	r := await(t, main, "ok", 21)
-	n, err := pygi.As[int64](r)
-	require.NoError(t, err)
-	assert.Equal(t, int64(42), n)
+	t.Run("result", func(t *testing.T) {
+		n, err := pygi.As[int64](await(t, main, "ok", 21))
+		require.NoError(t, err)
+		assert.Equal(t, int64(42), n)
+	})
 
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_, err = eventloop.Await(ctx, main, "raise", 7)
-	var pe *pygi.Error
-	require.ErrorAs(t, err, &pe)
-	assert.True(t, pe.Matches("ValueError"))
-	assert.Contains(t, err.Error(), "bad 7")
+	t.Run("exception", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := eventloop.Await(ctx, main, "raise", 7)
+		var pe *pygi.Error
+		require.ErrorAs(t, err, &pe)
+		assert.True(t, pe.Matches("ValueError"))
+		assert.Contains(t, err.Error(), "bad 7")
+	})
 
-	short, cancelShort := context.WithTimeout(context.Background(), 30*time.Millisecond)
-	defer cancelShort()
-	_, err = eventloop.Await(short, main, "hang", 0)
-	assert.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.Eventually(t, func() bool {
-		var ok bool
+	t.Run("the context ends first: the task is cancelled", func(t *testing.T) {
+		short, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+		defer cancel()
+		_, err := eventloop.Await(short, main, "hang", 0)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Eventually(t, func() bool {
+			var ok bool
+			looptest.Do(t, func(t testing.TB) {
+				r, err := pygi.Eval("state.get('cancelled', False)", g)
+				require.NoError(t, err)
+				ok, _ = pygi.As[bool](r)
+			})
+			return ok
+		}, 5*time.Second, 10*time.Millisecond, "the task saw CancelledError")
+	})
+
+	t.Run("refused", func(t *testing.T) {
 		looptest.Do(t, func(t testing.TB) {
-			r, err := pygi.Eval("state.get('cancelled', False)", g)
+			fn, err := g.Item("not_a_coroutine")
 			require.NoError(t, err)
-			ok, _ = pygi.As[bool](r)
+			_, err = eventloop.StartTask(fn)
+			assert.ErrorContains(t, err, "not an awaitable")
+			// Waiting on the UI thread would wait for the thread itself.
+			task, err := eventloop.StartTask(main, "ok", 1)
+			require.NoError(t, err)
+			_, err = task.Wait(context.Background())
+			assert.ErrorContains(t, err, "on the UI thread")
 		})
-		return ok
-	}, 5*time.Second, 10*time.Millisecond, "the task saw CancelledError")
-
-	looptest.Do(t, func(t testing.TB) {
-		fn, err := g.Item("not_a_coroutine")
-		require.NoError(t, err)
-		_, err = eventloop.StartTask(fn)
-		assert.ErrorContains(t, err, "not an awaitable")
-		// Waiting on the UI thread would wait for the thread itself.
-		task, err := eventloop.StartTask(main, "ok", 1)
-		require.NoError(t, err)
-		_, err = task.Wait(context.Background())
-		assert.ErrorContains(t, err, "on the UI thread")
 	})
 }
 
@@ -332,8 +339,7 @@ func TestAwaitsUnderGCReturnToBaseline(t *testing.T) {
 	looptest.FailOnPythonExceptions(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	base, err := looptest.WaitLive(ctx, 1<<30)
-	require.NoError(t, err)
+	base := looptest.Settle(t)
 	var tasks0 int64
 	looptest.Do(t, func(t testing.TB) {
 		r, err := pygi.Eval("len(__import__('asyncio').all_tasks())", nil)
@@ -392,9 +398,7 @@ async def echo(x):
 		echo.Close()
 	}()
 	assert.Positive(t, gcs.Load())
-	st, err := looptest.WaitLive(ctx, base)
-	require.NoError(t, err, "callbacks back to the baseline")
-	assert.LessOrEqual(t, st, base)
+	assert.LessOrEqual(t, looptest.Settle(t), base, "callbacks back to the baseline")
 	looptest.Do(t, func(t testing.TB) {
 		r, err := pygi.Eval("len(__import__('asyncio').all_tasks())", nil)
 		require.NoError(t, err)

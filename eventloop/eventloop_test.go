@@ -52,7 +52,7 @@ func TestInvokeOrderAndExactlyOnce(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	looptest.Do(t, func(t testing.TB) {}) // a barrier: everything queued before it has run
+	looptest.Turn(t)
 	assert.Zero(t, offMain.Load(), "every Invoke runs on the main thread")
 	for g := range goroutines {
 		require.Len(t, seen[g], each, "goroutine %d", g)
@@ -66,43 +66,51 @@ func TestInvokeOrderAndExactlyOnce(t *testing.T) {
 }
 
 func TestInvokeWaitAndPanics(t *testing.T) {
-	sentinel := errors.New("from the loop")
-	err := eventloop.InvokeWait(context.Background(), func() error { return sentinel })
-	assert.ErrorIs(t, err, sentinel)
+	t.Run("its error", func(t *testing.T) {
+		sentinel := errors.New("from the loop")
+		err := eventloop.InvokeWait(context.Background(), func() error { return sentinel })
+		assert.ErrorIs(t, err, sentinel)
+	})
 
-	err = eventloop.InvokeWait(context.Background(), func() error { panic("kaboom") })
-	var pe *pygi.PanicError
-	require.ErrorAs(t, err, &pe)
-	assert.Equal(t, "kaboom", pe.Value)
-	assert.Contains(t, pe.Stack, "eventloop_test.go")
+	t.Run("a panic, as an error", func(t *testing.T) {
+		err := eventloop.InvokeWait(context.Background(), func() error { panic("kaboom") })
+		var pe *pygi.PanicError
+		require.ErrorAs(t, err, &pe)
+		assert.Equal(t, "kaboom", pe.Value)
+		assert.Contains(t, pe.Stack, "eventloop_test.go")
+	})
 
-	// A panic in fire-and-forget work is reported and the loop goes on.
-	reported := make(chan *pygi.PanicError, 1)
-	defer eventloop.OnPanic(func(p *pygi.PanicError) { reported <- p })()
-	eventloop.Invoke(func() { panic(sentinel) })
-	select {
-	case p := <-reported:
-		assert.ErrorIs(t, p, sentinel)
-	case <-time.After(10 * time.Second):
-		t.Fatal("panic not reported")
-	}
-	looptest.Do(t, func(t testing.TB) {}) // still running
+	t.Run("a panic in fire-and-forget work is reported and the loop goes on", func(t *testing.T) {
+		sentinel := errors.New("from the loop")
+		reported := make(chan *pygi.PanicError, 1)
+		defer eventloop.OnPanic(func(p *pygi.PanicError) { reported <- p })()
+		eventloop.Invoke(func() { panic(sentinel) })
+		select {
+		case p := <-reported:
+			assert.ErrorIs(t, p, sentinel)
+		case <-time.After(10 * time.Second):
+			t.Fatal("panic not reported")
+		}
+		looptest.Turn(t) // still running
+	})
 
-	// A context that ends first: the work does not run afterwards.
-	var ran atomic.Bool
-	block := make(chan struct{})
-	eventloop.Invoke(func() { <-block }) // occupy the loop
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
-	err = eventloop.InvokeWait(ctx, func() error { ran.Store(true); return nil })
-	assert.ErrorIs(t, err, context.DeadlineExceeded)
-	close(block)
-	looptest.Do(t, func(t testing.TB) {})
-	assert.False(t, ran.Load())
+	t.Run("a context that ends first: the work does not run afterwards", func(t *testing.T) {
+		var ran atomic.Bool
+		block := make(chan struct{})
+		eventloop.Invoke(func() { <-block }) // occupy the loop
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		defer cancel()
+		err := eventloop.InvokeWait(ctx, func() error { ran.Store(true); return nil })
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		close(block)
+		looptest.Turn(t)
+		assert.False(t, ran.Load())
+	})
 
-	// On the loop itself InvokeWait runs at once instead of deadlocking.
-	looptest.DoErr(t, func(t testing.TB) error {
-		return eventloop.InvokeWait(context.Background(), func() error { return nil })
+	t.Run("on the loop itself it runs at once instead of deadlocking", func(t *testing.T) {
+		looptest.Do(t, func(t testing.TB) {
+			require.NoError(t, eventloop.InvokeWait(context.Background(), func() error { return nil }))
+		})
 	})
 }
 
@@ -140,36 +148,39 @@ func TestTimers(t *testing.T) {
 
 func TestCancelWhileFiring(t *testing.T) {
 	defer watchdog(t, time.Minute)()
-	var running, finished atomic.Int64
-	started := make(chan struct{}, 100)
-	tm := eventloop.Every(5*time.Millisecond, func() {
-		running.Add(1)
-		started <- struct{}{}
-		time.Sleep(50 * time.Millisecond) // still inside fn when Cancel is called
-		finished.Add(1)
-	})
-	<-started
-	tm.Cancel() // from this goroutine, while fn sleeps on the loop
-	assert.Equal(t, running.Load(), finished.Load(), "Cancel waited for the run in progress")
-	after := running.Load()
-	time.Sleep(60 * time.Millisecond)
-	assert.Equal(t, after, running.Load(), "no run after Cancel returned")
-
-	// Cancel from inside fn: the current run completes, no further ones.
-	var self *eventloop.Timer
-	var runs atomic.Int64
-	ready := make(chan struct{})
-	looptest.Do(t, func(t testing.TB) {
-		self = eventloop.Every(time.Millisecond, func() {
-			<-ready
-			if runs.Add(1) == 3 {
-				self.Cancel()
-			}
+	t.Run("from a goroutine: Cancel waits for the run in progress", func(t *testing.T) {
+		var running, finished atomic.Int64
+		started := make(chan struct{}, 100)
+		tm := eventloop.Every(5*time.Millisecond, func() {
+			running.Add(1)
+			started <- struct{}{}
+			time.Sleep(50 * time.Millisecond) // still inside fn when Cancel is called
+			finished.Add(1)
 		})
+		<-started
+		tm.Cancel() // from this goroutine, while fn sleeps on the loop
+		assert.Equal(t, running.Load(), finished.Load(), "Cancel waited for the run in progress")
+		after := running.Load()
+		time.Sleep(60 * time.Millisecond)
+		assert.Equal(t, after, running.Load(), "no run after Cancel returned")
 	})
-	close(ready)
-	time.Sleep(100 * time.Millisecond)
-	assert.Equal(t, int64(3), runs.Load())
+
+	t.Run("from inside fn: the current run completes, no further ones", func(t *testing.T) {
+		var self *eventloop.Timer
+		var runs atomic.Int64
+		ready := make(chan struct{})
+		looptest.Do(t, func(t testing.TB) {
+			self = eventloop.Every(time.Millisecond, func() {
+				<-ready
+				if runs.Add(1) == 3 {
+					self.Cancel()
+				}
+			})
+		})
+		close(ready)
+		time.Sleep(100 * time.Millisecond)
+		assert.Equal(t, int64(3), runs.Load())
+	})
 }
 
 func TestPythonAndGoInterleave(t *testing.T) {
@@ -190,7 +201,7 @@ GLib.timeout_add(90, lambda: record("py-90") or False)
 	eventloop.After(60*time.Millisecond, func() { record("go-60") })
 	eventloop.After(120*time.Millisecond, func() { record("go-120") })
 	time.Sleep(300 * time.Millisecond)
-	looptest.Do(t, func(t testing.TB) {})
+	looptest.Turn(t)
 	mu.Lock()
 	defer mu.Unlock()
 	// By due time; a loaded machine may stall the loop past several due
@@ -245,7 +256,7 @@ GLib.idle_add(busy)
 	for err := range errs {
 		t.Error(err)
 	}
-	looptest.Do(t, func(t testing.TB) {})
+	looptest.Turn(t)
 }
 
 func TestDroppedObjectsReleasedByTheLoop(t *testing.T) {
@@ -313,7 +324,7 @@ e.emit("ping")
 t = threading.Thread(target=lambda: [][1])
 t.start(); t.join()
 `, g))
-	looptest.Do(t, func(t testing.TB) {})
+	looptest.Turn(t)
 	deadline := time.Now().Add(5 * time.Second)
 	for len(caught.All()) < 3 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
@@ -337,7 +348,7 @@ func TestThresholdZeroStopsTheLoopsCollections(t *testing.T) {
 	before := forensics.ReadStats().Loop.Collections
 	for range 20 {
 		require.NoError(t, pygi.Exec("for _ in range(2000):\n    a = []\n    a.append(a)\n", g))
-		looptest.Do(t, func(testing.TB) {}) // a turn of the loop
+		looptest.Turn(t)
 	}
 	assert.Equal(t, before, forensics.ReadStats().Loop.Collections)
 }

@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/eventloop/looptest"
 	"github.com/duet-gtk/duet/forensics"
 	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/pygi"
@@ -47,7 +50,7 @@ func FuzzLifetime(f *testing.F) {
 		if len(ops) > 200 {
 			ops = ops[:200]
 		}
-		base := w.baseline()
+		base := w.baseline(t)
 		var wg sync.WaitGroup
 		errs := make(chan error, len(ops))
 		for g := range 3 {
@@ -66,9 +69,7 @@ func FuzzLifetime(f *testing.F) {
 		for err := range errs {
 			t.Error(err)
 		}
-		if err := w.settle(base); err != nil {
-			t.Fatal(err)
-		}
+		w.settle(t, base)
 	})
 }
 
@@ -324,15 +325,31 @@ th = threading.Thread(target=t); th.start(); th.join()
 	}
 }
 
-func (w *world) baseline() [2]int64 {
-	w.settle([2]int64{-1, -1})
-	return [2]int64{forensics.ReadStats().Callbacks.Live, forensics.ReadStats().Objects.Live}
+// baseline is the live callbacks and the objects Go holds once what earlier
+// sequences left is gone.
+func (w *world) baseline(t testing.TB) [2]int64 {
+	w.release()
+	return [2]int64{int64(looptest.Settle(t)), forensics.ReadStats().Objects.Live}
 }
 
-// settle lets go of what the sequence left (Python's list, the
-// connections), runs both collectors until the counts are back to base
-// (or just settles, when base is unset).
-func (w *world) settle(base [2]int64) error {
+// settle lets go of what the sequence left and checks that, once both
+// collectors have settled, the counts are back to base and nothing went
+// wrong out of sight.
+func (w *world) settle(t testing.TB, base [2]int64) {
+	w.release()
+	live := int64(looptest.Settle(t))
+	held := forensics.ReadStats().Objects.Live
+	assert.LessOrEqual(t, live, base[0], "live callbacks after the sequence")
+	assert.LessOrEqual(t, held, base[1], "objects Go holds after the sequence")
+	assert.Zero(t, capi.LeakedExceptions(), "entries that left a Python exception set")
+	if r, err := pygi.Eval("haunt_errors[:]", w.g); assert.NoError(t, err) {
+		n, _ := r.Len()
+		assert.Zero(t, n, "__del__ calling Go failed: %v", r)
+	}
+}
+
+// release drops Python's list and the connections the sequence made.
+func (w *world) release() {
 	pygi.Exec("held.clear()\n", w.g)
 	w.mu.Lock()
 	conns := w.conns
@@ -341,29 +358,6 @@ func (w *world) settle(base [2]int64) error {
 	for _, id := range conns {
 		r, _ := w.emitter.CallMethod("disconnect", id)
 		r.Close()
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		runtime.GC()
-		eventloop.Collect()
-		pygi.Drain()
-		now := [2]int64{forensics.ReadStats().Callbacks.Live, forensics.ReadStats().Objects.Live}
-		if base[0] < 0 || now[0] <= base[0] && now[1] <= base[1] {
-			if n := capi.LeakedExceptions(); n > 0 {
-				return fmt.Errorf("%d entries left a Python exception set", n)
-			}
-			if r, err := pygi.Eval("haunt_errors[:]", w.g); err == nil {
-				n, _ := r.Len()
-				if n > 0 {
-					return fmt.Errorf("__del__ calling Go failed: %v", r)
-				}
-			}
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("after the sequence: %d live callbacks (were %d), %d objects Go holds (were %d)", now[0], base[0], now[1], base[1])
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/eventloop/looptest"
 	"github.com/duet-gtk/duet/forensics"
 	"github.com/duet-gtk/duet/internal/pyobj"
 	"github.com/duet-gtk/duet/internal/testutil"
@@ -41,13 +42,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func collect(t testing.TB) {
-	t.Helper()
-	for range 3 {
-		require.NoError(t, eventloop.Collect())
-	}
-}
-
 // siteOf is file:line of the line after the caller's, as census rows and
 // diagnoses show it.
 func siteOfNextLine() string {
@@ -57,7 +51,7 @@ func siteOfNextLine() string {
 
 func TestCensusCountsKnownAllocations(t *testing.T) {
 	forensics.SetProvenance(true)
-	collect(t)
+	looptest.Settle(t)
 	mark, err := forensics.TakeCensus()
 	require.NoError(t, err)
 
@@ -98,7 +92,7 @@ func TestCensusCountsKnownAllocations(t *testing.T) {
 	}
 	require.NoError(t, pygi.Exec("held.clear()", g))
 	held.Close()
-	collect(t)
+	looptest.Settle(t)
 	after, err := forensics.TakeCensus()
 	require.NoError(t, err)
 	for _, c := range after.Callbacks {

@@ -61,20 +61,13 @@ func TestCensusCountsTrackedAndWatchedGObjects(t *testing.T) {
 
 	labels = nil
 	var after *forensics.Census
-	ok := false
-	for range 60 {
-		collectRound(t)
-		looptest.Do(t, func(t testing.TB) {
-			var err error
-			after, err = forensics.TakeCensus()
-			require.NoError(t, err)
-		})
-		if gobjects(after, "GtkLabel") <= gobjects(before, "GtkLabel") {
-			ok = true
-			break
-		}
-	}
-	assert.True(t, ok, "finalised labels leave the census: %d before, %d after", gobjects(before, "GtkLabel"), gobjects(after, "GtkLabel"))
+	looptest.Settle(t)
+	looptest.Do(t, func(t testing.TB) {
+		var err error
+		after, err = forensics.TakeCensus()
+		require.NoError(t, err)
+	})
+	assert.LessOrEqual(t, gobjects(after, "GtkLabel"), gobjects(before, "GtkLabel"), "finalised labels leave the census: %d before, %d after", gobjects(before, "GtkLabel"), gobjects(after, "GtkLabel"))
 }
 
 func censusRow(t testing.TB, w *widgets.Widget, table, name string) (n, delta int, ok bool) {
@@ -96,7 +89,7 @@ func censusRow(t testing.TB, w *widgets.Widget, table, name string) (n, delta in
 // closed, it lets go of everything it held.
 func TestCensusWindow(t *testing.T) {
 	looptest.FailOnPythonExceptions(t)
-	base := liveCallbacks(t)
+	base := looptest.Settle(t)
 	var keep []*pygi.Object
 	var win *widgets.Widget
 	var watch *widgets.Watch
@@ -157,5 +150,5 @@ func TestCensusWindow(t *testing.T) {
 		}
 	})
 	assert.True(t, finalized(t, watch), "the closed window is finalised")
-	assert.Equal(t, base, liveCallbacks(t), "the census source and the probes are freed")
+	assert.Equal(t, base, looptest.Settle(t), "the census source and the probes are freed")
 }

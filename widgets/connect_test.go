@@ -87,7 +87,7 @@ func TestEveryConnectPathIsRecorded(t *testing.T) {
 	}
 	for _, p := range paths {
 		t.Run(p.name, func(t *testing.T) {
-			base := liveCallbacks(t)
+			base := looptest.Settle(t)
 			var watch *widgets.Watch
 			var addr uintptr
 			looptest.Do(t, func(t testing.TB) {
@@ -113,7 +113,7 @@ func TestEveryConnectPathIsRecorded(t *testing.T) {
 				win.Close()
 			})
 			assert.True(t, finalized(t, watch), "the widget is finalised with its window")
-			assert.Equal(t, base, liveCallbacks(t), "the handler is freed")
+			assert.Equal(t, base, looptest.Settle(t), "the handler is freed")
 			cycles, err := callbacks.Cycles()
 			require.NoError(t, err)
 			assert.False(t, hasCycle(cycles, addr), "no cycle left: %v", cycles)
@@ -151,7 +151,7 @@ func TestLoadUIConnectionsAreRecorded(t *testing.T) {
     </child>
   </object>
 </interface>`
-	base := liveCallbacks(t)
+	base := looptest.Settle(t)
 	var watch *widgets.Watch
 	var addr uintptr
 	got := map[string]string{}
@@ -210,7 +210,7 @@ func TestLoadUIConnectionsAreRecorded(t *testing.T) {
 		"on_swapped": "Label,Button",
 	}, got)
 	assert.True(t, finalized(t, watch), "the button is finalised with its window")
-	assert.Equal(t, base, liveCallbacks(t), "the handlers are freed")
+	assert.Equal(t, base, looptest.Settle(t), "the handlers are freed")
 }
 
 func typeName(o *pygi.Object) string {

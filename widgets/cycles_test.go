@@ -104,7 +104,7 @@ func TestHandlersThatTouchTheirWidget(t *testing.T) {
 	defer looptest.Do(t, func(t testing.TB) { win.CallMethod("destroy") })
 	for _, id := range idioms {
 		t.Run(id.name, func(t *testing.T) {
-			base := liveCallbacks(t)
+			base := looptest.Settle(t)
 			rss0 := rssKB()
 			watches := make([]*widgets.Watch, 0, cycles)
 			for i := range cycles {
@@ -136,7 +136,7 @@ func TestHandlersThatTouchTheirWidget(t *testing.T) {
 					g.Close()
 				})
 				if i%200 == 199 {
-					collectRound(t)
+					looptest.Settle(t) // keeps what waits for release bounded
 				}
 			}
 			ok := finalized(t, watches...)
@@ -147,7 +147,7 @@ func TestHandlersThatTouchTheirWidget(t *testing.T) {
 				}
 			}
 			assert.True(t, ok, "%d of %d widgets never finalised", alive, cycles)
-			assert.Equal(t, base, liveCallbacks(t), "live callbacks back to the baseline")
+			assert.Equal(t, base, looptest.Settle(t), "live callbacks back to the baseline")
 			t.Logf("%d cycles: %d finalised; RSS %+d kB", cycles, cycles-alive, rssKB()-rss0)
 		})
 	}
@@ -176,7 +176,7 @@ func rssKB() int {
 func TestStrongCaptureInALivingContainerLeaks(t *testing.T) {
 	looptest.FailOnPythonExceptions(t)
 	warmUpTeardown(t)
-	base := liveCallbacks(t)
+	base := looptest.Settle(t)
 	var watches []*widgets.Watch
 	var m *widgets.Module
 	looptest.Do(t, func(t testing.TB) {
@@ -204,7 +204,7 @@ func TestStrongCaptureInALivingContainerLeaks(t *testing.T) {
 		}
 	})
 	assert.False(t, finalized(t, watches[0]), "if this fails, Go closures no longer hide cycles: update the docs")
-	assert.Equal(t, base+20, liveCallbacks(t))
+	assert.Equal(t, base+20, looptest.Settle(t))
 
 	// The runtime report names each such handler and where it was made.
 	cycles, err := callbacks.Cycles()

@@ -2,9 +2,7 @@ package widgets_test
 
 import (
 	"fmt"
-	"runtime"
 	"testing"
-	"time"
 	"unsafe"
 
 	coreglib "github.com/diamondburned/gotk4/pkg/core/glib"
@@ -12,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/eventloop/looptest"
 	"github.com/duet-gtk/duet/forensics"
 	"github.com/duet-gtk/duet/pygi"
@@ -20,45 +17,17 @@ import (
 	"github.com/duet-gtk/duet/widgets/kit"
 )
 
-// collectRound runs both garbage collectors, the release of Python
-// references Go dropped, and the gotk4 reaper, with a loop turn in between.
-func collectRound(t testing.TB) {
-	t.Helper()
-	runtime.GC()
-	runtime.GC()
-	require.NoError(t, eventloop.Collect())
-	looptest.DoErr(t, func(testing.TB) error { _, err := widgets.Reap(); return err })
-	time.Sleep(2 * time.Millisecond)
-}
-
-// finalized waits (forcing collections) until every watch fired.
+// finalized reports whether every watch has fired once both collectors and
+// duet's reaper have settled.
 func finalized(t testing.TB, ws ...*widgets.Watch) bool {
 	t.Helper()
-	for range 60 {
-		all := true
-		for _, w := range ws {
-			all = all && w.Finalized()
+	looptest.Settle(t)
+	for _, w := range ws {
+		if !w.Finalized() {
+			return false
 		}
-		if all {
-			return true
-		}
-		collectRound(t)
 	}
-	return false
-}
-
-func liveCallbacks(t testing.TB) int64 {
-	t.Helper()
-	last := int64(-1)
-	for range 30 {
-		collectRound(t)
-		n := forensics.ReadStats().Callbacks.Live
-		if n == last {
-			return n
-		}
-		last = n
-	}
-	return last
+	return true
 }
 
 // The measurement behind widgets.Track: gotk4 v0.2.2 alone never finalises
@@ -70,10 +39,7 @@ func TestGotk4AloneLeaksWithoutTrack(t *testing.T) {
 		b := gtk.NewButtonWithLabel("untracked")
 		w = watch(t, b)
 	})
-	for range 30 {
-		collectRound(t)
-	}
-	assert.False(t, w.Finalized(), "if this fails, gotk4 no longer leaks: Track may be unnecessary")
+	assert.False(t, finalized(t, w), "if this fails, gotk4 no longer leaks: Track may be unnecessary")
 }
 
 func TestGoWidgetTrackedIsFinalized(t *testing.T) {
@@ -106,10 +72,7 @@ func TestGoWidgetHandedToPythonIsFinalized(t *testing.T) {
 		require.NoError(t, err)
 		py.Close()
 	})
-	for range 5 {
-		collectRound(t)
-	}
-	assert.False(t, w.Finalized(), "Python still holds it")
+	assert.False(t, finalized(t, w), "Python still holds it")
 	require.NoError(t, pygi.Exec("kept.clear()", g))
 	assert.True(t, finalized(t, w), "dropped by both sides")
 }
@@ -184,16 +147,13 @@ func TestToggleTrapMeasured(t *testing.T) {
 		require.NoError(t, err)
 		g.Close()
 	})
-	for range 20 {
-		collectRound(t)
-	}
-	assert.False(t, w.Finalized(), "two toggle references: nobody is ever notified")
+	assert.False(t, finalized(t, w), "two toggle references: nobody is ever notified")
 }
 
 func TestWindowWithHandlerCapturingItsWidgetsIsFinalized(t *testing.T) {
 	looptest.FailOnPythonExceptions(t)
 	warmUpTeardown(t)
-	base := liveCallbacks(t)
+	base := looptest.Settle(t)
 	var ws []*widgets.Watch
 	looptest.Do(t, func(t testing.TB) {
 		G := Gtk(t)
@@ -240,7 +200,7 @@ func TestWindowWithHandlerCapturingItsWidgetsIsFinalized(t *testing.T) {
 		require.NoError(t, err)
 	})
 	assert.True(t, finalized(t, ws...), "window, its children and the captured widgets")
-	assert.Equal(t, base, liveCallbacks(t), "the handler was freed with its signal")
+	assert.Equal(t, base, looptest.Settle(t), "the handler was freed with its signal")
 }
 
 // TestMixedWindowCycles creates, shows and destroys a window mixing both
@@ -249,7 +209,7 @@ func TestMixedWindowCycles(t *testing.T) {
 	looptest.FailOnPythonExceptions(t)
 	const cycles = 1000
 	warmUpTeardown(t)
-	baseCallbacks := liveCallbacks(t)
+	baseCallbacks := looptest.Settle(t)
 	baseStats := forensics.ReadStats().GObjects
 	var ws []*widgets.Watch
 	var lib *widgets.Module
@@ -302,7 +262,7 @@ func TestMixedWindowCycles(t *testing.T) {
 			}
 		})
 		if i%100 == 99 {
-			collectRound(t)
+			looptest.Settle(t) // keeps what waits for release bounded
 		}
 	}
 	if !assert.True(t, finalized(t, ws...), "sampled windows and their widgets were finalised") {
@@ -312,7 +272,7 @@ func TestMixedWindowCycles(t *testing.T) {
 			}
 		}
 	}
-	assert.Equal(t, baseCallbacks, liveCallbacks(t), "live callbacks back to the baseline")
+	assert.Equal(t, baseCallbacks, looptest.Settle(t), "live callbacks back to the baseline")
 	s := forensics.ReadStats().GObjects
 	t.Logf("after %d cycles: %+v (before: %+v)", cycles, s, baseStats)
 	assert.Equal(t, baseStats.Watching, s.Watching, "every GObject watched here was finalised")
@@ -356,7 +316,7 @@ func TestGoMadeWindowsAreFinalisedWithoutTrack(t *testing.T) {
 			label.Close()
 			watches = append(watches, watch(t, win), watch(t, button), lw)
 		})
-		looptest.Do(t, func(t testing.TB) {}) // shown; a turn later, closed
+		looptest.Turn(t) // shown; a turn later, closed
 		looptest.Do(t, func(t testing.TB) { win.Close() })
 	}
 	ok := finalized(t, watches...)

@@ -115,12 +115,7 @@ func TestUnknownToggleLayoutWarns(t *testing.T) {
 		require.NoError(t, widgets.Track(l))
 		w = watch(t, l)
 	})
-	for range 20 {
-		collectRound(t)
-		if forensics.ReadStats().GObjects.Unreleased > before.Unreleased {
-			break
-		}
-	}
+	looptest.Settle(t)
 	after := forensics.ReadStats().GObjects
 	assert.Equal(t, before.Released, after.Released, "nothing released")
 	assert.Greater(t, after.Unreleased, before.Unreleased, "counted instead")

@@ -1,30 +1,3 @@
-// Package looptest runs tests against duet's event loop: the loop runs on
-// the main OS thread (as GTK requires) while the tests run on goroutines and
-// post work to it. For app authors as much as for duet itself:
-//
-//	func TestMain(m *testing.M) { looptest.Main(m) }
-//
-//	func TestButton(t *testing.T) {
-//		looptest.FailOnPythonExceptions(t)
-//		looptest.Do(t, func(t testing.TB) {
-//			... GTK work on the UI thread; require.* is fine on this t ...
-//		})
-//	}
-//
-// With no display, Main re-runs the test binary under xvfb-run (when it is
-// installed), so GTK tests work headless with plain `go test`.
-//
-// GLib and GTK criticals (a g_return_if_fail that fails: a bad argument to
-// GTK, a widget used after it was destroyed) abort the test binary, as
-// G_DEBUG=fatal-criticals does for PyGObject's own test suite, with a crash
-// report naming the crossing that caused it; processes the tests start
-// inherit G_DEBUG. DUET_ALLOW_CRITICALS=1 turns that off. An app run by
-// hand gets the same with G_DEBUG=fatal-criticals in its environment.
-//
-// The helpers: Main (from TestMain), Do and DoErr (work on the loop, with
-// a testing.TB whose FailNow is safe there), WaitLive (until Python has let
-// go of callbacks), CatchPythonExceptions and FailOnPythonExceptions.
-// Main finalises Python after its loop has returned, never during it.
 package looptest
 
 import (
@@ -39,14 +12,13 @@ import (
 	"time"
 
 	"github.com/duet-gtk/duet/eventloop"
-	"github.com/duet-gtk/duet/forensics"
 	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/diag"
 	"github.com/duet-gtk/duet/internal/report"
 	"github.com/duet-gtk/duet/pygi"
 )
 
-// Timeout bounds each Do; a test that waits longer on the loop fails
+// Timeout bounds each Do, Turn and Settle; a test that waits longer fails
 // instead of hanging CI.
 var Timeout = 60 * time.Second
 
@@ -148,16 +120,10 @@ func reexecUnderXvfb() (int, bool) {
 // in fn fails the test with its stack; so does a wait longer than Timeout.
 func Do(t testing.TB, fn func(t testing.TB)) {
 	t.Helper()
-	DoErr(t, func(t testing.TB) error { fn(t); return nil })
-}
-
-// DoErr is Do for a function that can fail: its error fails the test.
-func DoErr(t testing.TB, fn func(t testing.TB) error) {
-	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
 	inner := &loopTB{TB: t}
-	err := eventloop.InvokeWait(ctx, func() error { return fn(inner) })
+	err := eventloop.InvokeWait(ctx, func() error { fn(inner); return nil })
 	var pe *pygi.PanicError
 	switch {
 	case errors.As(err, &pe):
@@ -175,6 +141,15 @@ func DoErr(t testing.TB, fn func(t testing.TB) error) {
 	}
 }
 
+// Turn returns once the loop has run everything Invoke'd before the call:
+// the loop runs posted work in order, so one turn is a barrier between what
+// a test posted and the checks that follow. Call it from the test, not on
+// the loop (there it would wait for nothing).
+func Turn(t testing.TB) {
+	t.Helper()
+	Do(t, func(testing.TB) {})
+}
+
 // loopTB is the testing.TB a function on the loop gets: stopping it panics
 // (recovered by the loop) instead of calling runtime.Goexit on the UI thread.
 type loopTB struct {
@@ -190,28 +165,6 @@ func (l *loopTB) Fatalf(f string, a ...any) { l.TB.Errorf(f, a...); l.FailNow() 
 func (l *loopTB) SkipNow()                  { l.skipped = true; panic(stopNow{}) }
 func (l *loopTB) Skip(args ...any)          { l.TB.Log(args...); l.SkipNow() }
 func (l *loopTB) Skipf(f string, a ...any)  { l.TB.Logf(f, a...); l.SkipNow() }
-
-// WaitLive runs both garbage collectors (eventloop.Collect: the Python part
-// on the UI thread) until at most max callbacks are live, or ctx ends. It
-// is how tests and the stress harness wait for frees pending on either
-// side. Call it from a test goroutine, never from the loop.
-// It returns the number of callbacks live.
-func WaitLive(ctx context.Context, max int64) (int64, error) {
-	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
-		if err := eventloop.Collect(); err != nil {
-			return forensics.ReadStats().Callbacks.Live, err
-		}
-		live := forensics.ReadStats().Callbacks.Live
-		if live <= max {
-			return live, nil
-		}
-		select {
-		case <-ctx.Done():
-			return live, fmt.Errorf("looptest: %d callbacks live, want at most %d: %w", live, max, ctx.Err())
-		case <-time.After(delay):
-		}
-	}
-}
 
 // Exceptions collects the Python exceptions nobody caught during a test.
 type Exceptions struct {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
-	"github.com/duet-gtk/duet/eventloop/looptest"
 	"github.com/duet-gtk/duet/forensics"
 	"github.com/duet-gtk/duet/internal/hooks"
 	"github.com/duet-gtk/duet/internal/lifetime"
@@ -246,7 +245,7 @@ func ChildMain(sc Scenario, broken bool, gcInterval time.Duration) int {
 	// Settle: everything the workload made must be released.
 	final := sample()
 	wctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	st, werr := looptest.WaitLive(wctx, env.baseline.Load())
+	st, werr := waitLive(wctx, env.baseline.Load())
 	cancel()
 	settleGObjects()
 	final = sample()
@@ -273,6 +272,26 @@ func ChildMain(sc Scenario, broken bool, gcInterval time.Duration) int {
 		return 1
 	}
 	return 0
+}
+
+// waitLive runs both garbage collectors until at most max callbacks are
+// live, or ctx ends: frees pending on either side have happened by then.
+// It returns the number of callbacks live.
+func waitLive(ctx context.Context, max int64) (int64, error) {
+	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
+		if err := eventloop.Collect(); err != nil {
+			return forensics.ReadStats().Callbacks.Live, err
+		}
+		live := forensics.ReadStats().Callbacks.Live
+		if live <= max {
+			return live, nil
+		}
+		select {
+		case <-ctx.Done():
+			return live, fmt.Errorf("%d callbacks live, want at most %d: %w", live, max, ctx.Err())
+		case <-time.After(delay):
+		}
+	}
 }
 
 // settleGObjects lets the GObjects the workload dropped finalise: with the
