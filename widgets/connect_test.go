@@ -36,14 +36,17 @@ func TestEveryConnectPathIsRecorded(t *testing.T) {
 			require.NoError(t, err)
 		}},
 		{"Widget.ConnectAfter with data", func(t testing.TB, g *widgets.Widget) {
+			//duet:cycle-ok on purpose: the test counts that it is freed
 			_, err := g.ConnectAfter("greeted", func(_ *pygi.Object, _ string, n int) { g.CallMethod("set_name", "x") }, 7)
 			require.NoError(t, err)
 		}},
 		{"callbacks.Connect", func(t testing.TB, g *widgets.Widget) {
+			//duet:cycle-ok on purpose: the test counts that it is freed
 			_, err := callbacks.Connect(g.Object, "greeted", func() { g.CallMethod("set_name", "x") })
 			require.NoError(t, err)
 		}},
 		{"callbacks.ConnectAfter with data", func(t testing.TB, g *widgets.Widget) {
+			//duet:cycle-ok on purpose: the test counts that it is freed
 			_, err := callbacks.ConnectAfter(g.Object, "greeted", func(_ *pygi.Object, _ string, s string) { g.CallMethod("set_name", s) }, "x")
 			require.NoError(t, err)
 		}},
@@ -62,6 +65,7 @@ func TestEveryConnectPathIsRecorded(t *testing.T) {
 		}},
 		{"PyGObject connect_after with data through a Block", func(t testing.TB, g *widgets.Widget) {
 			var b pygi.Block
+			//duet:cycle-ok on purpose: the test counts that it is freed
 			b.CallMethod(g.Object, "connect_after", "greeted", func(_, _, _ *pygi.Object) { g.CallMethod("set_name", "x") }, 1)
 			require.NoError(t, b.Err())
 		}},

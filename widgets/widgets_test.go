@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/diamondburned/gotk4/pkg/gtk/v4"
 	"github.com/stretchr/testify/assert"
@@ -15,7 +14,6 @@ import (
 	"github.com/duet-gtk/duet/eventloop/looptest"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/widgets"
-	"github.com/duet-gtk/duet/widgets/kit"
 )
 
 func TestMain(m *testing.M) {
@@ -272,58 +270,6 @@ measured = c.measure(Gtk.Orientation.HORIZONTAL, -1)
 		_, err = widgets.DefineClass(widgets.ClassSpec{Name: "NoBase"})
 		assert.Error(t, err)
 	})
-}
-
-func TestReadyMadeWidgets(t *testing.T) {
-	looptest.FailOnPythonExceptions(t)
-	var chart *kit.LineChart
-	var logv *kit.LogView
-	looptest.Do(t, func(t testing.TB) {
-		var err error
-		chart, err = kit.NewLineChart("load", "%", 100)
-		require.NoError(t, err)
-		logv, err = kit.NewLogView(3)
-		require.NoError(t, err)
-	})
-	// Fed from goroutines.
-	done := make(chan struct{})
-	go func() {
-		for i := range 150 {
-			chart.Push("cpu", float64(i))
-			if i%50 == 0 {
-				logv.Printf("step %d", i)
-			}
-		}
-		logv.Log("error", "last line")
-		close(done)
-	}()
-	<-done
-	looptest.Turn(t) // the batches have been delivered
-	looptest.Do(t, func(t testing.TB) {
-		pts, err := chart.Points("cpu")
-		require.NoError(t, err)
-		require.Len(t, pts, 100, "capacity keeps the newest values")
-		assert.Equal(t, 50.0, pts[0])
-		assert.Equal(t, 149.0, pts[99])
-		text, err := logv.Text()
-		require.NoError(t, err)
-		assert.Equal(t, "step 50\nstep 100\nlast line\n", text, "max-lines keeps the newest lines")
-
-		// They draw: put them in a window and let GTK render a frame.
-		win := gtk.NewWindow()
-		widgets.Track(win)
-		box := gtk.NewBox(gtk.OrientationVertical, 0)
-		widgets.Track(box)
-		win.SetChild(box)
-		for _, w := range []*pygi.Object{chart.Object, logv.Object} {
-			r, err := widgets.CallMethod(box, "append", w)
-			require.NoError(t, err)
-			r.Close()
-		}
-		win.Present()
-		t.Cleanup(func() { looptest.Do(t, func(testing.TB) { win.Destroy() }) })
-	})
-	time.Sleep(200 * time.Millisecond)
 }
 
 func writeFile(name string, data []byte) error { return os.WriteFile(name, data, 0o644) }

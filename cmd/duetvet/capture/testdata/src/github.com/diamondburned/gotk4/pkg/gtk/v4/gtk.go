@@ -5,3 +5,7 @@ type Button struct{}
 
 func (b *Button) ConnectClicked(f func()) uint { return 0 }
 func (b *Button) SetLabel(s string)            {}
+
+type Label struct{}
+
+func (l *Label) SetText(s string) {}
