@@ -30,8 +30,12 @@ func init() {
 // interp is the one embedded interpreter of the process; its phase and the
 // gate every operation passes live in internal/lifetime.
 var interp struct {
-	initTID int // OS thread that ran Py_Initialize
-	home    chan func()
+	// initTID and home are written while Python starts, under the gate's
+	// lock, and read by Finalize, which another goroutine may call then:
+	// mu orders the two.
+	mu      sync.Mutex
+	initTID int         // OS thread that ran Py_Initialize
+	home    chan func() // serves Finalize on the thread startHome made
 
 	none    *Object // the None singleton
 	helper  *Object // the _duet helper module
@@ -178,7 +182,9 @@ func startHome() error {
 	if err := <-errc; err != nil {
 		return err
 	}
+	interp.mu.Lock()
 	interp.home = home
+	interp.mu.Unlock()
 	lifetime.SetPythonMain(func(fn func()) { go func() { defer func() { recover() }(); home <- fn }() })
 	return nil
 }
@@ -195,7 +201,9 @@ func startHere() error {
 	if err := capi.Init(args, venv); err != nil {
 		return fmt.Errorf("pygi: cannot start the embedded Python: %v", err)
 	}
+	interp.mu.Lock()
 	interp.initTID = syscall.Gettid()
+	interp.mu.Unlock()
 	interp.none = &Object{ref: capi.NoneRef(), kind: permanent}
 	// The helper module backs error formatting; it must exist before any
 	// operation can fail. Operations are not open yet, so run it directly.
@@ -288,9 +296,11 @@ func Finalize(ctx context.Context) error {
 		return ErrInsideCall // on any thread: this scope holds the GIL
 	}
 	var onThread func(func())
-	home := interp.home
+	interp.mu.Lock()
+	home, initTID := interp.home, interp.initTID
+	interp.mu.Unlock()
 	switch tid := syscall.Gettid(); {
-	case lifetime.Current() != lifetime.Ready, tid == interp.initTID:
+	case lifetime.Current() != lifetime.Ready, tid == initTID:
 		onThread = func(f func()) { f() } // here (or nothing to run: never started, or done)
 	case home != nil:
 		onThread = func(f func()) {
@@ -305,7 +315,9 @@ func Finalize(ctx context.Context) error {
 	if home != nil && lifetime.Current() == lifetime.Finalized {
 		lifetime.SetPythonMain(nil)
 		close(home)
+		interp.mu.Lock()
 		interp.home = nil
+		interp.mu.Unlock()
 	}
 	return err
 }
