@@ -499,7 +499,7 @@ func (a *App) Run(ctx context.Context, args []string) int {
 		if sig, ok := se.Signal.(syscall.Signal); ok {
 			status = 128 + int(sig)
 		}
-	case err != nil && !errors.Is(err, context.Canceled):
+	case err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded):
 		if code, ok := pythonExit(err); ok {
 			status = code
 			break

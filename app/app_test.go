@@ -61,6 +61,24 @@ var children = map[string]func() int{
 		}))
 		return a.Run(context.Background(), prog)
 	},
+	// The end of Run's context quits the app gracefully, whichever way it
+	// ends: cancelled, or past its deadline.
+	"ctx-deadline": func() int {
+		a := mustNew(app.Options{ID: "org.duet.Deadline", NonUnique: true})
+		must(a.OnActivate(func() { pyWindow(a, "until the deadline") }))
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		return a.Run(ctx, prog)
+	},
+	"ctx-cancel": func() int {
+		a := mustNew(app.Options{ID: "org.duet.Cancel", NonUnique: true})
+		ctx, cancel := context.WithCancel(context.Background())
+		must(a.OnActivate(func() {
+			pyWindow(a, "until cancelled")
+			eventloop.After(100*time.Millisecond, cancel)
+		}))
+		return a.Run(ctx, prog)
+	},
 	"goroutine-quit": func() int {
 		a := mustNew(app.Options{ID: "org.duet.GoroutineQuit", NonUnique: true})
 		must(a.OnActivate(func() {
@@ -264,7 +282,7 @@ func runChild(t *testing.T, name string, during func(cmd *exec.Cmd, stdout io.Re
 }
 
 func TestExitPaths(t *testing.T) {
-	for _, name := range []string{"normal", "goroutine-quit", "python-goroutines-at-exit", "skip-finalize", "startup-shutdown"} {
+	for _, name := range []string{"normal", "ctx-deadline", "ctx-cancel", "goroutine-quit", "python-goroutines-at-exit", "skip-finalize", "startup-shutdown"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			r := runChild(t, name, nil)

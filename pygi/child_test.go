@@ -22,6 +22,42 @@ import (
 // Child-process scenarios: behaviour that could hang or crash the process
 // runs in a re-executed test binary, and the parent checks its exit.
 var childScenarios = map[string]func() error{
+	// The first use of gi from a goroutine holding the GIL (a Go callback,
+	// WithGIL) while another goroutine's first use waits for the GIL: gi's
+	// cache lock was held across the import, and each waited for the other.
+	"gi-first-use-lock-order": func() error {
+		if err := Init(Options{}); err != nil {
+			return err
+		}
+		hung := time.AfterFunc(20*time.Second, func() {
+			fmt.Fprintln(os.Stderr, "deadlocked")
+			os.Exit(3)
+		})
+		defer hung.Stop()
+		other := make(chan error, 1)
+		go func() {
+			time.Sleep(50 * time.Millisecond)
+			other <- RequireVersion("Gdk", "4.0")
+		}()
+		if err := WithGIL(func() error {
+			time.Sleep(300 * time.Millisecond) // the other goroutine waits for the GIL meanwhile
+			return RequireVersion("Gtk", "4.0")
+		}); err != nil {
+			return err
+		}
+		if err := <-other; err != nil {
+			return err
+		}
+		// After Finalize, gi says Python is finalized, not that PyGObject
+		// is missing.
+		if err := Finalize(context.Background()); err != nil {
+			return err
+		}
+		if _, err := Import("gi.repository.GLib"); !errors.Is(err, ErrFinalized) || errors.Is(err, ErrNoGI) {
+			return fmt.Errorf("import after Finalize: %v", err)
+		}
+		return nil
+	},
 	// The pycall.rb hang: Python used only from a non-main goroutine.
 	"nonmain": func() error {
 		done := make(chan error)
@@ -195,7 +231,7 @@ func runChild(t *testing.T, name string, env ...string) (stdout, stderr string, 
 }
 
 func TestChildProcesses(t *testing.T) {
-	for _, name := range []string{"nonmain", "nonmain-finalize", "finalize-while-calling",
+	for _, name := range []string{"gi-first-use-lock-order", "nonmain", "nonmain-finalize", "finalize-while-calling",
 		"finalize-wrong-thread", "exit-while-calling", "python-thread-at-finalize", "concurrent-init"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -1,6 +1,7 @@
 package pygi
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 )
@@ -20,21 +21,32 @@ var giModule struct {
 // gi.
 func gi() (*Object, error) {
 	giModule.mu.Lock()
-	defer giModule.mu.Unlock()
-	if giModule.obj != nil {
-		return giModule.obj, nil
+	if o := giModule.obj; o != nil {
+		giModule.mu.Unlock()
+		return o, nil
 	}
-	gi, err := importName("gi")
+	giModule.mu.Unlock()
+	// Not under the lock: the import takes the GIL, which a Go callback
+	// that calls RequireVersion holds while it waits for the lock.
+	mod, err := importName("gi")
 	if err != nil {
+		var pe *Error
+		if !errors.As(err, &pe) {
+			return nil, err // not an import that failed: Python is finalized, say
+		}
 		where := ""
 		if info, ierr := interp.helper.CallMethod("interpreter_info"); ierr == nil {
 			where, _ = As[string](info)
 			info.Close()
 		}
-		return nil, fmt.Errorf("%w: %v\nembedded interpreter: %s\ninstall PyGObject for this interpreter: apt-get install python3-gi (Debian/Ubuntu)", ErrNoGI, err, where)
+		return nil, fmt.Errorf("%w: %w\nembedded interpreter: %s\ninstall PyGObject for this interpreter: apt-get install python3-gi (Debian/Ubuntu)", ErrNoGI, err, where)
 	}
-	giModule.obj = keep(gi)
-	return gi, nil
+	giModule.mu.Lock()
+	defer giModule.mu.Unlock()
+	if giModule.obj == nil {
+		giModule.obj = keep(mod) // the module object is sys.modules' one: any caller's copy will do
+	}
+	return giModule.obj, nil
 }
 
 // RequireVersion runs gi.require_version(namespace, version), which must
