@@ -72,12 +72,13 @@ def record(obj, hid, handler):
 
 
 def install(record, native):
-    """connect, connect_after, connect_object and connect_object_after: a
+    """connect, connect_after, connect_object, connect_object_after and
+    connect_data: a
     Go callback connected without extra data runs through duet's own
     closure (native), which hands the signal's values straight to Go;
     every other connection of a Go callback is recorded (record)."""
     _record[0] = record
-    for name in ("connect", "connect_after", "connect_object", "connect_object_after"):
+    for name in ("connect", "connect_after", "connect_object", "connect_object_after", "connect_data"):
         orig = getattr(GObject.Object, name, None)
         if orig is None or getattr(orig, "__duet__", False):
             continue

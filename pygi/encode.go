@@ -282,6 +282,11 @@ func (e *encoder) val(v any, depth int) error {
 		}
 		e.text(capi.KindBigInt, string(twosComplement(v)))
 	case Converter:
+		if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
+			// Its PyObject would dereference it (a method promoted
+			// through an embedded pointer, say).
+			return &ConversionError{GoType: fmt.Sprintf("%T", v), Reason: "a nil pointer"}
+		}
 		o, err := v.PyObject()
 		if err != nil {
 			return err

@@ -3,6 +3,7 @@ package widgets
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime"
 	"unsafe"
 
@@ -87,6 +88,22 @@ func Cast[T any](o *pygi.Object) (T, error) {
 	return v, nil
 }
 
+// baseObject is gotk4's Object behind obj; an error, not a panic, for a
+// nil obj (a typed nil pointer too: gotk4 would dereference it).
+func baseObject(obj coreglib.Objector) (*coreglib.Object, error) {
+	if obj == nil {
+		return nil, fmt.Errorf("%w: nil", ErrNotGObject)
+	}
+	if v := reflect.ValueOf(obj); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil, fmt.Errorf("%w: a nil %T", ErrNotGObject, obj)
+	}
+	base := coreglib.BaseObject(obj)
+	if base == nil || base.Native() == 0 {
+		return nil, fmt.Errorf("%w: %T has no GObject", ErrNotGObject, obj)
+	}
+	return base, nil
+}
+
 // ToPython returns PyGObject's wrapper of a gotk4 object: the same GObject.
 // Wrapping the same object twice gives the same Python wrapper while one is
 // alive (PyGObject keeps the mapping). UI thread only.
@@ -94,9 +111,9 @@ func ToPython(obj coreglib.Objector) (*pygi.Object, error) {
 	if err := eventloop.RequireMain("widgets.ToPython"); err != nil {
 		return nil, err
 	}
-	base := coreglib.BaseObject(obj)
-	if base == nil {
-		return nil, fmt.Errorf("widgets: ToPython of a nil object")
+	base, err := baseObject(obj)
+	if err != nil {
+		return nil, err
 	}
 	if err := lifetime.Enter(); err != nil {
 		return nil, err

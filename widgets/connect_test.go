@@ -3,6 +3,7 @@ package widgets_test
 import (
 	"testing"
 
+	"github.com/diamondburned/gotk4/pkg/gtk/v4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/duet-gtk/duet/eventloop/looptest"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/widgets"
+	"github.com/duet-gtk/duet/widgets/kit"
 )
 
 // Every way of connecting a Go handler goes through one mechanism that
@@ -220,4 +222,139 @@ func TestLoadUIConnectionsAreRecorded(t *testing.T) {
 func typeName(o *pygi.Object) string {
 	n, _ := o.TypeName()
 	return n
+}
+
+// PyGObject's connect_data is a connect path too: recorded, seen by
+// Cycles, taken by a destroyed window.
+func TestConnectDataIsRecorded(t *testing.T) {
+	warmUpTeardown(t)
+	base := looptest.Settle(t)
+	var w *widgets.Watch
+	looptest.Do(t, func(t testing.TB) {
+		b, err := Gtk(t).CallMethod("Button")
+		require.NoError(t, err)
+		win, err := Gtk(t).CallMethod("Window", pygi.Kw{"child": b})
+		require.NoError(t, err)
+		captured, err := b.Clone()
+		require.NoError(t, err)
+		before := widgets.Connections()
+		_, err = b.CallMethod("connect_data", "clicked", func(*pygi.Object) { captured.CallMethod("set_label", "x") }) //duet:cycle-ok: the test measures the cycle
+		require.NoError(t, err)
+		assert.Equal(t, before+1, widgets.Connections(), "connect_data recorded")
+		_, err = b.CallMethod("emit", "clicked")
+		require.NoError(t, err)
+		addr, err := widgets.Pointer(b)
+		require.NoError(t, err)
+		cs, err := callbacks.Cycles()
+		require.NoError(t, err)
+		assert.True(t, hasCycle(cs, addr), "Cycles sees it: %v", cs)
+		w = watch(t, b)
+		b.Close()
+		_, err = win.CallMethod("destroy")
+		require.NoError(t, err)
+		win.Close()
+	})
+	assert.Equal(t, base, looptest.Settle(t), "the handler went with the window")
+	assert.True(t, w.Finalized(), "and so did the button")
+}
+
+// Connecting and disconnecting in a loop leaves nothing behind: no record
+// for a handler that is gone (its callback kept alive by Go or not), and
+// one finalisation watch per object, not one per connection.
+func TestConnectDisconnectLeavesNoRecords(t *testing.T) {
+	warmUpTeardown(t)
+	looptest.Do(t, func(t testing.TB) {
+		store, err := pygi.Eval("__import__('gi.repository.Gio', fromlist=['Gio']).ListStore()", nil)
+		require.NoError(t, err)
+		defer store.Close()
+		kept, err := callbacks.New(func(*pygi.Object, int, int, int) {}, callbacks.Name("kept"))
+		require.NoError(t, err)
+		defer kept.Close()
+		records, watchers := widgets.Connections(), widgets.Watchers()
+		for i := range 500 {
+			var fn any = func(*pygi.Object, int, int, int) {}
+			if i%2 == 0 {
+				fn = kept // the same callback, alive between connections
+			}
+			id, err := callbacks.Connect(store, "items-changed", fn)
+			require.NoError(t, err)
+			require.NoError(t, callbacks.Disconnect(store, id))
+		}
+		assert.Equal(t, records, widgets.Connections(), "records of disconnected handlers")
+		assert.LessOrEqual(t, widgets.Watchers(), watchers+1, "one watch for the store")
+	})
+}
+
+// A nil Widget, or one with no object, is an error in every method, never
+// a crash; so are typed nils of gotk4 and generated types.
+func TestNilsAreErrors(t *testing.T) {
+	looptest.Do(t, func(t testing.TB) {
+		require.NoError(t, widgets.InitGTK())
+		for _, w := range []*widgets.Widget{nil, {}} {
+			assert.ErrorIs(t, w.SetProp("label", "x"), pygi.ErrNilObject)
+			_, err := w.Connect("clicked", func() {})
+			assert.ErrorIs(t, err, pygi.ErrNilObject)
+			_, err = w.ConnectAfter("clicked", func() {})
+			assert.ErrorIs(t, err, pygi.ErrNilObject)
+			assert.ErrorIs(t, w.Disconnect(1), pygi.ErrNilObject)
+			_, err = w.Prop("label")
+			assert.ErrorIs(t, err, pygi.ErrNilObject)
+			_, err = w.Emit("clicked")
+			assert.ErrorIs(t, err, pygi.ErrNilObject)
+			_, err = w.CallMethod("get_label")
+			assert.ErrorIs(t, err, pygi.ErrNilObject)
+			assert.NoError(t, w.Close())
+		}
+		var label *gtk.Label
+		var chart *kit.LineChart
+		_, err := widgets.WatchFinalize(chart)
+		assert.ErrorIs(t, err, widgets.ErrNotGObject)
+		_, err = pygi.New(chart)
+		assert.ErrorIs(t, err, pygi.ErrConversion)
+		_, err = pygi.New([]any{chart})
+		assert.ErrorIs(t, err, pygi.ErrConversion)
+		_, err = widgets.ToPython(label)
+		assert.ErrorIs(t, err, widgets.ErrNotGObject)
+		_, err = widgets.CallMethod(label, "get_text")
+		assert.ErrorIs(t, err, widgets.ErrNotGObject)
+		assert.ErrorIs(t, widgets.Track(label), widgets.ErrNotGObject)
+	})
+}
+
+// A Go handler on an event controller of a window's widget (GTK 4's input
+// idiom) goes with the window, as a handler on the widget would.
+func TestControllerHandlersGoWithTheirWindow(t *testing.T) {
+	warmUpTeardown(t)
+	base := looptest.Settle(t)
+	var ww, gw *widgets.Watch
+	looptest.Do(t, func(t testing.TB) {
+		G := Gtk(t)
+		b, err := G.CallMethod("Button")
+		require.NoError(t, err)
+		win, err := G.CallMethod("Window", pygi.Kw{"child": b})
+		require.NoError(t, err)
+		click, err := G.CallMethod("GestureClick")
+		require.NoError(t, err)
+		_, err = b.CallMethod("add_controller", click)
+		require.NoError(t, err)
+		captured, err := win.Clone()
+		require.NoError(t, err)
+		_, err = widgets.Wrap(click).Connect("pressed", func(_ *pygi.Object, n int, x, y float64) { captured.CallMethod("set_title", "pressed") }) //duet:cycle-ok: the test measures the cycle
+		require.NoError(t, err)
+		// And a gotk4-made controller on a gotk4-made window.
+		gwin := gtk.NewWindow()
+		keys := gtk.NewEventControllerKey()
+		gwin.AddController(keys)
+		gwin.Present()
+		ww, gw = watch(t, win), watch(t, keys)
+		b.Close()
+		_, err = win.CallMethod("destroy")
+		require.NoError(t, err)
+		win.Close()
+		click.Close()
+		gwin.Destroy()
+	})
+	assert.Equal(t, base, looptest.Settle(t), "the controller's handler was freed")
+	assert.True(t, ww.Finalized(), "the window it captured was finalised")
+	assert.True(t, gw.Finalized(), "the gotk4 controller was finalised")
 }

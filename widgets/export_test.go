@@ -3,6 +3,8 @@ package widgets
 import (
 	"io"
 
+	"github.com/duet-gtk/duet/internal/lifetime"
+
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -29,3 +31,13 @@ func ToGo(o *pygi.Object) (any, error) { return toGo(o) }
 
 // Reap is hooks.Reap, for the tests.
 func Reap() (int, error) { return reap() }
+
+// Watchers is how many finalisation watches duet holds, its own included.
+func Watchers() int {
+	track.mu.Lock()
+	defer track.mu.Unlock()
+	return len(track.watchers)
+}
+
+// Connections is how many connections the one record holds.
+func Connections() int { return lifetime.ConnectionCount() }

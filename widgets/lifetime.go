@@ -88,6 +88,9 @@ var track struct {
 	objs     map[unsafe.Pointer]*tracked
 	watchers map[uintptr]watcher // finalisation-watch handle -> watcher
 	ready    []unsafe.Pointer    // objects waiting for the release idle
+	// connWatched: the objects whose finalisation forgets their connection
+	// records (watched once each; see watchConnections).
+	connWatched map[unsafe.Pointer]bool
 
 	nextWatch           atomic.Uintptr
 	released, finalized atomic.Int64
@@ -180,15 +183,16 @@ func noteWrap(p unsafe.Pointer) {
 
 // Track puts a gotk4 object (typically made with a gotk4 constructor) under
 // duet's lifetime management, so that it can be finalised once Go, GTK and
-// Python have all let go of it. Objects crossing ToGo or Cast are tracked
-// already. UI thread only.
+// Python have all let go of it. Objects crossing Cast or ToPython are
+// tracked already, and so are a destroyed window and the widgets in it.
+// UI thread only.
 func Track(obj coreglib.Objector) error {
 	if err := eventloop.RequireMain("widgets.Track"); err != nil {
 		return err
 	}
-	base := coreglib.BaseObject(obj)
-	if base == nil {
-		return nil
+	base, err := baseObject(obj)
+	if err != nil {
+		return err
 	}
 	noteWrap(cptr(base.Native()))
 	runtime.KeepAlive(obj)
@@ -347,6 +351,9 @@ func (w *Widget) widget() *Widget { return w }
 // gobjectPointer is the GObject behind obj (see WatchFinalize), valid
 // while keep is alive.
 func gobjectPointer(obj any) (p unsafe.Pointer, keep any, err error) {
+	if v := reflect.ValueOf(obj); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil, nil, fmt.Errorf("%w: a nil %T", ErrNotGObject, obj)
+	}
 	if w, ok := obj.(widgeter); ok {
 		if w.widget() == nil {
 			return nil, nil, fmt.Errorf("%w: a nil %T", ErrNotGObject, obj)
@@ -358,12 +365,9 @@ func gobjectPointer(obj any) (p unsafe.Pointer, keep any, err error) {
 		p, _, err := pointer(o)
 		return p, o, err
 	case coreglib.Objector:
-		if reflect.ValueOf(o).Kind() == reflect.Pointer && reflect.ValueOf(o).IsNil() {
-			return nil, nil, fmt.Errorf("%w: a nil %T", ErrNotGObject, obj)
-		}
-		b := coreglib.BaseObject(o)
-		if b == nil || b.Native() == 0 {
-			return nil, nil, fmt.Errorf("%w: %T has no GObject", ErrNotGObject, obj)
+		b, err := baseObject(o)
+		if err != nil {
+			return nil, nil, err
 		}
 		return cptr(b.Native()), o, nil
 	}

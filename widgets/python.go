@@ -180,6 +180,9 @@ func (w *Widget) SetProp(name string, value any) error {
 	if err := eventloop.RequireMain("widgets.Widget.SetProp"); err != nil {
 		return err
 	}
+	if w.obj() == nil {
+		return pygi.ErrNilObject
+	}
 	set, _, err := propertyFuncs()
 	if err != nil {
 		return err
@@ -235,6 +238,9 @@ func (w *Widget) connect(what, signal string, fn any, after bool, data []any) (u
 	if err := eventloop.RequireMain(what); err != nil {
 		return 0, err
 	}
+	if w.obj() == nil {
+		return 0, pygi.ErrNilObject
+	}
 	if err := hookConnect(); err != nil {
 		return 0, err
 	}
@@ -259,7 +265,7 @@ func (w *Widget) Disconnect(id uint64) error {
 	if err := eventloop.RequireMain("widgets.Widget.Disconnect"); err != nil {
 		return err
 	}
-	return callbacks.Disconnect(w.Object, id)
+	return callbacks.Disconnect(w.obj(), id)
 }
 
 // Emit emits a signal and returns its result.

@@ -47,11 +47,25 @@ func hookConnect() error {
 
 // watchConnections forgets the connection records of a GObject when it
 // is finalised (lifetime calls it for each object's first record).
+// One watch per object, however often its records come and go (a handler
+// connected and disconnected in a loop).
 func watchConnections(gobj uintptr) {
 	p := cptr(gobj)
 	track.mu.Lock()
-	watchLocked(p, watcher{obj: p, fn: func() { lifetime.ForgetObject(gobj) }, quiet: true})
-	track.mu.Unlock()
+	defer track.mu.Unlock()
+	if track.connWatched[p] {
+		return
+	}
+	if track.connWatched == nil {
+		track.connWatched = map[unsafe.Pointer]bool{}
+	}
+	track.connWatched[p] = true
+	watchLocked(p, watcher{obj: p, quiet: true, fn: func() {
+		track.mu.Lock()
+		delete(track.connWatched, p)
+		track.mu.Unlock()
+		lifetime.ForgetObject(gobj)
+	}})
 }
 
 // startMonitor is the teardown module's Setup.

@@ -26,9 +26,14 @@ def windows(model):
 
 
 def descendants(widget):
+    """widget, every widget inside it, and their event controllers (GTK 4's
+    input objects: a handler on a window's GestureClick is the window's)."""
     out, stack = [widget], [widget]
     while stack:
-        child = stack.pop().get_first_child()
+        w = stack.pop()
+        controllers = w.observe_controllers()
+        out.extend(controllers.get_item(i) for i in range(controllers.get_n_items()))
+        child = w.get_first_child()
         while child is not None:
             out.append(child)
             stack.append(child)

@@ -169,6 +169,9 @@ func weakUpgrade(obj any) (get func() (live reflect.Value, release func(), ok bo
 		}, w.Type
 	case coreglib.Objector:
 		want := reflect.TypeOf(obj)
+		if want.Kind() != reflect.Pointer {
+			panic(fmt.Sprintf("widgets.Weakly: obj is a %s value: pass a pointer (%s), as gotk4's constructors return", want, reflect.PointerTo(want)))
+		}
 		base := coreglib.BaseObject(o)
 		if base == nil {
 			panic(fmt.Sprintf("widgets.Weakly: obj is a %T with no GObject", obj))

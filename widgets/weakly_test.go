@@ -283,6 +283,7 @@ func TestWeaklyMisusePanics(t *testing.T) {
 		{"obj not a GObject", notGObject, func(*pygi.Object) {}, "not a GObject"},
 		{"obj closed", closed, func(*pygi.Object) {}, "obj: "},
 		{"obj of no kind Weakly takes", "label", func(string) {}, "obj is a string: want"},
+		{"obj a gotk4 value, not its pointer", *gl, func(gtk.Label) {}, "pass a pointer (*gtk.Label)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			msg := func() (msg string) {

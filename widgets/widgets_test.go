@@ -305,7 +305,7 @@ func TestWidgetCrossesAsItsObject(t *testing.T) {
 		_, err = nilWidget.CallMethod("get_label")
 		assert.ErrorIs(t, err, pygi.ErrNilObject)
 		_, err = box.CallMethod("append", nilWidget)
-		assert.ErrorIs(t, err, pygi.ErrNilObject)
+		assert.ErrorIs(t, err, pygi.ErrConversion, "a nil *Widget is no object to pass")
 	})
 	// Off the UI thread the Widget's own methods refuse; Close does not.
 	w := widgets.Wrap(pygi.None())

@@ -84,6 +84,29 @@ func ForgetObject(gobj uintptr) {
 	TakeConnections(gobj)
 }
 
+// ForgetConnection drops the record of handler id on the GObject at gobj
+// (Disconnect: the callback may live on elsewhere).
+func ForgetConnection(gobj uintptr, id uint64) {
+	connections.mu.Lock()
+	defer connections.mu.Unlock()
+	ids := connections.objs[gobj]
+	h, ok := ids[id]
+	if !ok {
+		return
+	}
+	delete(ids, id)
+	still := false
+	for _, other := range ids {
+		still = still || other == h
+	}
+	if !still {
+		forgetPairLocked(h, gobj)
+	}
+	if len(ids) == 0 {
+		delete(connections.objs, gobj)
+	}
+}
+
 // ForgetCallback drops the records of a callback that was freed.
 func ForgetCallback(handle uintptr) {
 	connections.mu.Lock()

@@ -103,10 +103,20 @@ class CensusWindow(Gtk.Window):
         self.timer = GLib.timeout_add_seconds(1, self._tick)
 
     def _tick(self):
+        if self._destroyed():
+            self._end()
+            self.timer = 0
+            return GLib.SOURCE_REMOVE
         self.refresh()
         return GLib.SOURCE_CONTINUE
 
-    def do_close_request(self):
+    def _destroyed(self):
+        # gtk_window_destroy without a close request (window.destroy()):
+        # no signal says so while Python holds the window, but it has left
+        # GTK's toplevels.
+        return self not in Gtk.Window.list_toplevels()
+
+    def _end(self):
         global _window
         if self.timer:
             GLib.source_remove(self.timer)
@@ -114,6 +124,9 @@ class CensusWindow(Gtk.Window):
         self.take = None
         if _window is self:
             _window = None
+
+    def do_close_request(self):
+        self._end()
         return False  # GTK destroys the window
 
     def set_mark(self):
@@ -193,6 +206,8 @@ class CensusWindow(Gtk.Window):
 def show(take, parent=None):
     """Opens the census window, or raises the one already open."""
     global _window
+    if _window is not None and _window._destroyed():
+        _window._end()
     if _window is None:
         _window = CensusWindow(take)
     if parent is not None:

@@ -159,3 +159,34 @@ func TestCensusWindow(t *testing.T) {
 	assert.True(t, finalized(t, watch), "the closed window is finalised")
 	assert.Equal(t, base, looptest.Settle(t), "the census source and the probes are freed")
 }
+
+// A census window destroyed without a close request (window.destroy())
+// is not raised again: the next ShowCensus opens a new one, and the old
+// one's timer stops.
+func TestCensusWindowDestroyedIsReplaced(t *testing.T) {
+	looptest.FailOnPythonExceptions(t)
+	var old *widgets.Widget
+	looptest.Do(t, func(t testing.TB) {
+		var err error
+		old, err = kit.ShowCensus(nil)
+		require.NoError(t, err)
+		_, err = old.CallMethod("destroy")
+		require.NoError(t, err)
+	})
+	time.Sleep(2200 * time.Millisecond) // a tick of its timer (whole seconds, coalesced)
+	looptest.Do(t, func(t testing.TB) {
+		r, err := old.Object.Attr("timer")
+		require.NoError(t, err)
+		timer, _ := pygi.As[int64](r)
+		assert.Zero(t, timer, "the destroyed window's timer stopped")
+		again, err := kit.ShowCensus(nil)
+		require.NoError(t, err)
+		same, err := again.Object.Is(old.Object)
+		require.NoError(t, err)
+		assert.False(t, same, "a new window, not the destroyed one")
+		_, err = again.CallMethod("close")
+		require.NoError(t, err)
+		again.Close()
+		old.Close()
+	})
+}
