@@ -223,7 +223,7 @@ func goException(err error) (*pygi.Object, error) {
 	msg, stack := err.Error(), ""
 	var p *pygi.PanicError
 	if errors.As(err, &p) {
-		cls, msg, stack = "GoPanic", p.Error()+"\n\nGo stack:\n"+p.Stack, p.Stack
+		cls, msg, stack = "GoPanic", p.Error(), p.Stack // the stack: a note (see raiseGo)
 	}
 	if err := lifetime.Enter(); err != nil {
 		return nil, err

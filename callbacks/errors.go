@@ -45,8 +45,10 @@ func raiseGo(err error) {
 	stack := ""
 	var p *pygi.PanicError
 	if errors.As(err, &p) {
+		// str(e) stays one line; the Go stack is a note (PEP 678), which
+		// Python's tracebacks print after the message.
 		cls = "GoPanic"
-		msg = p.Error() + "\n\nGo stack:\n" + p.Stack
+		msg = p.Error()
 		stack = p.Stack
 	}
 	e, ok := makeGoException(cls, msg, stack, err)

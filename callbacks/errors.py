@@ -14,6 +14,8 @@ def make(cls, message, handle, stack):
     e = cls(message)
     e.__go_error__ = handle
     e.go_stack = stack
+    if stack:
+        e.add_note("Go stack:\n" + stack.rstrip("\n"))
     return e
 
 def make_async(start, cancel, name):

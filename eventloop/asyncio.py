@@ -348,6 +348,17 @@ def uninstall(grace):
         while not fut.done() and time.monotonic() < deadline:
             if not ctx.iteration(False):
                 time.sleep(0.001)
+        if not fut.done():
+            # Past the grace (or none: AsyncioGrace(0)): cancelled, and
+            # given the few iterations a cancellation takes, so that no
+            # task is left pending to be destroyed with a warning.
+            fut.cancel()
+            for _ in range(100):
+                if fut.done():
+                    break
+                ctx.iteration(False)
+            if fut.done() and not fut.cancelled():
+                fut.exception()  # retrieved: the gather's CancelledError is ours
 
     try:
         tasks = [t for t in asyncio.all_tasks(loop) if not t.done()]

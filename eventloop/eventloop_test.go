@@ -94,6 +94,20 @@ func TestInvokeWaitAndPanics(t *testing.T) {
 		looptest.Turn(t) // still running
 	})
 
+	t.Run("a subscriber that panics is reported and the loop goes on", func(t *testing.T) {
+		reported := make(chan *pygi.PanicError, 1)
+		defer eventloop.OnPanic(func(*pygi.PanicError) { panic("the subscriber's own") })()
+		defer eventloop.OnPanic(func(p *pygi.PanicError) { reported <- p })()
+		eventloop.Invoke(func() { panic("first") })
+		select {
+		case p := <-reported:
+			assert.Equal(t, "first", p.Value, "the other subscribers still hear of it")
+		case <-time.After(10 * time.Second):
+			t.Fatal("panic not reported")
+		}
+		looptest.Turn(t) // still running
+	})
+
 	t.Run("a context that ends first: the work does not run afterwards", func(t *testing.T) {
 		var ran atomic.Bool
 		block := make(chan struct{})

@@ -397,6 +397,18 @@ func reportPanic(msg string, err error) {
 	reportError("", err)
 }
 
+// notifyPanic hands pe to a subscriber; a subscriber that panics itself is
+// reported with both stacks, and the loop goes on.
+func notifyPanic(f func(*pygi.PanicError), pe *pygi.PanicError) {
+	defer func() {
+		if p := recover(); p != nil {
+			report.Print("eventloop: an OnPanic subscriber panicked", &pygi.PanicError{Where: "an OnPanic subscriber", Value: p, Stack: string(debug.Stack())})
+			report.Print("eventloop: the panic it was handed", pe)
+		}
+	}()
+	f(pe)
+}
+
 // reportError prints err with what its chain knows of where it happened
 // (see internal/report), unless it is a panic that the handler takes.
 func reportError(prefix string, err error) {
@@ -409,7 +421,7 @@ func reportError(prefix string, err error) {
 		}
 		panics.mu.Unlock()
 		for _, f := range subs {
-			f(pe)
+			notifyPanic(f, pe)
 		}
 		if len(subs) > 0 {
 			return

@@ -2,6 +2,7 @@ package eventloop
 
 import (
 	"embed"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -62,7 +63,9 @@ func OnPythonException(fn func(*pygi.Error)) (remove func()) {
 func reportPython(exc *pygi.Object) bool {
 	e, err := pyobj.ExceptionError(exc)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "eventloop: cannot describe a Python exception:", err)
+		if !errors.Is(err, pyobj.ErrNotException) { // that one is Python's hook's to refuse, as python3's does
+			fmt.Fprintln(os.Stderr, "eventloop: cannot describe a Python exception:", err)
+		}
 		return false
 	}
 	// A KeyboardInterrupt nobody caught has quit the loop already: pygi

@@ -513,20 +513,42 @@ func (o *Object) decode(dst any) error {
 // (uint64 or *big.Int when it does not fit), float64, string, []byte, []any
 // for lists, tuples and sets, map[string]any for dicts with only string
 // keys (map[any]any otherwise), and *Object for anything else. Integers
-// must fit T exactly; nothing is truncated.
+// must fit an integer T exactly: nothing is truncated (an integer asked
+// for as a float is rounded to the nearest float, as Python's float() does).
+// A string T takes a str, or bytes as they are. On an error As returns T's
+// zero value.
+//
+// As[*Object] is o itself (a new reference: Clone). Deeper in a value
+// (As[[]*Object], a struct field), an *Object is the element itself when
+// it is not a plain value (a GObject, an instance of a class of yours) and
+// an equal copy when it is (a list, a dict, a number, a string): the value
+// crosses as a whole.
 func As[T any](o *Object) (T, error) {
 	var v T
-	if t := reflect.TypeFor[T](); t.Kind() == reflect.Interface && t.NumMethod() == 0 {
+	switch t := reflect.TypeFor[T](); {
+	case t == objectType:
+		c, err := o.Clone()
+		if err != nil {
+			return v, err
+		}
+		return any(c).(T), nil
+	case t.Kind() == reflect.Interface && t.NumMethod() == 0:
 		if err := enter(); err != nil {
 			return v, err
 		}
 		defer exit()
 		g, err := decodeTop(o)
+		if err != nil {
+			return v, err
+		}
 		if g != nil {
 			v = g.(T)
 		}
-		return v, err
+		return v, nil
 	}
-	err := o.decode(&v)
-	return v, err
+	if err := o.decode(&v); err != nil {
+		var zero T // not what was decoded before the error
+		return zero, err
+	}
+	return v, nil
 }

@@ -8,8 +8,12 @@ import traceback
 def _qualname(t):
     mod = getattr(t, "__module__", None)
     name = getattr(t, "__qualname__", None) or getattr(t, "__name__", "?")
+    if not isinstance(name, str):
+        name = repr(name)
     if mod in (None, "builtins"):
         return name
+    if not isinstance(mod, str):  # a class may set anything there
+        mod = repr(mod)
     return mod + "." + name
 
 

@@ -5,6 +5,7 @@
 package pyobj
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"runtime"
@@ -92,12 +93,27 @@ func SetFuncConverter(f func(v reflect.Value) (*pygi.Object, error)) {
 // type known at compile time (package callbacks' arguments, by reflection).
 func Decode(o *pygi.Object, dst any) error { return bridge.Decode(o, dst) }
 
+// ErrNotException: ExceptionError was given something else (a hook called
+// by hand with a value that is no exception).
+var ErrNotException = errors.New("pyobj: not an exception")
+
 // ExceptionError describes a Python exception instance (an object Python
 // code caught, or a hook received) as a *pygi.Error, as if it had been
 // raised through a pygi call.
 func ExceptionError(exc *pygi.Object) (*pygi.Error, error) {
+	base, err := pygi.Eval("BaseException", nil)
+	if err != nil {
+		return nil, err
+	}
+	defer base.Close()
+	if ok, err := exc.IsInstance(base); err != nil {
+		return nil, err
+	} else if !ok {
+		name, _ := exc.TypeName()
+		return nil, fmt.Errorf("%w: a %s", ErrNotException, name)
+	}
 	var described error
-	err := Use(exc, func(r capi.Ref) (capi.Status, capi.Ref) {
+	err = Use(exc, func(r capi.Ref) (capi.Status, capi.Ref) {
 		c, st := capi.Clone(r)
 		if st == capi.OK {
 			described = bridge.NewError(c) // takes c over

@@ -59,8 +59,8 @@ func Text(prefix string, err error) string {
 				return
 			}
 			stack := strings.TrimRight(e.Stack, "\n")
-			if stack == "" || seen[stack] {
-				return
+			if stack == "" || seen[stack] || strings.Contains(b.String(), stack) {
+				return // a GoPanic's traceback carries its Go stack as a note
 			}
 			seen[stack] = true
 			if e != err {

@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
+	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/internal/report"
 	"github.com/duet-gtk/duet/pygi"
 )
@@ -70,4 +72,20 @@ func TestTextOfOddChains(t *testing.T) {
 		many[i] = zeroDivision()
 	}
 	assert.Equal(t, 1, strings.Count(report.Text("x", errors.Join(many...)), zeroTB))
+}
+
+// A panic in a Go callback that Python called comes back inside the
+// *pygi.Error of the call: its message is one line, and the report shows
+// the Go stack once (the traceback carries it as a note).
+func TestTextOfAPanicInACallbackShowsItsStackOnce(t *testing.T) {
+	cb, err := callbacks.New(func() { panic("deliberate") }, callbacks.Name("panicky"))
+	require.NoError(t, err)
+	defer cb.Close()
+	_, err = cb.Call()
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "\n", "Error() is one line")
+	text := report.Text("", err)
+	assert.Equal(t, 1, strings.Count(text, "recoverInto"), "the Go stack once:\n%s", text)
+	assert.Contains(t, text, "Go stack:")
+	assert.Contains(t, text, "GoPanic: panic in Go callback panicky: deliberate")
 }
