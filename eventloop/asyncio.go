@@ -184,5 +184,13 @@ func Await(ctx context.Context, fn *pygi.Object, args ...any) (*pygi.Object, err
 	if err != nil {
 		return nil, err
 	}
+	if IsMain() {
+		select {
+		case <-t.done:
+		default:
+			t.Cancel()
+			return nil, fmt.Errorf("eventloop: Await on the UI thread would block the loop the task runs on (start it with StartTask and let it finish)")
+		}
+	}
 	return t.Wait(ctx)
 }

@@ -3,7 +3,7 @@ package forensics
 import "github.com/duet-gtk/duet/internal/diag"
 
 // Stats are duet's running counts since start-up, one group per package
-// that counts: cheap to read (atomic loads and, for GObjects, one lock),
+// that counts: cheap to read (a few short locks, no Python),
 // for tests, dashboards and the stress harness. TakeCensus says what lives
 // by name and site; Stats says how much was made and released. A group
 // whose package the program does not link reads as zero.
@@ -15,7 +15,10 @@ type Stats struct {
 		Collected int64 // Objects collected by Go's GC without having been closed
 		Drained   int64 // references released by the queue (see pygi.Drain)
 		Pending   int64 // references waiting in the queue
-		Live      int64 // Objects holding a reference and still reachable from Go
+		// Live counts the Objects made for callers, holding a reference and
+		// still reachable from Go; TakeCensus's python table also counts
+		// duet's own references for the process (None, its helper modules).
+		Live int64
 	}
 	// Callbacks counts Go funcs made callable from Python (package callbacks).
 	Callbacks struct {

@@ -35,8 +35,7 @@
 // (releasing a widget's last wrapper finalises the widget, which GTK allows
 // only there). [Drain] releases what is queued now; forensics.ReadStats
 // counts. Objects that duet caches for the whole process and hands to
-// every caller (the gi module, None) are shared: Close on them does
-// nothing.
+// every caller (None) are shared: Close on them does nothing.
 //
 // # The interpreter's life
 //
@@ -206,5 +205,6 @@
 // A Python exception becomes an *Error with its type, message and formatted
 // traceback; an exception raised by a Go callback unwraps to the Go error
 // (or *PanicError) it carried. Nothing in this package panics on bad
-// input.
+// input (values, closed or nil Objects); a nil *Block is a programmer's
+// error, as a nil *bytes.Buffer is.
 package pygi

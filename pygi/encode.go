@@ -17,9 +17,10 @@ import (
 	"github.com/duet-gtk/duet/internal/capi"
 )
 
-// Kw holds keyword arguments for Call and CallMethod. They reach Python
-// in the order of their names (a Go map has none of its own), so a callee
-// that reads **kwargs in order sees the same order on every run.
+// Kw holds keyword arguments for Call and CallMethod. Each map's reach
+// Python in the order of their names (a Go map has none of its own), maps
+// in the order given, so a callee that reads **kwargs in order sees the
+// same order on every run.
 type Kw map[string]any
 
 type kwArg struct {

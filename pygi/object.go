@@ -363,7 +363,7 @@ func (o *Object) Repr() (string, error) { return o.text(true) }
 
 // String is str(o), for fmt (so it cannot fail: an error that prevented
 // str() is described instead). To convert a Python str to a Go string,
-// strictly, use Text; for the exact text Python would print, Repr.
+// strictly, use As[string]; for the exact text Python would print, Repr.
 func (o *Object) String() string {
 	s, err := o.text(false)
 	if err != nil {

@@ -254,7 +254,7 @@ func WithGIL(fn func() error) error {
 }
 
 // WithoutGIL runs fn with the calling thread detached from Python when duet
-// holds the GIL on it (inside Do or a callback from Python), so that other
+// holds the GIL on it (inside WithGIL or a callback from Python), so that other
 // goroutines can use Python while fn blocks. Elsewhere it just runs fn.
 func WithoutGIL(fn func()) {
 	runtime.LockOSThread()

@@ -25,7 +25,7 @@ var (
 	// gotk4 would add a second one, and GLib notifies no toggle reference
 	// while two exist: neither side could ever let go, and the object
 	// would never be finalised. Use the object from its Python side
-	// (Wrap, Widget) and pack it into gotk4 containers with Call.
+	// (Wrap, Widget) and pack it into gotk4 containers with CallMethod.
 	ErrToggleTrap = errors.New("widgets: the object's Python wrapper holds a toggle reference; a gotk4 wrapper would keep it alive forever (use its Python side, and widgets.CallMethod to pack it)")
 )
 

@@ -30,7 +30,8 @@ import (
 // even after GTK and Python let go of it.
 //
 // duet releases those references for the objects it tracks (those crossing
-// ToGo and As, and those given to Track), and the release is synchronised
+// Cast and ToPython, those given to Track, and destroyed windows and the
+// widgets in them), and the release is synchronised
 // with gotk4's own lifecycle, because gotk4 can still reach for the object:
 // its finalizer (finalizeBox) runs on a separate object (the box's "dummy")
 // one GC cycle after the box, finds boxes by address, and, if a box for that
@@ -40,7 +41,7 @@ import (
 // once an address is reused, remove the reference of another object.
 //
 // So an object is released only when all of this holds, on the UI thread
-// (where duet makes every gotk4 wrapper it makes: ToGo, Cast and Track are
+// (where duet makes every gotk4 wrapper it makes: Cast, ToPython and Track are
 // UI-thread only, so no wrap can interleave with a release):
 //
 //  1. gotk4 has no box for it (intern.TryGet is nil),

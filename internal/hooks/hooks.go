@@ -15,7 +15,7 @@ var (
 	// context). UI thread only.
 	Reap func() (int, error)
 
-	// CloseCensus closes the census window if it is open (widgets sets it;
+	// CloseCensus closes the census window if it is open (widgets/kit sets it;
 	// app calls it at shutdown). UI thread only.
 	CloseCensus func() error
 )

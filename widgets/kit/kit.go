@@ -53,7 +53,7 @@ func (b *batcher[T]) add(v T) {
 	}
 }
 
-// LineChart is a live line chart (duet_kit.LineChart, a Python widget
+// LineChart is a live line chart (duet_widgets.LineChart, a Python widget
 // drawn with cairo). Push may be called from any goroutine.
 type LineChart struct {
 	*widgets.Widget
@@ -97,7 +97,7 @@ func NewLineChart(title, unit string, capacity int) (*LineChart, error) {
 // goroutine: values are batched into one Python call per loop turn.
 func (c *LineChart) Push(series string, v float64) { c.points.add(point{series, v}) }
 
-// LogView is a scrolling log (duet_kit.LogView). Printf and Log may be
+// LogView is a scrolling log (duet_widgets.LogView). Printf and Log may be
 // called from any goroutine.
 type LogView struct {
 	*widgets.Widget
