@@ -30,6 +30,11 @@ type UI struct {
 // or a handler that is not a func, is an error here, before anything is
 // built. Each callback is named as the interface names its handler (in
 // the census, say). UI thread only.
+//
+// The handlers of a list item factory's template (a GtkBuilderListItemFactory
+// whose bytes hold an interface) are checked and bound the same way;
+// GtkBuilder connects them itself, for each item it makes, so they are not
+// in duet's record of connections: an item's handlers go with the item.
 func LoadUI(xml string, handlers map[string]any) (*UI, error) {
 	if err := eventloop.RequireMain("widgets.LoadUI"); err != nil {
 		return nil, err

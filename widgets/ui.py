@@ -4,9 +4,27 @@ import xml.etree.ElementTree as ET
 from gi.repository import GObject, Gtk
 
 
+def _handlers(root):
+    for s in root.iter("signal"):
+        if s.get("handler"):
+            yield s.get("handler")
+    # A list item factory's template is an interface of its own, in the
+    # text of its bytes property; GtkBuilder builds it later, for each
+    # item, with this interface's scope.
+    for p in root.iter("property"):
+        text = (p.text or "").strip()
+        if p.get("name") == "bytes" and text.startswith("<"):
+            try:
+                inner = ET.fromstring(text)
+            except ET.ParseError:
+                continue
+            yield from _handlers(inner)
+
+
 def handler_names(xml):
-    """The handler names the interface's <signal> elements ask for."""
-    return sorted({s.get("handler") for s in ET.fromstring(xml).iter("signal") if s.get("handler")})
+    """The handler names the interface's <signal> elements ask for, its
+    list item factories' templates included."""
+    return sorted(set(_handlers(ET.fromstring(xml))))
 
 
 class Scope(GObject.Object, Gtk.BuilderScope):

@@ -3,6 +3,7 @@ package widgets_test
 import (
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -119,4 +120,85 @@ func TestLoadUIHandlersAreNamedInTheCensus(t *testing.T) {
 			map[string]any{"h": "not a func"})
 		assert.ErrorContains(t, err, "handler h: callbacks: want a non-nil func, got string")
 	})
+}
+
+// A handler in a list item factory's template (an interface inside the
+// interface, built for each item later) is bound like the others, and
+// checked by name when the interface loads.
+func TestLoadUIBindsHandlersOfFactoryTemplates(t *testing.T) {
+	looptest.FailOnPythonExceptions(t)
+	const xml = `<interface>
+  <object class="GtkWindow" id="win">
+    <property name="default-width">200</property>
+    <property name="default-height">200</property>
+    <child>
+      <object class="GtkListView" id="list">
+        <property name="factory">
+          <object class="GtkBuilderListItemFactory">
+            <property name="bytes"><![CDATA[
+<interface>
+  <template class="GtkListItem">
+    <property name="child">
+      <object class="GtkButton">
+        <property name="label">item</property>
+        <signal name="clicked" handler="on_item_clicked"/>
+      </object>
+    </property>
+  </template>
+</interface>
+]]></property>
+          </object>
+        </property>
+      </object>
+    </child>
+  </object>
+</interface>`
+	clicked := 0
+	var win, g *pygi.Object
+	looptest.Do(t, func(t testing.TB) {
+		require.NoError(t, widgets.InitGTK())
+		var err error
+		g, err = pygi.NewGlobals()
+		require.NoError(t, err)
+		require.NoError(t, pygi.Exec(`
+def buttons(w):
+    out, stack = [], [w]
+    while stack:
+        c = stack.pop().get_first_child()
+        while c is not None:
+            if type(c).__name__ == "Button":
+                out.append(c)
+            stack.append(c)
+            c = c.get_next_sibling()
+    return out
+`, g))
+		_, err = widgets.LoadUI(xml, map[string]any{})
+		assert.ErrorContains(t, err, "on_item_clicked", "the template's handler is named")
+		ui, err := widgets.LoadUI(xml, map[string]any{"on_item_clicked": func(*pygi.Object) { clicked++ }})
+		require.NoError(t, err)
+		list, err := ui.Object("list")
+		require.NoError(t, err)
+		model, err := pygi.Eval("__import__('gi.repository.Gtk', fromlist=['Gtk']).NoSelection.new(__import__('gi.repository.Gtk', fromlist=['Gtk']).StringList.new(['a', 'b']))", nil)
+		require.NoError(t, err)
+		_, err = list.CallMethod("set_model", model)
+		require.NoError(t, err)
+		w, err := ui.Object("win")
+		require.NoError(t, err)
+		win = w.Object
+		require.NoError(t, g.SetItem("win", win))
+		_, err = win.CallMethod("present")
+		require.NoError(t, err)
+	})
+	require.Eventually(t, func() bool {
+		n := 0
+		looptest.Do(t, func(t testing.TB) {
+			r, err := pygi.Eval(`[b.emit("clicked") for b in buttons(win)]`, g)
+			if err == nil {
+				n, _ = r.Len()
+			}
+		})
+		return n > 0
+	}, 5*time.Second, 50*time.Millisecond, "the list made its items")
+	assert.Positive(t, clicked, "the template's handler ran")
+	looptest.Do(t, func(t testing.TB) { win.CallMethod("destroy") })
 }
