@@ -20,12 +20,18 @@ import (
 // The public packages, relative to the module root.
 var public = []string{"app", "callbacks", "eventloop", "eventloop/looptest", "forensics", "pygi", "widgets", "widgets/kit"}
 
+// go test -v -run TestAPISections ./internal/apidoc also logs how many
+// names each package exports (the count the docs' API sections link).
 func TestAPISectionsListEveryExportedName(t *testing.T) {
 	root := filepath.Join("..", "..")
+	total := 0
+	t.Cleanup(func() { t.Logf("exported names in all public packages: %d", total) })
 	for _, dir := range public {
 		t.Run(dir, func(t *testing.T) {
 			pkg := load(t, filepath.Join(root, dir))
 			exported := exportedNames(pkg)
+			total += len(exported)
+			t.Logf("%s exports %d names", dir, len(exported))
 			linked, err := apiLinks(pkg.Doc)
 			require.NoError(t, err)
 			for _, name := range exported {
