@@ -80,9 +80,8 @@
 // record it, Cycles does not see it, and it goes when GLib drops the
 // object's handlers at its dispose, or when duet releases gotk4's
 // reference to the object (gotk4 has let go of the Go function by then,
-// so duet disconnects the closure first). A destroyed window gotk4 holds
-// is disposed at once (see package widgets), so its destroy handlers run.
-// A gotk4 closure that captures a gotk4 object keeps that
+// so duet disconnects the closure first: a gotk4 destroy handler does not
+// run then, see package widgets). A gotk4 closure that captures a gotk4 object keeps that
 // object alive from Go for as long as the connection lasts: on an object
 // that is never disposed (a model, the application, a widget moved
 // between windows) that is a leak no collector can see. They suit a

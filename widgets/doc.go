@@ -45,13 +45,15 @@
 // A window made with gotk4 (gtk.NewWindow, gtk.NewApplicationWindow) and
 // closed is finalised with no call of yours: when a toplevel is destroyed,
 // duet takes the window and every widget in it under its lifetime
-// management, so gotk4's references go once nothing else holds them; and
-// it is disposed at once, as GTK 3 destroyed a window, so the destroy
-// handlers connected to it (win.ConnectDestroy among them) run while gotk4
-// still holds their Go functions. gotk4's handlers on an object whose
-// disposal comes only when duet releases gotk4's reference (a widget of
-// that window the window no longer holds) are disconnected before the
-// release: gotk4 let go of their functions with its Go side of the object.
+// management, so gotk4's references go once nothing else holds them. The
+// window is disposed then, not when it is destroyed (GTK 4 disposes a
+// window at its last reference; a destroyed window can even be presented
+// again), and by then gotk4 has let go of its Go side: gotk4's handlers on
+// an object duet releases, win.ConnectDestroy's among them, are
+// disconnected before the release and do not run (under gotk4 alone they
+// never run either: the window is never disposed). To learn that a window
+// closes, connect to close-request (win.ConnectCloseRequest); to learn
+// that it is gone, wait on WatchFinalize(win).Done().
 // [Track] does the same for a gotk4 object that never was in a window and
 // that Python code sees (a model, a widget kept out of any window);
 // objects that cross [Cast] or [ToPython] are tracked already.

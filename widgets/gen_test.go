@@ -219,3 +219,15 @@ func TestGeneratedCheck(t *testing.T) {
 	<-done
 	assert.True(t, errors.Is(nerr, eventloop.ErrNotMain), "off the UI thread: %v", nerr)
 }
+
+// A typed nil wrapper is an error in every generated method, not a panic.
+func TestTypedWrapperNilIsAnError(t *testing.T) {
+	var g *Greeter
+	looptest.Do(t, func(t testing.TB) {
+		_, err := g.Name()
+		assert.ErrorIs(t, err, pygi.ErrNilObject)
+		_, err = g.Greet()
+		assert.ErrorIs(t, err, pygi.ErrNilObject)
+		assert.ErrorIs(t, (&Greeter{}).SetName("x"), pygi.ErrNilObject)
+	})
+}

@@ -25,6 +25,15 @@ var greeterGenerated = &widgets.Generated{
 	},
 }
 
+// checkClass runs before every method below: the class as loaded is still
+// the one this file was generated from, and a nil *Greeter is an error.
+func (w *Greeter) checkClass() error {
+	if w == nil || w.Widget == nil {
+		return pygi.ErrNilObject
+	}
+	return greeterGenerated.Check(w.Widget)
+}
+
 // NewGreeter makes a Greeter from the loaded module m that defines it (UI thread).
 func NewGreeter(m *widgets.Module, kw pygi.Kw) (*Greeter, error) {
 	w, err := m.New("Greeter", kw)
@@ -40,7 +49,7 @@ func NewGreeter(m *widgets.Module, kw pygi.Kw) (*Greeter, error) {
 // Name returns the property "name".
 func (w *Greeter) Name() (string, error) {
 	var zero string
-	if err := greeterGenerated.Check(w.Widget); err != nil {
+	if err := w.checkClass(); err != nil {
 		return zero, err
 	}
 	r, err := w.Prop("name")
@@ -52,7 +61,7 @@ func (w *Greeter) Name() (string, error) {
 
 // SetName sets the property "name".
 func (w *Greeter) SetName(v string) error {
-	if err := greeterGenerated.Check(w.Widget); err != nil {
+	if err := w.checkClass(); err != nil {
 		return err
 	}
 	return w.SetProp("name", v)
@@ -61,7 +70,7 @@ func (w *Greeter) SetName(v string) error {
 // ConnectGreeted connects fn to the signal "greeted": fn receives the emitter (use it
 // rather than capturing the widget) and the signal's arguments.
 func (w *Greeter) ConnectGreeted(fn func(self *Greeter, a0 string)) (uint64, error) {
-	if err := greeterGenerated.Check(w.Widget); err != nil {
+	if err := w.checkClass(); err != nil {
 		return 0, err
 	}
 	return w.Connect("greeted", func(self *pygi.Object, a0 string) { fn(&Greeter{widgets.Wrap(self)}, a0) })
@@ -73,7 +82,7 @@ func (w *Greeter) Greet() (string, error) {
 	if err := eventloop.RequireMain("widgets_test.Greeter.Greet"); err != nil {
 		return zero, err
 	}
-	if err := greeterGenerated.Check(w.Widget); err != nil {
+	if err := w.checkClass(); err != nil {
 		return zero, err
 	}
 	r, err := w.CallMethod("greet")
@@ -89,7 +98,7 @@ func (w *Greeter) Scale(factor int) (int, error) {
 	if err := eventloop.RequireMain("widgets_test.Greeter.Scale"); err != nil {
 		return zero, err
 	}
-	if err := greeterGenerated.Check(w.Widget); err != nil {
+	if err := w.checkClass(); err != nil {
 		return zero, err
 	}
 	r, err := w.CallMethod("scale", factor)

@@ -6,7 +6,6 @@ import (
 
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
-	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/hooks"
 	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/internal/report"
@@ -163,16 +162,6 @@ func refreshWindows(tearDown bool) error {
 
 // disconnectTree disconnects the recorded Go handlers of w and of every
 // widget inside it.
-//
-// A window gotk4 holds (one made with gtk.NewWindow, or cast to gotk4) is
-// disposed here too, as GTK 3 destroyed a window: it would be disposed
-// only once duet releases gotk4's reference, after gotk4 has let go of its
-// Go side, and by then gotk4's handlers on it are gone (disconnected before
-// the release: see internal/capi), so win.ConnectDestroy's function would
-// never run. Disposed now, while duet holds the window, the destroy
-// handlers of every side run, and so does the window's dispose of its
-// child. A window only Python holds keeps PyGObject's lifetime: it is
-// disposed when its last reference goes, as under python3.
 func disconnectTree(w *pygi.Object) {
 	list, err := teardown.helper.CallMethod("descendants", w)
 	if err != nil {
@@ -193,13 +182,6 @@ func disconnectTree(w *pygi.Object) {
 		// from gtk.NewButton) carries gotk4's reference until duet
 		// releases it: the window's end is where duet learns of it.
 		noteWrap(p)
-	}
-	if len(all) > 0 && ptrs[0] != nil && capi.Gotk4Toggles(uintptr(ptrs[0])) > 0 {
-		if r, err := all[0].CallMethod("run_dispose"); err != nil {
-			report.Print("widgets: disposing a destroyed window", err)
-		} else {
-			r.Close()
-		}
 	}
 	for i, o := range all {
 		if p := ptrs[i]; p != nil {

@@ -153,8 +153,10 @@ func generate(info *classInfo) ([]byte, error) {
 		fmt.Fprintf(&w, "\t\t%q,\n", m[2])
 	}
 	w.WriteString("\t},\n}\n\n")
+	fmt.Fprintf(&w, "// checkClass runs before every method below: the class as loaded is still\n// the one this file was generated from, and a nil *%s is an error.\n", t)
+	fmt.Fprintf(&w, "func (w *%s) checkClass() error {\n\tif w == nil || w.Widget == nil {\n\t\treturn pygi.ErrNilObject\n\t}\n\treturn %s.Check(w.Widget)\n}\n\n", t, shapeVar)
 	check := func(ret string) string {
-		return fmt.Sprintf("\tif err := %s.Check(w.Widget); err != nil {\n\t\treturn %s\n\t}\n", shapeVar, ret)
+		return fmt.Sprintf("\tif err := w.checkClass(); err != nil {\n\t\treturn %s\n\t}\n", ret)
 	}
 	if !*noNew {
 		fmt.Fprintf(&w, "// New%s makes a %s from the loaded module m that defines it (UI thread).\n", t, *class)

@@ -25,6 +25,15 @@ var counterGenerated = &widgets.Generated{
 	},
 }
 
+// checkClass runs before every method below: the class as loaded is still
+// the one this file was generated from, and a nil *Counter is an error.
+func (w *Counter) checkClass() error {
+	if w == nil || w.Widget == nil {
+		return pygi.ErrNilObject
+	}
+	return counterGenerated.Check(w.Widget)
+}
+
 // NewCounter makes a Counter from the loaded module m that defines it (UI thread).
 func NewCounter(m *widgets.Module, kw pygi.Kw) (*Counter, error) {
 	w, err := m.New("Counter", kw)
@@ -40,7 +49,7 @@ func NewCounter(m *widgets.Module, kw pygi.Kw) (*Counter, error) {
 // Count returns the property "count".
 func (w *Counter) Count() (int, error) {
 	var zero int
-	if err := counterGenerated.Check(w.Widget); err != nil {
+	if err := w.checkClass(); err != nil {
 		return zero, err
 	}
 	r, err := w.Prop("count")
@@ -52,7 +61,7 @@ func (w *Counter) Count() (int, error) {
 
 // SetCount sets the property "count".
 func (w *Counter) SetCount(v int) error {
-	if err := counterGenerated.Check(w.Widget); err != nil {
+	if err := w.checkClass(); err != nil {
 		return err
 	}
 	return w.SetProp("count", v)
@@ -61,7 +70,7 @@ func (w *Counter) SetCount(v int) error {
 // Step returns the property "step".
 func (w *Counter) Step() (int, error) {
 	var zero int
-	if err := counterGenerated.Check(w.Widget); err != nil {
+	if err := w.checkClass(); err != nil {
 		return zero, err
 	}
 	r, err := w.Prop("step")
@@ -73,7 +82,7 @@ func (w *Counter) Step() (int, error) {
 
 // SetStep sets the property "step".
 func (w *Counter) SetStep(v int) error {
-	if err := counterGenerated.Check(w.Widget); err != nil {
+	if err := w.checkClass(); err != nil {
 		return err
 	}
 	return w.SetProp("step", v)
@@ -82,7 +91,7 @@ func (w *Counter) SetStep(v int) error {
 // ConnectChanged connects fn to the signal "changed": fn receives the emitter (use it
 // rather than capturing the widget) and the signal's arguments.
 func (w *Counter) ConnectChanged(fn func(self *Counter, a0 int)) (uint64, error) {
-	if err := counterGenerated.Check(w.Widget); err != nil {
+	if err := w.checkClass(); err != nil {
 		return 0, err
 	}
 	return w.Connect("changed", func(self *pygi.Object, a0 int) { fn(&Counter{widgets.Wrap(self)}, a0) })
@@ -94,7 +103,7 @@ func (w *Counter) Bump(times int) (int, error) {
 	if err := eventloop.RequireMain("main.Counter.Bump"); err != nil {
 		return zero, err
 	}
-	if err := counterGenerated.Check(w.Widget); err != nil {
+	if err := w.checkClass(); err != nil {
 		return zero, err
 	}
 	r, err := w.CallMethod("bump", times)

@@ -24,10 +24,19 @@ var lineChartGenerated = &widgets.Generated{
 	},
 }
 
+// checkClass runs before every method below: the class as loaded is still
+// the one this file was generated from, and a nil *LineChart is an error.
+func (w *LineChart) checkClass() error {
+	if w == nil || w.Widget == nil {
+		return pygi.ErrNilObject
+	}
+	return lineChartGenerated.Check(w.Widget)
+}
+
 // Capacity returns the property "capacity".
 func (w *LineChart) Capacity() (int, error) {
 	var zero int
-	if err := lineChartGenerated.Check(w.Widget); err != nil {
+	if err := w.checkClass(); err != nil {
 		return zero, err
 	}
 	r, err := w.Prop("capacity")
@@ -39,7 +48,7 @@ func (w *LineChart) Capacity() (int, error) {
 
 // SetCapacity sets the property "capacity".
 func (w *LineChart) SetCapacity(v int) error {
-	if err := lineChartGenerated.Check(w.Widget); err != nil {
+	if err := w.checkClass(); err != nil {
 		return err
 	}
 	return w.SetProp("capacity", v)
@@ -48,7 +57,7 @@ func (w *LineChart) SetCapacity(v int) error {
 // Title returns the property "title".
 func (w *LineChart) Title() (string, error) {
 	var zero string
-	if err := lineChartGenerated.Check(w.Widget); err != nil {
+	if err := w.checkClass(); err != nil {
 		return zero, err
 	}
 	r, err := w.Prop("title")
@@ -60,7 +69,7 @@ func (w *LineChart) Title() (string, error) {
 
 // SetTitle sets the property "title".
 func (w *LineChart) SetTitle(v string) error {
-	if err := lineChartGenerated.Check(w.Widget); err != nil {
+	if err := w.checkClass(); err != nil {
 		return err
 	}
 	return w.SetProp("title", v)
@@ -69,7 +78,7 @@ func (w *LineChart) SetTitle(v string) error {
 // Unit returns the property "unit".
 func (w *LineChart) Unit() (string, error) {
 	var zero string
-	if err := lineChartGenerated.Check(w.Widget); err != nil {
+	if err := w.checkClass(); err != nil {
 		return zero, err
 	}
 	r, err := w.Prop("unit")
@@ -81,7 +90,7 @@ func (w *LineChart) Unit() (string, error) {
 
 // SetUnit sets the property "unit".
 func (w *LineChart) SetUnit(v string) error {
-	if err := lineChartGenerated.Check(w.Widget); err != nil {
+	if err := w.checkClass(); err != nil {
 		return err
 	}
 	return w.SetProp("unit", v)
@@ -92,7 +101,7 @@ func (w *LineChart) PushMany(batch map[string][]float64) error {
 	if err := eventloop.RequireMain("kit.LineChart.PushMany"); err != nil {
 		return err
 	}
-	if err := lineChartGenerated.Check(w.Widget); err != nil {
+	if err := w.checkClass(); err != nil {
 		return err
 	}
 	_, err := w.CallMethod("push_many", batch)
@@ -104,7 +113,7 @@ func (w *LineChart) Clear() error {
 	if err := eventloop.RequireMain("kit.LineChart.Clear"); err != nil {
 		return err
 	}
-	if err := lineChartGenerated.Check(w.Widget); err != nil {
+	if err := w.checkClass(); err != nil {
 		return err
 	}
 	_, err := w.CallMethod("clear")
@@ -117,7 +126,7 @@ func (w *LineChart) Points(series string) ([]float64, error) {
 	if err := eventloop.RequireMain("kit.LineChart.Points"); err != nil {
 		return zero, err
 	}
-	if err := lineChartGenerated.Check(w.Widget); err != nil {
+	if err := w.checkClass(); err != nil {
 		return zero, err
 	}
 	r, err := w.CallMethod("points", series)
@@ -133,7 +142,7 @@ func (w *LineChart) Series() ([]string, error) {
 	if err := eventloop.RequireMain("kit.LineChart.Series"); err != nil {
 		return zero, err
 	}
-	if err := lineChartGenerated.Check(w.Widget); err != nil {
+	if err := w.checkClass(); err != nil {
 		return zero, err
 	}
 	r, err := w.CallMethod("series")

@@ -21,10 +21,19 @@ var logViewGenerated = &widgets.Generated{
 	},
 }
 
+// checkClass runs before every method below: the class as loaded is still
+// the one this file was generated from, and a nil *LogView is an error.
+func (w *LogView) checkClass() error {
+	if w == nil || w.Widget == nil {
+		return pygi.ErrNilObject
+	}
+	return logViewGenerated.Check(w.Widget)
+}
+
 // MaxLines returns the property "max-lines".
 func (w *LogView) MaxLines() (int, error) {
 	var zero int
-	if err := logViewGenerated.Check(w.Widget); err != nil {
+	if err := w.checkClass(); err != nil {
 		return zero, err
 	}
 	r, err := w.Prop("max-lines")
@@ -36,7 +45,7 @@ func (w *LogView) MaxLines() (int, error) {
 
 // SetMaxLines sets the property "max-lines".
 func (w *LogView) SetMaxLines(v int) error {
-	if err := logViewGenerated.Check(w.Widget); err != nil {
+	if err := w.checkClass(); err != nil {
 		return err
 	}
 	return w.SetProp("max-lines", v)
@@ -47,7 +56,7 @@ func (w *LogView) AppendMany(entries [][]string) error {
 	if err := eventloop.RequireMain("kit.LogView.AppendMany"); err != nil {
 		return err
 	}
-	if err := logViewGenerated.Check(w.Widget); err != nil {
+	if err := w.checkClass(); err != nil {
 		return err
 	}
 	_, err := w.CallMethod("append_many", entries)
@@ -60,7 +69,7 @@ func (w *LogView) Text() (string, error) {
 	if err := eventloop.RequireMain("kit.LogView.Text"); err != nil {
 		return zero, err
 	}
-	if err := logViewGenerated.Check(w.Widget); err != nil {
+	if err := w.checkClass(); err != nil {
 		return zero, err
 	}
 	r, err := w.CallMethod("text")
@@ -76,7 +85,7 @@ func (w *LogView) LineCount() (int, error) {
 	if err := eventloop.RequireMain("kit.LogView.LineCount"); err != nil {
 		return zero, err
 	}
-	if err := logViewGenerated.Check(w.Widget); err != nil {
+	if err := w.checkClass(); err != nil {
 		return zero, err
 	}
 	r, err := w.CallMethod("line_count")
