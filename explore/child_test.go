@@ -1,0 +1,3 @@
+package explore_test
+
+func childMain(name string) int { return 2 }
