@@ -153,6 +153,7 @@ func TestExploreHook(t *testing.T) {
 			require.NotNil(t, summary, "the summary line")
 			assert.NotEmpty(t, actions)
 			assert.EqualValues(t, 3, summary["seed"])
+			assert.EqualValues(t, len(actions), summary["actions"])
 			if tc.status == 0 {
 				assert.Contains(t, stderr, "nothing found")
 				assert.Empty(t, findings)

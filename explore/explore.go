@@ -184,7 +184,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		}
 	}
 	x.report.Elapsed = time.Since(x.start)
-	x.coverage()
+	x.coverage() // with the last action's target reached
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	for _, f := range x.report.Findings {
@@ -270,11 +270,17 @@ func (x *explorer) step(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("explore: listing the widgets: %w", err)
 		}
-		n, err := pygi.As[int](nObj)
+		counts, err := pygi.As[[]int](nObj)
 		nObj.Close()
-		if err != nil {
-			return err
+		if err != nil || len(counts) != 3 {
+			return fmt.Errorf("explore: listing the widgets gave %v: %v", counts, err)
 		}
+		n := counts[0]
+		// Coverage is kept as it goes: a program may end the loop (a
+		// window's close button) before the run could ask.
+		x.mu.Lock()
+		x.report.Seen, x.report.Reached = counts[1], counts[2]
+		x.mu.Unlock()
 		// Every choice draws the same numbers whatever it needs of them,
 		// so that one choice's needs do not shift the next ones.
 		i, r, which, frac := 0, x.rng.Uint64()>>1, x.rng.IntN(4), x.rng.Float64()
@@ -377,7 +383,9 @@ func (x *explorer) coverage() {
 		defer r.Close()
 		v, err := pygi.As[[]int](r)
 		if err == nil && len(v) == 2 {
+			x.mu.Lock()
 			x.report.Seen, x.report.Reached = v[0], v[1]
+			x.mu.Unlock()
 		}
 		return err
 	})

@@ -199,7 +199,8 @@ def _actions(group, prefix, where, window):
 
 
 def candidates(app):
-    """Lists the actions now possible, sorted by address; returns how many."""
+    """Lists the actions now possible, sorted by address; returns how many,
+    with the coverage so far (see coverage)."""
     _candidates.clear()
     windows = [w for w in Gtk.Window.list_toplevels() if w.get_visible()]
     named = sorted(((_window_name(w), _type_name(w)), i, w) for i, w in enumerate(windows))
@@ -217,7 +218,7 @@ def candidates(app):
         _actions(app, "app.", "application", "")
     _candidates.sort(key=lambda c: (c[0], c[1]))
     _seen.update(c[0] for c in _candidates)
-    return len(_candidates)
+    return [len(_candidates), len(_seen), len(_reached)]
 
 
 def act(i, r, f):

@@ -218,5 +218,10 @@ func (r *Report) WriteJSON(w io.Writer) error {
 			return err
 		}
 	}
-	return enc.Encode(map[string]any{"summary": r})
+	type summary struct {
+		*Report
+		Actions  int `json:"actions"`
+		Findings int `json:"findings"`
+	}
+	return enc.Encode(map[string]any{"summary": summary{r, len(r.Trace), len(r.Findings)}})
 }
