@@ -208,6 +208,7 @@ func (r *Report) String() string {
 // {"summary": ...}.
 func (r *Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // addresses read "window > GtkBox#0 > ...", in a file for people too
 	for i := range r.Trace {
 		if err := enc.Encode(map[string]any{"action": &r.Trace[i]}); err != nil {
 			return err
