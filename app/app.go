@@ -445,8 +445,10 @@ func (a *App) Windows() ([]*pygi.Object, error) {
 // final flush of sys.stdout or sys.stderr failed (output was lost; python3
 // exits 120 then), and 1 when something else failed, each failure printed
 // to stderr with its reason, including a shutdown that could not finalise
-// Python within Options.FinalizeTimeout. A status the signal or the app
-// set is kept; the failure is still printed.
+// Python within Options.FinalizeTimeout, and 3 when the explorer that
+// DUET_EXPLORE started found something (see "Exploring" in the package
+// doc). A status the signal or the app set is kept; the failure is still
+// printed.
 func (a *App) Run(ctx context.Context, args []string) int {
 	if err := eventloop.RequireMain("app.Run"); err != nil {
 		report.Print("app", err)
@@ -477,6 +479,15 @@ func (a *App) Run(ctx context.Context, args []string) int {
 				}
 				restore.Close()
 			}
+		}
+	}
+	// One lookup when DUET_EXPLORE is unset: exploring costs nothing then.
+	var explorer *exploring
+	if spec, ok := os.LookupEnv("DUET_EXPLORE"); ok {
+		var err error
+		if explorer, err = a.startExploring(ctx, spec); err != nil {
+			report.Print("app", err)
+			return 1
 		}
 	}
 	err := eventloop.Drive(ctx, func() {
@@ -516,6 +527,9 @@ func (a *App) Run(ctx context.Context, args []string) int {
 				status = 1
 			}
 		}
+	}
+	if explorer != nil && explorer.finish() && status == 0 {
+		status = exploreFound
 	}
 	if err := a.shutdown(); err != nil {
 		report.Print("app: shutdown", err)

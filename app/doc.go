@@ -37,6 +37,20 @@
 // (see package eventloop), or a second signal, hands the signal back to
 // the process: it then does what it does in the program without duet.
 //
+// # Exploring
+//
+// DUET_EXPLORE=seed=N,duration=30s,gc=20ms (the options of
+// explore.ParseOptions) makes Run, and so Main, start package explore's
+// explorer after the first activation, on any program and without a
+// rebuild: it acts on the program's windows and actions as a user would,
+// with both collectors forced between the actions, until its time is up or
+// it finds something (a Go panic, a Python exception, a GLib/GTK warning
+// or critical, a stall, a leak). Then it quits the application, prints its
+// report on stderr (each finding with the actions that led to it), writes
+// it as JSON lines to the file DUET_EXPLORE_OUT names, if set, and Run
+// returns 3 when it found something. Unset, DUET_EXPLORE costs one lookup
+// of the environment.
+//
 // # API
 //
 //   - Making it: [Main] (the whole main function of a typical app), or

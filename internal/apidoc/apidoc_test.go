@@ -18,7 +18,7 @@ import (
 )
 
 // The public packages, relative to the module root.
-var public = []string{"app", "callbacks", "eventloop", "eventloop/looptest", "forensics", "pygi", "widgets", "widgets/kit"}
+var public = []string{"app", "callbacks", "eventloop", "eventloop/looptest", "explore", "forensics", "pygi", "widgets", "widgets/kit"}
 
 // go test -v -run TestAPISections ./internal/apidoc also logs how many
 // names each package exports (the count the docs' API sections link).

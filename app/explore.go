@@ -1,0 +1,97 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/duet-gtk/duet/explore"
+	"github.com/duet-gtk/duet/internal/callsite"
+	"github.com/duet-gtk/duet/pygi"
+)
+
+// exploreFound is Run's status when the explorer found something; the
+// package doc gives it, as Run's doc gives its other statuses.
+const exploreFound = 3
+
+// exploring is a run of the explorer that DUET_EXPLORE asked for.
+type exploring struct {
+	opts   explore.Options
+	out    string // DUET_EXPLORE_OUT: where the JSON lines go
+	cancel context.CancelFunc
+
+	once    sync.Once
+	started bool
+	done    chan struct{}
+	rep     *explore.Report
+	err     error
+}
+
+// startExploring arranges for the explorer to start after the first
+// activation: its handler is connected last, so the program's own activate
+// (app.Main's, or OnActivate before Run) has shown its windows by then.
+func (a *App) startExploring(ctx context.Context, spec string) (*exploring, error) {
+	opts, err := explore.ParseOptions(spec)
+	if err != nil {
+		return nil, fmt.Errorf("DUET_EXPLORE: %w", err)
+	}
+	opts.App = a.py
+	x := &exploring{opts: opts, out: os.Getenv("DUET_EXPLORE_OUT"), done: make(chan struct{})}
+	ctx, x.cancel = context.WithCancel(ctx)
+	err = a.connect("activate", func(*pygi.Object) {
+		x.once.Do(func() {
+			x.started = true
+			go func() {
+				defer close(x.done)
+				x.rep, x.err = explore.Run(ctx, x.opts)
+				a.Quit()
+			}()
+		})
+	}, callsite.Caller())
+	if err != nil {
+		x.cancel()
+		return nil, err
+	}
+	return x, nil
+}
+
+// finish waits for the run (the loop has ended), prints what it found on
+// stderr, writes the JSON lines, and says whether it found anything.
+func (x *exploring) finish() (found bool) {
+	x.cancel()
+	if !x.started {
+		fmt.Fprintln(os.Stderr, "explore: the application was never activated; nothing explored")
+		return false
+	}
+	select {
+	case <-x.done:
+	case <-time.After(10 * time.Second):
+		fmt.Fprintln(os.Stderr, "explore: the explorer did not stop within 10 s of the application's end")
+		return true
+	}
+	if x.err != nil {
+		fmt.Fprintln(os.Stderr, "explore:", x.err)
+		return true
+	}
+	fmt.Fprint(os.Stderr, x.rep)
+	if x.out != "" {
+		if err := writeReport(x.out, x.rep); err != nil {
+			fmt.Fprintln(os.Stderr, "explore:", err)
+		}
+	}
+	return len(x.rep.Findings) > 0
+}
+
+func writeReport(path string, rep *explore.Report) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := rep.WriteJSON(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,76 @@
+// Package explore drives a running duet program through its own UI, as a
+// user would, with both garbage collectors forced between the actions, and
+// reports the trouble it meets: Go panics and Python exceptions in
+// handlers, GLib and GTK warnings and criticals, stalls of the UI thread,
+// and leaks.
+//
+// # The model
+//
+// Run explores the program it runs in; the program's loop must be running
+// (from an app's activate on, say: app.Main and app.App.Run start it for
+// any program when DUET_EXPLORE is set, see package app). At each step, in
+// one visit to the UI thread, the explorer lists what a user could act on
+// now, in every visible toplevel (Gtk.Window.list_toplevels, walked with
+// get_first_child and get_next_sibling: dialogs and popovers are windows
+// too): buttons to click, toggle and check buttons and switches to flip,
+// entries and text views to type into (short, long, empty and non-ASCII
+// text), spin buttons and scales to set (their extremes included),
+// drop-downs to pick from, stacks and notebooks whose page to switch, and
+// the application's and windows' actions (those without a parameter, or
+// with a boolean, an integer, or a string the action's state gives). It
+// picks one with the run's seeded generator and does it through GTK's
+// public API (emit("clicked"), set_active, set_text, set_value,
+// set_selected, activate_action ...), so the program's handlers run as
+// they would for a user. Hidden, insensitive and read-only widgets are
+// left alone, and so are link buttons (they open a browser) and the
+// action "quit" (it would end the run).
+//
+// Every candidate has an address that does not depend on where anything
+// sits in memory: the window's title (or type), then, down the widget
+// tree, each widget's GType, its index among the siblings of that type,
+// and what it reads (its label, the name the program gave it, or its
+// accessible role). The candidates are sorted by address before the
+// choice, so the same seed on the same program takes the same actions in
+// the same order (as long as the program itself does the same thing each
+// time: a program that shows the clock does not).
+//
+// # Findings
+//
+// Each Finding has a Kind, a one-line message, the source line it points
+// at when one is known, and the trace of the actions up to it:
+//
+//   - a Go panic (a Go handler's panic reaches Python and comes back
+//     through eventloop.OnPythonException; a panic in Invoke work or a
+//     timer through eventloop.OnPanic), pointed at the panicking line of
+//     the program;
+//   - a Python exception nobody caught, at its innermost frame;
+//   - a GLib or GTK warning or critical (eventloop.RouteLogs routes the
+//     records to the explorer while it runs; other records still print on
+//     stderr). Under G_DEBUG=fatal-criticals, as in looptest, a critical
+//     aborts the process instead: explore such programs without it;
+//   - a stall: an action whose handlers kept the UI thread longer than
+//     Options.Stall (1 s);
+//   - a leak: every Options.LeakEvery actions, once both collectors have
+//     run, the explorer takes a forensics census (live Go callbacks by
+//     name and site, Python objects Go holds by type, GObjects by GType);
+//     a row that grew at each of Options.LeakRounds censuses in a row is
+//     a leak.
+//
+// A run stops at its first finding unless Options.KeepGoing; the same
+// trouble seen again is counted (Finding.Repeats), not listed again.
+// Not done yet: running the program in a child process (to catch a crash
+// or a hang), replaying a trace, shrinking it to the shortest one, and
+// writing it as a regression test.
+//
+// # API
+//
+//   - Running: [Run] with [Options] ([ParseOptions] reads them as
+//     DUET_EXPLORE writes them).
+//   - What it did and found: [Report] ([Report.String], [Report.WriteJSON]),
+//     its [Action] values ([Action.String]) and each [Finding]
+//     ([Finding.String]) of a [Kind]: [KindPanic], [KindException],
+//     [KindLog], [KindStall], [KindLeak].
+//
+// Threads: Run from a goroutine (the actions run on the UI thread, which it
+// waits for); everything else is plain data.
+package explore

@@ -1,0 +1,290 @@
+# The explorer's eyes and hands: it walks the visible toplevels, lists what
+# a user could act on (each with an address that does not depend on memory
+# addresses, so it survives a restart), and performs one action through
+# GTK's public API. Go chooses; this module only looks and acts, so the
+# choice (and its seed) stays on one side.
+#
+# The walk is done here rather than one crossing per widget from Go: a
+# window of a few hundred widgets is then one call.
+
+import gi
+
+gi.require_version("Gtk", "4.0")
+from gi.repository import Gio, GLib, Gtk
+
+# Texts typed into entries and text views: short, long, empty, non-ASCII
+# (combining marks, right-to-left, astral plane, a NUL-free control char).
+TEXTS = [
+    "a",
+    "hello world",
+    "",
+    "x" * 4096,
+    "héllo wörld ñ",
+    "日本語のテキスト",
+    "שלום עולם",
+    "e\u0301\u0301 🎉👩‍👩‍👧 \U0001F600",
+    "line one\nline two\ttab",
+    "-1",
+    "0",
+    "1e309",
+]
+
+# Actions on app and window actions a user reaches through menus: quitting
+# would end the exploration itself, so it is left out (see the package doc).
+SKIPPED_ACTIONS = {"quit"}
+
+_candidates = []
+_seen = set()
+_reached = set()
+
+
+def reset():
+    _candidates.clear()
+    _seen.clear()
+    _reached.clear()
+
+
+def coverage():
+    """How many distinct addresses could be acted on, and were."""
+    return [len(_seen), len(_reached)]
+
+
+def _type_name(w):
+    return type(w).__gtype__.name
+
+
+def _label(w):
+    """What a user reads on the widget: its label, else its name when the
+    program set one, else its accessible role."""
+    for getter in ("get_label", "get_title", "get_text"):
+        f = getattr(w, getter, None)
+        if f is None or isinstance(w, Gtk.Editable) and getter == "get_text":
+            continue
+        try:
+            v = f()
+        except TypeError:
+            continue
+        if isinstance(v, str) and v:
+            return v.replace("_", "", 1) if getattr(w, "get_use_underline", lambda: False)() else v
+    # A button whose child is a label (or an icon) says what the child says.
+    child = w.get_first_child()
+    if child is not None and isinstance(w, (Gtk.Button, Gtk.MenuButton)):
+        inner = child
+        while inner is not None and not isinstance(inner, Gtk.Label):
+            inner = inner.get_first_child()
+        if inner is not None and inner.get_label():
+            return inner.get_label()
+        icon = getattr(w, "get_icon_name", lambda: None)()
+        if icon:
+            return icon
+    name = w.get_name()
+    if name and name != _type_name(w):
+        return name
+    try:
+        role = w.get_accessible_role()
+        return role.value_nick
+    except (AttributeError, TypeError):
+        return ""
+
+
+def _segment(w, index):
+    label = _label(w)
+    seg = "%s#%d" % (_type_name(w), index)
+    if label:
+        seg += " %r" % _short(label)
+    return seg
+
+
+def _short(s, n=40):
+    s = s.replace("\n", " ")
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def _window_name(win):
+    title = win.get_title() if hasattr(win, "get_title") else None
+    return title if title else _type_name(win)
+
+
+def _usable(w):
+    return w.get_visible() and w.get_child_visible()
+
+
+def _add(kind, addr, label, window, widget, extra=None):
+    _candidates.append((addr, kind, label, window, widget, extra))
+
+
+def _walk(w, path, window):
+    """Lists w's actionable descendants; path is w's address."""
+    counts = {}
+    child = w.get_first_child()
+    while child is not None:
+        t = _type_name(child)
+        i = counts.get(t, 0)
+        counts[t] = i + 1
+        if _usable(child):
+            addr = path + " > " + _segment(child, i)
+            if _consider(child, addr, window):
+                _walk(child, addr, window)
+        child = child.get_next_sibling()
+
+
+def _consider(w, addr, window):
+    """Adds w's actions when it has any; returns whether to walk inside."""
+    sensitive = w.is_sensitive()
+    label = _label(w)
+    if isinstance(w, Gtk.SpinButton):
+        if sensitive:
+            _add("set", addr, label, window, w)
+        return False
+    if isinstance(w, Gtk.Editable):
+        if sensitive and w.get_editable():
+            _add("type", addr, label, window, w)
+        return False
+    if isinstance(w, Gtk.TextView):
+        if sensitive and w.get_editable():
+            _add("type", addr, label, window, w)
+        return False
+    if isinstance(w, (Gtk.ToggleButton, Gtk.CheckButton, Gtk.Switch)):
+        if sensitive:
+            _add("toggle", addr, label, window, w)
+        return False
+    if isinstance(w, Gtk.LinkButton):
+        return False  # it opens a browser: outside the program under test
+    if isinstance(w, Gtk.Button):
+        if sensitive:
+            _add("click", addr, label, window, w)
+        return False
+    if isinstance(w, Gtk.Scale):
+        if sensitive:
+            _add("set", addr, label, window, w)
+        return False
+    if isinstance(w, Gtk.DropDown):
+        if sensitive and w.get_model() is not None and w.get_model().get_n_items() > 0:
+            _add("pick", addr, label, window, w)
+        return False
+    if isinstance(w, Gtk.Stack):
+        # A notebook's own stack is the notebook's business: its tabs are
+        # what a user switches.
+        if sensitive and len(_stack_pages(w)) > 1 and not isinstance(w.get_parent(), Gtk.Notebook):
+            _add("page", addr, label, window, w)
+        return True
+    if isinstance(w, Gtk.Notebook):
+        if sensitive and w.get_n_pages() > 1:
+            _add("page", addr, label, window, w)
+        return True
+    return True
+
+
+def _stack_pages(stack):
+    pages = []
+    child = stack.get_first_child()
+    while child is not None:
+        if child.get_visible():
+            pages.append(child)
+        child = child.get_next_sibling()
+    return pages
+
+
+def _actions(group, prefix, where, window):
+    for name in sorted(group.list_actions()):
+        if name in SKIPPED_ACTIONS or not group.get_action_enabled(name):
+            continue
+        ptype = group.get_action_parameter_type(name)
+        if ptype is not None and ptype.dup_string() not in ("b", "s", "i"):
+            continue  # no valid parameter to make for it (see the package doc)
+        state = group.get_action_state(name)
+        if ptype is not None and ptype.dup_string() == "s" and state is None:
+            continue  # any string is no valid parameter: only a state's own values are known
+        _add("activate", where + " > action " + prefix + name, prefix + name, window, group, (name, ptype, state))
+
+
+def candidates(app):
+    """Lists the actions now possible, sorted by address; returns how many,
+    with the coverage so far (see coverage)."""
+    _candidates.clear()
+    windows = [w for w in Gtk.Window.list_toplevels() if w.get_visible()]
+    named = sorted(((_window_name(w), _type_name(w)), i, w) for i, w in enumerate(windows))
+    seen = {}
+    for (title, _), _, win in named:
+        n = seen.get(title, 0)
+        seen[title] = n + 1
+        where = "window %r" % _short(title) if n == 0 else "window %r#%d" % (_short(title), n)
+        if not win.is_sensitive():
+            continue
+        _walk(win, where, title)
+        if isinstance(win, Gio.ActionGroup):
+            _actions(win, "win.", where, title)
+    if app is not None:
+        _actions(app, "app.", "application", "")
+    _candidates.sort(key=lambda c: (c[0], c[1]))
+    _seen.update(c[0] for c in _candidates)
+    return [len(_candidates), len(_seen), len(_reached)]
+
+
+def act(i, r, f):
+    """Performs candidate i; r (an integer) and f (a float in [0, 1], or
+    -1 and 2 for the extremes) are Go's random choices for the value.
+    Returns (verb, address, label, window, value) in words."""
+    addr, kind, label, window, w, extra = _candidates[i]
+    _reached.add(addr)
+    value = ""
+    if kind == "click":
+        w.emit("clicked")
+    elif kind == "toggle":
+        on = not w.get_active()
+        w.set_active(on)
+        value = "on" if on else "off"
+    elif kind == "type":
+        text = TEXTS[r % len(TEXTS)]
+        if isinstance(w, Gtk.TextView):
+            w.get_buffer().set_text(text, -1)
+        else:
+            w.set_text(text)
+            if r % 2:
+                w.activate()  # Enter, as a user ends typing
+        value = repr(_short(text))
+    elif kind == "set":
+        adj = w.get_adjustment()
+        lo, hi = adj.get_lower(), adj.get_upper() - adj.get_page_size()
+        v = lo if f < 0 else hi if f > 1 else lo + f * (hi - lo)
+        w.set_value(v)
+        value = "%g" % w.get_value()
+    elif kind == "pick":
+        model = w.get_model()
+        n = model.get_n_items()
+        pos = r % n
+        w.set_selected(pos)
+        item = model.get_item(pos)
+        value = item.get_string() if isinstance(item, Gtk.StringObject) else "item %d" % pos
+    elif kind == "page":
+        if isinstance(w, Gtk.Notebook):
+            n = w.get_n_pages()
+            w.set_current_page(r % n)
+            page = w.get_nth_page(r % n)
+            value = w.get_tab_label_text(page) or "page %d" % (r % n)
+        else:
+            pages = _stack_pages(w)
+            page = pages[r % len(pages)]
+            w.set_visible_child(page)
+            sp = w.get_page(page)
+            value = sp.get_title() or sp.get_name() or "page %d" % (r % len(pages))
+    elif kind == "activate":
+        name, ptype, state = extra
+        param = None
+        if ptype is not None:
+            t = ptype.dup_string()
+            if t == "b":
+                param = GLib.Variant("b", bool(r % 2))
+            elif t == "i":
+                param = GLib.Variant("i", [0, 1, -1, 2**31 - 1, -(2**31)][r % 5])
+            else:
+                param = state  # the state's own value: known to be valid
+            value = param.print_(False)
+        w.activate_action(name, param)
+    return (kind, addr, label, window, value)
+
+
+def forget():
+    """Drops the widgets the last listing held, so that the explorer keeps
+    nothing alive between its steps (a window the app closes must go)."""
+    _candidates.clear()

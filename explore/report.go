@@ -1,0 +1,228 @@
+package explore
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Kind says what sort of trouble a Finding is.
+type Kind string
+
+// The kinds of finding.
+const (
+	// KindPanic: a Go panic in a handler or in work the loop ran.
+	KindPanic Kind = "panic"
+	// KindException: a Python exception nobody caught.
+	KindException Kind = "exception"
+	// KindLog: a GLib or GTK warning or critical.
+	KindLog Kind = "log"
+	// KindStall: an action whose handlers kept the UI thread longer than
+	// Options.Stall.
+	KindStall Kind = "stall"
+	// KindLeak: a census row that grew at every one of Options.LeakRounds
+	// rounds in a row.
+	KindLeak Kind = "leak"
+)
+
+// An Action is one thing the explorer did, as a user would have.
+type Action struct {
+	// Verb is "click", "toggle", "type", "set", "pick", "page" or
+	// "activate".
+	Verb string `json:"verb"`
+	// Address names the widget or action so that a run of the same
+	// program finds it again: the window's title (or type), then one
+	// segment per widget down the tree, its GType, its index among the
+	// siblings of that type and what it reads ("window 'w' > GtkBox#0 >
+	// GtkButton#1 'OK'"); for actions, "application > action app.name".
+	Address string `json:"address"`
+	Label   string `json:"label,omitempty"`  // what the widget reads, for words
+	Window  string `json:"window,omitempty"` // the window's title (or type)
+	Value   string `json:"value,omitempty"`  // what was typed, set or picked
+	// At is when it ran, since the exploration started.
+	At time.Duration `json:"at_ns"`
+}
+
+// String says the action in words: "click 'A' in 'panic'".
+func (a Action) String() string {
+	what := a.Label
+	if what == "" {
+		what = lastType(a.Address)
+	}
+	var s string
+	switch a.Verb {
+	case "click":
+		s = fmt.Sprintf("click %s", quote(what))
+	case "toggle":
+		s = fmt.Sprintf("turn %s %s", quote(what), a.Value)
+	case "type":
+		s = fmt.Sprintf("type %s into %s", a.Value, quote(what))
+	case "set":
+		s = fmt.Sprintf("set %s to %s", quote(what), a.Value)
+	case "pick":
+		s = fmt.Sprintf("pick %s in %s", quote(a.Value), quote(what))
+	case "page":
+		s = fmt.Sprintf("show page %s of %s", quote(a.Value), quote(what))
+	case "activate":
+		s = "activate " + a.Label
+		if a.Value != "" {
+			s += " with " + a.Value
+		}
+	default:
+		s = a.Verb + " " + quote(what)
+	}
+	if a.Window != "" {
+		s += " in " + quote(a.Window)
+	}
+	return s
+}
+
+func quote(s string) string { return "'" + s + "'" }
+
+// lastType is the type of the last segment of an address.
+func lastType(addr string) string {
+	if i := strings.LastIndex(addr, " > "); i >= 0 {
+		addr = addr[i+3:]
+	}
+	if i := strings.IndexAny(addr, "# "); i >= 0 {
+		addr = addr[:i]
+	}
+	return addr
+}
+
+// A Finding is one piece of trouble and the actions that led to it.
+type Finding struct {
+	Kind Kind `json:"kind"`
+	// Message is one line: the panic's value, the exception, the log
+	// message, how long the stall was, the row that grew.
+	Message string `json:"message"`
+	// Where is the source line the trouble points at, when known: the
+	// first frame of a Go panic outside the runtime and duet's library,
+	// the innermost frame of a Python traceback, the handler's site of a
+	// leaking callback.
+	Where string `json:"where,omitempty"`
+	// Detail is the rest: the Go stack, the traceback, the census rows.
+	Detail string `json:"detail,omitempty"`
+	// Trace is every action from the start of the run up to the one
+	// after which the trouble was seen (not yet the shortest: shrinking
+	// is for a later version).
+	Trace []Action `json:"trace"`
+	// Repeats counts the times the same trouble was seen again (when the
+	// run goes on after a finding).
+	Repeats int `json:"repeats,omitempty"`
+
+	key  string // what makes two findings the same trouble
+	upto int    // how many actions of the run's trace led to it
+}
+
+// wordsShown bounds how many of a trace's last actions String spells out.
+const wordsShown = 8
+
+// String says the finding in plain words, its trace first: "click 'A' in
+// 'panic', click 'B' → Go panic: assignment to entry in nil map
+// (main.go:41)".
+func (f *Finding) String() string {
+	var b strings.Builder
+	trace := f.Trace
+	if n := len(trace) - wordsShown; n > 0 {
+		fmt.Fprintf(&b, "(%d earlier actions) ", n)
+		trace = trace[n:]
+	}
+	for i, a := range trace {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(a.String())
+	}
+	if len(trace) == 0 {
+		b.WriteString("(no action yet)")
+	}
+	b.WriteString(" → ")
+	b.WriteString(f.Kind.words())
+	b.WriteString(": ")
+	b.WriteString(f.Message)
+	if f.Where != "" {
+		fmt.Fprintf(&b, " (%s)", f.Where)
+	}
+	if f.Repeats > 0 {
+		fmt.Fprintf(&b, " [seen %d more times]", f.Repeats)
+	}
+	return b.String()
+}
+
+func (k Kind) words() string {
+	switch k {
+	case KindPanic:
+		return "Go panic"
+	case KindException:
+		return "Python exception"
+	case KindLog:
+		return "GLib/GTK message"
+	case KindStall:
+		return "UI stall"
+	case KindLeak:
+		return "leak"
+	}
+	return string(k)
+}
+
+// A Report is what a run did and found.
+type Report struct {
+	Seed     uint64        `json:"seed"`
+	Trace    []Action      `json:"-"` // every action, in order (WriteJSON writes one line each)
+	Findings []*Finding    `json:"-"`
+	Elapsed  time.Duration `json:"elapsed_ns"`
+	// Seen counts the distinct addresses the explorer could act on at
+	// some point, Reached those it did act on: the run's coverage.
+	Seen    int `json:"seen"`
+	Reached int `json:"reached"`
+}
+
+// String is the report in words: a summary line, then each finding.
+func (r *Report) String() string {
+	var b strings.Builder
+	rate := 0.0
+	if r.Elapsed > 0 {
+		rate = float64(len(r.Trace)) / r.Elapsed.Seconds()
+	}
+	fmt.Fprintf(&b, "explore: seed %d: %d actions in %.1f s (%.1f/s), %d of %d widgets and actions reached: ",
+		r.Seed, len(r.Trace), r.Elapsed.Seconds(), rate, r.Reached, r.Seen)
+	switch len(r.Findings) {
+	case 0:
+		b.WriteString("nothing found\n")
+	case 1:
+		b.WriteString("1 finding\n")
+	default:
+		fmt.Fprintf(&b, "%d findings\n", len(r.Findings))
+	}
+	for i, f := range r.Findings {
+		fmt.Fprintf(&b, "  %d. %s\n", i+1, f)
+	}
+	return b.String()
+}
+
+// WriteJSON writes the report as JSON lines, for tools: one {"action": ...}
+// per action of the trace, one {"finding": ...} per finding, then one
+// {"summary": ...}.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // addresses read "window > GtkBox#0 > ...", in a file for people too
+	for i := range r.Trace {
+		if err := enc.Encode(map[string]any{"action": &r.Trace[i]}); err != nil {
+			return err
+		}
+	}
+	for _, f := range r.Findings {
+		if err := enc.Encode(map[string]any{"finding": f}); err != nil {
+			return err
+		}
+	}
+	type summary struct {
+		*Report
+		Actions  int `json:"actions"`
+		Findings int `json:"findings"`
+	}
+	return enc.Encode(map[string]any{"summary": summary{r, len(r.Trace), len(r.Findings)}})
+}
