@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -75,6 +76,10 @@ type App struct {
 	gtkApp   *gtk.Application // set by New, never changed
 	running  bool
 	handlers []uint64 // duet's connections on the application, undone before Python goes
+
+	// activateFailed: Main's activate returned an error (the app is
+	// quitting; DUET_EXPLORE's run does not start).
+	activateFailed atomic.Bool
 }
 
 // onMain runs fn on the main thread: directly when called there, through the
@@ -270,6 +275,7 @@ func Main(opts Options, activate func(a *App) error) int {
 		if err := activate(a); err != nil {
 			report.Print("app: activate", err)
 			failed = true
+			a.activateFailed.Store(true)
 			a.Quit()
 		}
 	}); err != nil {

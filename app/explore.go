@@ -18,15 +18,17 @@ const exploreFound = 3
 
 // exploring is a run of the explorer that DUET_EXPLORE asked for.
 type exploring struct {
+	app    *App
 	opts   explore.Options
 	out    string // DUET_EXPLORE_OUT: where the JSON lines go
 	cancel context.CancelFunc
 
-	once    sync.Once
-	started bool
-	done    chan struct{}
-	rep     *explore.Report
-	err     error
+	once      sync.Once
+	printOnce sync.Once
+	started   bool
+	done      chan struct{}
+	rep       *explore.Report
+	err       error
 }
 
 // startExploring arranges for the explorer to start after the first
@@ -38,14 +40,22 @@ func (a *App) startExploring(ctx context.Context, spec string) (*exploring, erro
 		return nil, fmt.Errorf("DUET_EXPLORE: %w", err)
 	}
 	opts.App = a.py
-	x := &exploring{opts: opts, out: os.Getenv("DUET_EXPLORE_OUT"), done: make(chan struct{})}
+	x := &exploring{app: a, opts: opts, out: os.Getenv("DUET_EXPLORE_OUT"), done: make(chan struct{})}
 	ctx, x.cancel = context.WithCancel(ctx)
 	err = a.connect("activate", func(*pygi.Object) {
+		if a.activateFailed.Load() {
+			return // the app is quitting: nothing to explore
+		}
 		x.once.Do(func() {
 			x.started = true
 			go func() {
 				defer close(x.done)
 				x.rep, x.err = explore.Run(ctx, x.opts)
+				if x.err == nil && hung(x.rep) {
+					// The UI thread may never come back: the loop would
+					// not end and finish would never print. Now, then.
+					x.print()
+				}
 				a.Quit()
 			}()
 		})
@@ -62,7 +72,9 @@ func (a *App) startExploring(ctx context.Context, spec string) (*exploring, erro
 func (x *exploring) finish() (found bool) {
 	x.cancel()
 	if !x.started {
-		fmt.Fprintln(os.Stderr, "explore: the application was never activated; nothing explored")
+		if !x.app.activateFailed.Load() { // that failure was said already
+			fmt.Fprintln(os.Stderr, "explore: the application was never activated; nothing explored")
+		}
 		return false
 	}
 	select {
@@ -75,13 +87,29 @@ func (x *exploring) finish() (found bool) {
 		fmt.Fprintln(os.Stderr, "explore:", x.err)
 		return true
 	}
-	fmt.Fprint(os.Stderr, x.rep)
-	if x.out != "" {
-		if err := writeReport(x.out, x.rep); err != nil {
-			fmt.Fprintln(os.Stderr, "explore:", err)
+	x.print()
+	return len(x.rep.Findings) > 0
+}
+
+func hung(rep *explore.Report) bool {
+	for _, f := range rep.Findings {
+		if f.Kind == explore.KindHang {
+			return true
 		}
 	}
-	return len(x.rep.Findings) > 0
+	return false
+}
+
+// print writes the report on stderr and the JSON lines, once.
+func (x *exploring) print() {
+	x.printOnce.Do(func() {
+		fmt.Fprint(os.Stderr, x.rep)
+		if x.out != "" {
+			if err := writeReport(x.out, x.rep); err != nil {
+				fmt.Fprintln(os.Stderr, "explore:", err)
+			}
+		}
+	})
 }
 
 func writeReport(path string, rep *explore.Report) error {

@@ -15,11 +15,13 @@
 // too): buttons to click, toggle and check buttons and switches to flip,
 // entries and text views to type into (short, long, empty and non-ASCII
 // text), spin buttons and scales to set (their extremes included),
-// drop-downs to pick from, stacks and notebooks whose page to switch, and
+// drop-downs to pick from, notebooks whose tab to switch (a stack's pages
+// only through what the program offers, its switcher's buttons: a wizard
+// switched by hand reaches states no user can), and
 // the application's and windows' actions (those without a parameter, or
 // with a boolean, an integer, or a string the action's state gives). It
 // picks one with the run's seeded generator and does it through GTK's
-// public API (emit("clicked"), set_active, set_text, set_value,
+// public API (emit("clicked"), activate, set_text, set_value,
 // set_selected, activate_action ...), so the program's handlers run as
 // they would for a user. Hidden, insensitive and read-only widgets are
 // left alone, and so are link buttons (they open a browser) and the
@@ -48,13 +50,19 @@
 //     records to the explorer while it runs; other records still print on
 //     stderr). Under G_DEBUG=fatal-criticals, as in looptest, a critical
 //     aborts the process instead: explore such programs without it;
-//   - a stall: an action whose handlers kept the UI thread longer than
-//     Options.Stall (1 s);
+//   - a stall: an action whose handlers, or the work they queued (an idle,
+//     a timer, an Invoke: a round trip to the UI thread after each action
+//     measures it), kept the UI thread longer than Options.Stall (1 s);
+//   - a hang: the UI thread did not come back within Options.Hang (10 s);
+//     the run ends there, with the action that never returned last in its
+//     trace (package app prints the report at once: the program itself may
+//     never end);
 //   - a leak: every Options.LeakEvery actions, once both collectors have
 //     run, the explorer takes a forensics census (live Go callbacks by
-//     name and site, Python objects Go holds by type, GObjects by GType);
-//     a row that grew at each of Options.LeakRounds censuses in a row is
-//     a leak.
+//     name and site, Python objects Go holds by type, and the GObjects
+//     duet tracks or watches by GType: a GObject only Python holds counts
+//     as nothing here); a row that grew at each of Options.LeakRounds
+//     censuses in a row is a leak.
 //
 // A run stops at its first finding unless Options.KeepGoing; the same
 // trouble seen again is counted (Finding.Repeats), not listed again.
@@ -69,7 +77,7 @@
 //   - What it did and found: [Report] ([Report.String], [Report.WriteJSON]),
 //     its [Action] values ([Action.String]) and each [Finding]
 //     ([Finding.String]) of a [Kind]: [KindPanic], [KindException],
-//     [KindLog], [KindStall], [KindLeak].
+//     [KindLog], [KindStall], [KindHang], [KindLeak].
 //
 // Threads: Run from a goroutine (the actions run on the UI thread, which it
 // waits for); everything else is plain data.

@@ -40,9 +40,12 @@ type Options struct {
 	// GC is how often both collectors are forced (eventloop.Collect)
 	// between actions (default 50 ms); negative for never.
 	GC time.Duration
-	// Stall is how long an action's handlers may keep the UI thread
-	// before it is a finding (default 1 s).
+	// Stall is how long an action's handlers, or the work they queued,
+	// may keep the UI thread before it is a finding (default 1 s).
 	Stall time.Duration
+	// Hang is how long the UI thread may stay away before the run gives
+	// up on it with a KindHang finding (default 10 s).
+	Hang time.Duration
 	// LeakEvery is the number of actions between two censuses (default
 	// 20), LeakRounds how many growths in a row make a leak (default 5);
 	// LeakRounds negative turns the leak check off.
@@ -68,6 +71,9 @@ func (o Options) withDefaults() Options {
 	if o.Stall <= 0 {
 		o.Stall = time.Second
 	}
+	if o.Hang <= 0 {
+		o.Hang = 10 * time.Second
+	}
 	if o.LeakEvery <= 0 {
 		o.LeakEvery = 20
 	}
@@ -79,11 +85,28 @@ func (o Options) withDefaults() Options {
 
 // ParseOptions reads options written as DUET_EXPLORE takes them: a comma
 // separated list of seed=N, duration=D, actions=N, pace=D, gc=D (or
-// gc=off), stall=D, leak-every=N, leak-rounds=N (or leak=off) and
-// keep-going, with D in time.ParseDuration's form. Without seed=, the seed
-// comes from the clock (the report says which it was).
+// gc=off), stall=D, hang=D, leak-every=N, leak-rounds=N (or leak=off) and
+// keep-going (or keep-going=true|false), with D a positive duration in
+// time.ParseDuration's form and N a positive number. Without seed=, the
+// seed comes from the clock (the report says which it was). Anything else,
+// a value out of range included, is an error.
 func ParseOptions(s string) (Options, error) {
 	o := Options{Seed: uint64(time.Now().UnixNano())}
+	if strings.TrimSpace(s) == "" {
+		return Options{}, errors.New("explore: no options (at least seed=N, say)")
+	}
+	positive := func(d time.Duration, err error) (time.Duration, error) {
+		if err == nil && d <= 0 {
+			err = errors.New("must be positive")
+		}
+		return d, err
+	}
+	count := func(n int, err error) (int, error) {
+		if err == nil && n <= 0 {
+			err = errors.New("must be positive")
+		}
+		return n, err
+	}
 	for field := range strings.SplitSeq(s, ",") {
 		field = strings.TrimSpace(field)
 		if field == "" {
@@ -95,32 +118,41 @@ func ParseOptions(s string) (Options, error) {
 		case "seed":
 			o.Seed, err = strconv.ParseUint(val, 10, 64)
 		case "duration":
-			o.Duration, err = time.ParseDuration(val)
+			o.Duration, err = positive(time.ParseDuration(val))
 		case "actions":
-			o.Actions, err = strconv.Atoi(val)
+			o.Actions, err = count(strconv.Atoi(val))
 		case "pace":
-			o.Pace, err = time.ParseDuration(val)
+			o.Pace, err = positive(time.ParseDuration(val))
 		case "gc":
 			if val == "off" {
 				o.GC = -1
 			} else {
-				o.GC, err = time.ParseDuration(val)
+				o.GC, err = positive(time.ParseDuration(val))
 			}
 		case "stall":
-			o.Stall, err = time.ParseDuration(val)
+			o.Stall, err = positive(time.ParseDuration(val))
+		case "hang":
+			o.Hang, err = positive(time.ParseDuration(val))
 		case "leak-every":
-			o.LeakEvery, err = strconv.Atoi(val)
+			o.LeakEvery, err = count(strconv.Atoi(val))
 		case "leak-rounds":
-			o.LeakRounds, err = strconv.Atoi(val)
+			o.LeakRounds, err = count(strconv.Atoi(val))
 		case "leak":
 			if val != "off" {
 				err = errors.New("only leak=off")
 			}
 			o.LeakRounds = -1
 		case "keep-going":
-			o.KeepGoing = val == "" || val == "1" || val == "true"
+			switch val {
+			case "", "1", "true":
+				o.KeepGoing = true
+			case "0", "false":
+				o.KeepGoing = false
+			default:
+				err = errors.New("want keep-going, keep-going=true or keep-going=false")
+			}
 		default:
-			return Options{}, fmt.Errorf("explore: unknown option %q (want seed, duration, actions, pace, gc, stall, leak-every, leak-rounds, leak, keep-going)", key)
+			return Options{}, fmt.Errorf("explore: unknown option %q (want seed, duration, actions, pace, gc, stall, hang, leak-every, leak-rounds, leak, keep-going)", key)
 		}
 		if err != nil {
 			return Options{}, fmt.Errorf("explore: option %q: %w", field, err)
@@ -151,13 +183,23 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if err := x.setUp(ctx); err != nil {
 		return nil, err
 	}
-	defer x.tearDown()
+	hung := false
+	defer func() { x.tearDown(hung) }()
 	lastGC := time.Now()
+	lastCensus := 0
 	for ctx.Err() == nil && eventloop.Running() {
 		if opts.Actions > 0 && len(x.report.Trace) >= opts.Actions {
 			break
 		}
-		if err := x.step(ctx); err != nil {
+		stepCtx, cancelStep := context.WithTimeout(ctx, opts.Hang)
+		err := x.step(stepCtx)
+		cancelStep()
+		if err != nil {
+			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+				hung = true
+				x.found(&Finding{Kind: KindHang, Message: fmt.Sprintf("the UI thread did not come back from the action within %v", opts.Hang)})
+				break
+			}
 			if ctx.Err() != nil || !eventloop.Running() {
 				break // the end of the run, not a failure
 			}
@@ -172,7 +214,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			}
 			lastGC = time.Now()
 		}
-		if opts.LeakRounds > 0 && len(x.report.Trace)%opts.LeakEvery == 0 {
+		// A census every LeakEvery actions taken (not every pass: with
+		// nothing to act on, the trace does not grow).
+		if n := len(x.report.Trace); opts.LeakRounds > 0 && n > 0 && n-lastCensus >= opts.LeakEvery {
+			lastCensus = n
 			x.census(ctx)
 			if x.stop() {
 				break
@@ -182,11 +227,31 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		case <-ctx.Done():
 		case <-time.After(opts.Pace):
 		}
+		// The work the action queued (an idle, a timer, an Invoke) runs
+		// in the pace: a round trip to the UI thread now says whether it
+		// kept the thread too long.
+		began := time.Now()
+		beatCtx, cancelBeat := context.WithTimeout(ctx, opts.Hang)
+		err = eventloop.InvokeWait(beatCtx, func() error { return nil })
+		cancelBeat()
+		if took := time.Since(began); err == nil && took > opts.Stall && len(x.report.Trace) > 0 {
+			x.found(&Finding{Kind: KindStall, Message: fmt.Sprintf("the UI thread was busy for %.2f s after the action (work it queued; more than %v)", took.Seconds(), opts.Stall)})
+			if x.stop() {
+				break
+			}
+		} else if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			hung = true
+			x.found(&Finding{Kind: KindHang, Message: fmt.Sprintf("the UI thread did not come back within %v after the action (work it queued)", opts.Hang)})
+			break
+		}
 	}
 	x.report.Elapsed = time.Since(x.start)
-	x.coverage() // with the last action's target reached
+	if !hung {
+		x.coverage() // with the last action's target reached
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.ended = true // what still runs on the UI thread leaves the report alone
 	for _, f := range x.report.Findings {
 		f.Trace = slices.Clone(x.report.Trace[:f.upto])
 	}
@@ -203,6 +268,7 @@ type explorer struct {
 	app   *pygi.Object
 
 	mu     sync.Mutex
+	ended  bool // Run has returned the report
 	report Report
 	seen   map[string]*Finding // by kind and message: repeats are counted, not listed
 	undo   []func()
@@ -239,20 +305,31 @@ func (x *explorer) setUp(ctx context.Context) error {
 		eventloop.OnPanic(func(p *pygi.PanicError) { x.found(panicFinding(p)) }))
 	stop, err := eventloop.RouteLogs(&logHandler{x: x, next: stderrLogs()})
 	if err != nil {
-		x.tearDown()
+		x.tearDown(false)
 		return fmt.Errorf("explore: %w", err)
 	}
 	x.undo = append(x.undo, stop)
 	return nil
 }
 
-func (x *explorer) tearDown() {
-	for _, f := range x.undo {
-		f()
-	}
-	x.undo = nil
-	if x.app != nil {
-		x.app.Close()
+// tearDown undoes setUp. Some of it needs Python (the log routing), so
+// when the UI thread hung (it may hold the GIL for good) it is left to a
+// goroutine that may never finish, rather than keeping Run from returning.
+func (x *explorer) tearDown(hung bool) {
+	undo, app := x.undo, x.app
+	x.undo, x.app = nil, nil
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, f := range undo {
+			f()
+		}
+		if app != nil {
+			app.Close()
+		}
+	}()
+	if !hung {
+		<-done
 	}
 }
 
@@ -279,7 +356,9 @@ func (x *explorer) step(ctx context.Context) error {
 		// Coverage is kept as it goes: a program may end the loop (a
 		// window's close button) before the run could ask.
 		x.mu.Lock()
-		x.report.Seen, x.report.Reached = counts[1], counts[2]
+		if !x.ended {
+			x.report.Seen, x.report.Reached = counts[1], counts[2]
+		}
 		x.mu.Unlock()
 		// Every choice draws the same numbers whatever it needs of them,
 		// so that one choice's needs do not shift the next ones.
@@ -297,9 +376,25 @@ func (x *explorer) step(ctx context.Context) error {
 		case 1:
 			f = 2 // the upper extreme
 		}
+		// The action is in the trace before it is done: one that never
+		// returns (a hang) is named by it.
+		peek, err := x.mod.CallMethod("peek", i)
+		if err != nil {
+			return fmt.Errorf("explore: %w", err)
+		}
+		pending, err := describe(peek)
+		peek.Close()
+		if err != nil {
+			return err
+		}
+		pending.At = time.Since(x.start)
 		x.mu.Lock()
+		if x.ended {
+			x.mu.Unlock()
+			return nil
+		}
 		idx := len(x.report.Trace)
-		x.report.Trace = append(x.report.Trace, Action{At: time.Since(x.start)})
+		x.report.Trace = append(x.report.Trace, pending)
 		x.mu.Unlock()
 		began := time.Now()
 		res, err := x.mod.CallMethod("act", i, r, f)
@@ -307,6 +402,12 @@ func (x *explorer) step(ctx context.Context) error {
 		a, convErr := describe(res)
 		res.Close()
 		x.mu.Lock()
+		if x.ended {
+			// Run gave up on this action (a hang) and returned: the
+			// report is its caller's now.
+			x.mu.Unlock()
+			return nil
+		}
 		a.At = x.report.Trace[idx].At
 		x.report.Trace[idx] = a
 		x.mu.Unlock()
@@ -318,6 +419,16 @@ func (x *explorer) step(ctx context.Context) error {
 			x.found(exceptionFinding(pe, "raised by the action itself"))
 		} else if convErr != nil {
 			return convErr
+		}
+		if cov, err := x.mod.CallMethod("coverage"); err == nil {
+			if v, err := pygi.As[[]int](cov); err == nil && len(v) == 2 {
+				x.mu.Lock()
+				if !x.ended {
+					x.report.Seen, x.report.Reached = v[0], v[1]
+				}
+				x.mu.Unlock()
+			}
+			cov.Close()
 		}
 		if took > x.opts.Stall {
 			x.found(&Finding{Kind: KindStall, Message: fmt.Sprintf("the action kept the UI thread for %.2f s (more than %v)", took.Seconds(), x.opts.Stall)})
@@ -342,6 +453,9 @@ func describe(res *pygi.Object) (Action, error) {
 func (x *explorer) found(f *Finding) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if x.ended {
+		return
+	}
 	key := f.key
 	if key == "" {
 		key = string(f.Kind) + "\x00" + f.Message + "\x00" + f.Where
@@ -384,7 +498,9 @@ func (x *explorer) coverage() {
 		v, err := pygi.As[[]int](r)
 		if err == nil && len(v) == 2 {
 			x.mu.Lock()
-			x.report.Seen, x.report.Reached = v[0], v[1]
+			if !x.ended {
+				x.report.Seen, x.report.Reached = v[0], v[1]
+			}
 			x.mu.Unlock()
 		}
 		return err
@@ -444,7 +560,7 @@ func (x *explorer) census(ctx context.Context) {
 		first := x.censuses[0][key]
 		x.found(&Finding{
 			Kind:    KindLeak,
-			Message: fmt.Sprintf("%s %q grew at each of %d censuses, %d actions apart: %d → %d", tableWords(table), name, x.opts.LeakRounds, x.opts.LeakEvery, first, last),
+			Message: fmt.Sprintf("%s %q grew at each of %d censuses, %d or more actions apart: %d → %d", tableWords(table), name, x.opts.LeakRounds, x.opts.LeakEvery, first, last),
 			Where:   site,
 			Detail:  fmt.Sprintf("census table %q, row %q, over actions %d to %d", table, name, x.marks[0], x.marks[len(x.marks)-1]),
 			key:     "leak\x00" + key,

@@ -162,27 +162,15 @@ def _consider(w, addr, window):
         if sensitive and w.get_model() is not None and w.get_model().get_n_items() > 0:
             _add("pick", addr, label, window, w)
         return False
-    if isinstance(w, Gtk.Stack):
-        # A notebook's own stack is the notebook's business: its tabs are
-        # what a user switches.
-        if sensitive and len(_stack_pages(w)) > 1 and not isinstance(w.get_parent(), Gtk.Notebook):
-            _add("page", addr, label, window, w)
-        return True
+    # A Gtk.Stack's pages are not switched directly: a user switches them
+    # only through what the program offers (a StackSwitcher's buttons, which
+    # are toggles here, or the program's own buttons); a wizard's stack
+    # switched by hand reaches states no user can.
     if isinstance(w, Gtk.Notebook):
-        if sensitive and w.get_n_pages() > 1:
+        if sensitive and w.get_n_pages() > 1 and w.get_show_tabs():
             _add("page", addr, label, window, w)
         return True
     return True
-
-
-def _stack_pages(stack):
-    pages = []
-    child = stack.get_first_child()
-    while child is not None:
-        if child.get_visible():
-            pages.append(child)
-        child = child.get_next_sibling()
-    return pages
 
 
 def _actions(group, prefix, where, window):
@@ -221,6 +209,13 @@ def candidates(app):
     return [len(_candidates), len(_seen), len(_reached)]
 
 
+def peek(i):
+    """What candidate i is, before it is done: (verb, address, label,
+    window, value), the value still empty."""
+    addr, kind, label, window, _, _ = _candidates[i]
+    return (kind, addr, label, window, "")
+
+
 def act(i, r, f):
     """Performs candidate i; r (an integer) and f (a float in [0, 1], or
     -1 and 2 for the extremes) are Go's random choices for the value.
@@ -231,18 +226,22 @@ def act(i, r, f):
     if kind == "click":
         w.emit("clicked")
     elif kind == "toggle":
-        on = not w.get_active()
-        w.set_active(on)
-        value = "on" if on else "off"
+        # As a click or the space bar: activate, not set_active, so that the
+        # active button of a radio group stays on, as it does for a user.
+        w.activate()
+        value = "on" if w.get_active() else "off"
     elif kind == "type":
         text = TEXTS[r % len(TEXTS)]
         if isinstance(w, Gtk.TextView):
-            w.get_buffer().set_text(text, -1)
+            buf = w.get_buffer()
+            buf.set_text(text, -1)
+            got = buf.get_text(buf.get_start_iter(), buf.get_end_iter(), True)
         else:
             w.set_text(text)
+            got = w.get_text()  # what the entry took (its max length, say)
             if r % 2:
                 w.activate()  # Enter, as a user ends typing
-        value = repr(_short(text))
+        value = repr(_short(got))
     elif kind == "set":
         adj = w.get_adjustment()
         lo, hi = adj.get_lower(), adj.get_upper() - adj.get_page_size()
@@ -257,17 +256,10 @@ def act(i, r, f):
         item = model.get_item(pos)
         value = item.get_string() if isinstance(item, Gtk.StringObject) else "item %d" % pos
     elif kind == "page":
-        if isinstance(w, Gtk.Notebook):
-            n = w.get_n_pages()
-            w.set_current_page(r % n)
-            page = w.get_nth_page(r % n)
-            value = w.get_tab_label_text(page) or "page %d" % (r % n)
-        else:
-            pages = _stack_pages(w)
-            page = pages[r % len(pages)]
-            w.set_visible_child(page)
-            sp = w.get_page(page)
-            value = sp.get_title() or sp.get_name() or "page %d" % (r % len(pages))
+        n = w.get_n_pages()
+        w.set_current_page(r % n)
+        page = w.get_nth_page(r % n)
+        value = w.get_tab_label_text(page) or "page %d" % (r % n)
     elif kind == "activate":
         name, ptype, state = extra
         param = None

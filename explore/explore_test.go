@@ -179,6 +179,28 @@ b = Gtk.Button(label="B"); b.connect("clicked", on_b); box.append(b)`,
 			words:    "click 'slow' in 'stall' → UI stall",
 		},
 		{
+			name: "stall in work the handler queued",
+			src: `from gi.repository import GLib
+import time
+def on_later(button):
+    GLib.idle_add(lambda: time.sleep(1.2))
+b = Gtk.Button(label="later"); b.connect("clicked", on_later); box.append(b)`,
+			kind:    explore.KindStall,
+			message: "busy for 1.2",
+			words:   "click 'later' in 'stall in work the handler queued' → UI stall",
+		},
+		{
+			name: "hang",
+			src: `import time
+def on_stuck(button):
+    time.sleep(3)
+b = Gtk.Button(label="stuck"); b.connect("clicked", on_stuck); box.append(b)`,
+			opts:    explore.Options{Hang: time.Second},
+			kind:    explore.KindHang,
+			message: "did not come back from the action within 1s",
+			words:   "click 'stuck' in 'hang' → hang",
+		},
+		{
 			name: "leak",
 			src:  `b = Gtk.Button(label="keep"); b.connect("clicked", on_keep); box.append(b)`,
 			handlers: pygi.Kw{"on_keep": func(*pygi.Object) {
@@ -189,7 +211,7 @@ b = Gtk.Button(label="B"); b.connect("clicked", on_b); box.append(b)`,
 			}},
 			opts:    explore.Options{LeakEvery: 5, LeakRounds: 4},
 			kind:    explore.KindLeak,
-			message: `Python objects Go holds, of type "bytearray" grew at each of 4 censuses, 5 actions apart`,
+			message: `Python objects Go holds, of type "bytearray" grew at each of 4 censuses, 5 or more actions apart`,
 			words:   "click 'keep' in 'leak' → leak: Python objects Go holds",
 		},
 	} {
@@ -220,8 +242,16 @@ func TestParseOptions(t *testing.T) {
 		{in: "seed=42,duration=3s,gc=20ms", want: explore.Options{Seed: 42, Duration: 3 * time.Second, GC: 20 * time.Millisecond}},
 		{in: "seed=1,gc=off,leak=off,keep-going,actions=9,stall=2s,pace=1ms", want: explore.Options{Seed: 1, GC: -1, LeakRounds: -1, KeepGoing: true, Actions: 9, Stall: 2 * time.Second, Pace: time.Millisecond}},
 		{in: "seed=1,leak-every=3,leak-rounds=2", want: explore.Options{Seed: 1, LeakEvery: 3, LeakRounds: 2}},
+		{in: "seed=1,hang=3s,keep-going=false", want: explore.Options{Seed: 1, Hang: 3 * time.Second}},
 		{in: "seed=x", err: `option "seed=x"`},
 		{in: "speed=1", err: `unknown option "speed"`},
+		{in: "", err: "no options"},
+		{in: "seed=1,duration=-5s", err: "must be positive"},
+		{in: "seed=1,duration=0", err: "must be positive"},
+		{in: "seed=1,actions=-3", err: "must be positive"},
+		{in: "seed=1,stall=-1s", err: "must be positive"},
+		{in: "seed=1,leak-every=0", err: "must be positive"},
+		{in: "seed=1,keep-going=yes", err: "keep-going"},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := explore.ParseOptions(tc.in)
@@ -233,7 +263,7 @@ func TestParseOptions(t *testing.T) {
 			assert.Equal(t, tc.want, got)
 		})
 	}
-	o, err := explore.ParseOptions("")
+	o, err := explore.ParseOptions("duration=1s")
 	require.NoError(t, err)
 	assert.NotZero(t, o.Seed, "without seed=, one from the clock")
 }
@@ -243,4 +273,34 @@ func TestRunOnTheUIThreadIsRefused(t *testing.T) {
 		_, err := explore.Run(context.Background(), explore.Options{})
 		assert.ErrorContains(t, err, "goroutine")
 	})
+}
+
+// What no user can do, the explorer does not do either: turn off the
+// active button of a radio group, or switch a stack's page behind the
+// program's back (a wizard's).
+func TestNoFalseAlarms(t *testing.T) {
+	for _, tc := range []struct{ name, src string }{
+		{"radio group", `r1 = Gtk.CheckButton(label="small"); r2 = Gtk.CheckButton(label="large", group=r1); r1.set_active(True)
+def on_go(button):
+    next(r for r in (r1, r2) if r.get_active())
+box.append(r1); box.append(r2)
+g = Gtk.Button(label="go"); g.connect("clicked", on_go); box.append(g)`},
+		{"wizard stack", `data = {}
+stack = Gtk.Stack()
+def on_next(button):
+    data["name"] = "x"
+    stack.set_visible_child_name("two")
+def on_finish(button):
+    data["name"]
+n = Gtk.Button(label="next"); n.connect("clicked", on_next)
+f = Gtk.Button(label="finish"); f.connect("clicked", on_finish)
+stack.add_named(n, "one"); stack.add_named(f, "two")
+box.append(stack)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			window(t, tc.name, tc.src, nil)
+			rep := run(t, explore.Options{Seed: 3, Actions: 60, LeakRounds: -1})
+			assert.Empty(t, rep.Findings, "%s", rep)
+		})
+	}
 }

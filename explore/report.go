@@ -25,6 +25,10 @@ const (
 	// KindLeak: a census row that grew at every one of Options.LeakRounds
 	// rounds in a row.
 	KindLeak Kind = "leak"
+	// KindHang: the UI thread did not come back from an action within
+	// Options.Hang; the run ends there (nothing more can be done), and
+	// the program is likely stuck for good.
+	KindHang Kind = "hang"
 )
 
 // An Action is one thing the explorer did, as a user would have.
@@ -162,6 +166,8 @@ func (k Kind) words() string {
 		return "GLib/GTK message"
 	case KindStall:
 		return "UI stall"
+	case KindHang:
+		return "hang"
 	case KindLeak:
 		return "leak"
 	}

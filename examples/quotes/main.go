@@ -108,8 +108,15 @@ func main() {
 			return err
 		}
 		win.Present()
+		// A handler runs on the UI thread and must never block it: the
+		// send gives up when nobody reads (only -script does).
 		fetched := make(chan int, 4)
-		if _, err := feed.Connect("fetched", func(_ *pygi.Object, n int) { fetched <- n }); err != nil {
+		if _, err := feed.Connect("fetched", func(_ *pygi.Object, n int) {
+			select {
+			case fetched <- n:
+			default:
+			}
+		}); err != nil {
 			return err
 		}
 		if *script {
