@@ -16,12 +16,47 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duet-gtk/duet/internal/capi"
+	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/internal/testutil"
 )
 
 // Child-process scenarios: behaviour that could hang or crash the process
 // runs in a re-executed test binary, and the parent checks its exit.
 var childScenarios = map[string]func() error{
+	// A Close inside an operation (an error's description, a call's
+	// temporaries) while Finalize waits for that operation: it entered
+	// again, and waited for Finalize's outcome, which waited for it.
+	"close-inside-an-entry-during-finalize": func() error {
+		o, err := New([]any{1, 2, 3})
+		if err != nil {
+			return err
+		}
+		hung := time.AfterFunc(20*time.Second, func() {
+			fmt.Fprintln(os.Stderr, "deadlocked")
+			os.Exit(3)
+		})
+		defer hung.Stop()
+		entered, closed := make(chan error, 1), make(chan struct{})
+		go func() { // an operation in flight, on another goroutine
+			defer close(closed)
+			if err := enter(); err != nil {
+				entered <- err
+				return
+			}
+			entered <- nil
+			for lifetime.Current() == lifetime.Ready {
+				time.Sleep(time.Millisecond) // Finalize is waiting for this entry now
+			}
+			o.Close() // inside the entry, as newError's and a call's are
+			exit()
+		}()
+		if err := <-entered; err != nil {
+			return err
+		}
+		err = Finalize(context.Background()) // here, the thread that started Python
+		<-closed
+		return err
+	},
 	// The first use of gi from a goroutine holding the GIL (a Go callback,
 	// WithGIL) while another goroutine's first use waits for the GIL: gi's
 	// cache lock was held across the import, and each waited for the other.
@@ -231,7 +266,7 @@ func runChild(t *testing.T, name string, env ...string) (stdout, stderr string, 
 }
 
 func TestChildProcesses(t *testing.T) {
-	for _, name := range []string{"gi-first-use-lock-order", "nonmain", "nonmain-finalize", "finalize-while-calling",
+	for _, name := range []string{"close-inside-an-entry-during-finalize", "gi-first-use-lock-order", "nonmain", "nonmain-finalize", "finalize-while-calling",
 		"finalize-wrong-thread", "exit-while-calling", "python-thread-at-finalize", "concurrent-init"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

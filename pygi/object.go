@@ -120,8 +120,14 @@ func (o *Object) Close() error {
 	}
 	o.cleanup.Stop()
 	stats.closed.Add(1)
-	if err := enter(); err != nil {
-		return nil // finalised: the reference went with the interpreter
+	if !lifetime.TryEnter() {
+		// Not now: Python is being finalised (or is gone) or not started.
+		// The queue takes the reference (Finalize drains it; Queue drops
+		// it once Python is gone). Entering would wait, and a Close may be
+		// inside an operation that Finalize waits for (the temporaries of
+		// a call, an error's description): a deadlock.
+		lifetime.Queue(o.ref)
+		return nil
 	}
 	defer exit()
 	lifetime.Release(o.ref)

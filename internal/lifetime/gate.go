@@ -144,6 +144,19 @@ func Enter() error {
 // Exit closes an entry.
 func Exit() { gate.state.Add(-1) }
 
+// TryEnter opens an entry only when it needs no waiting: Python is ready
+// and Finalize is not deciding. What may run inside another entry without
+// knowing it (a release, which Finalize's own queue can take instead) uses
+// it: entering there would wait for a Finalize that waits for the entry
+// around it. Every true return must be paired with Exit.
+func TryEnter() bool {
+	if s := gate.state.Add(1); phaseOf(s) == Ready {
+		return true
+	}
+	gate.state.Add(-1)
+	return false
+}
+
 // enterSlow handles an entry that found the phase other than Ready; the
 // caller's increment is already in s.
 func enterSlow(s int64) error {
