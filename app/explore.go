@@ -1,7 +1,9 @@
 package app
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"sync"
@@ -21,6 +23,7 @@ type exploring struct {
 	app    *App
 	opts   explore.Options
 	out    string // DUET_EXPLORE_OUT: where the JSON lines go
+	trace  *os.File // DUET_EXPLORE_TRACE: each action as it starts
 	cancel context.CancelFunc
 
 	once      sync.Once
@@ -41,6 +44,22 @@ func (a *App) startExploring(ctx context.Context, spec string) (*exploring, erro
 	}
 	opts.App = a.py
 	x := &exploring{app: a, opts: opts, out: os.Getenv("DUET_EXPLORE_OUT"), done: make(chan struct{})}
+	if path := os.Getenv("DUET_EXPLORE_TRACE"); path != "" {
+		// One write per action, before it is done and unbuffered: what a
+		// crash or a hang was doing is in the file when the process is
+		// gone (a parent such as cmd/duetexplore reads it).
+		if x.trace, err = os.Create(path); err != nil {
+			return nil, fmt.Errorf("DUET_EXPLORE_TRACE: %w", err)
+		}
+		x.opts.OnAction = func(act explore.Action) {
+			var line bytes.Buffer
+			enc := json.NewEncoder(&line)
+			enc.SetEscapeHTML(false) // as the JSON lines of DUET_EXPLORE_OUT
+			if enc.Encode(map[string]any{"action": act}) == nil {
+				x.trace.Write(line.Bytes())
+			}
+		}
+	}
 	ctx, x.cancel = context.WithCancel(ctx)
 	err = a.connect("activate", func(*pygi.Object) {
 		if a.activateFailed.Load() {
@@ -62,6 +81,9 @@ func (a *App) startExploring(ctx context.Context, spec string) (*exploring, erro
 	}, callsite.Caller())
 	if err != nil {
 		x.cancel()
+		if x.trace != nil {
+			x.trace.Close()
+		}
 		return nil, err
 	}
 	return x, nil
@@ -71,6 +93,9 @@ func (a *App) startExploring(ctx context.Context, spec string) (*exploring, erro
 // stderr, writes the JSON lines, and says whether it found anything.
 func (x *exploring) finish() (found bool) {
 	x.cancel()
+	if x.trace != nil {
+		defer x.trace.Close()
+	}
 	if !x.started {
 		if !x.app.activateFailed.Load() { // that failure was said already
 			fmt.Fprintln(os.Stderr, "explore: the application was never activated; nothing explored")

@@ -3,6 +3,7 @@ package explore
 import (
 	"context"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -53,6 +54,25 @@ type Options struct {
 	// KeepGoing goes on after a finding, to the end of the run; by
 	// default the run stops at its first finding.
 	KeepGoing bool
+	// Replay, when not nil, is a recorded trace to take again instead of
+	// random choices: each action is done on the candidate whose address
+	// and verb are the recorded ones, with its recorded Input, at the
+	// same pace and with the same forced collections; the run ends after
+	// the last one. An address not found (within Options.ReplayWait) ends
+	// the run with Report.ReplayError, which is not a finding. Nothing is
+	// drawn at random.
+	Replay []Action
+	// Expect is the finding a replay should meet again (Report.Reproduced
+	// says whether it did, see Finding.Same); nil for none.
+	Expect *Finding
+	// ReplayWait is how long a replay waits for a recorded address to
+	// appear (a window the previous action opens, say; default 1 s).
+	ReplayWait time.Duration
+	// OnAction, when not nil, is called with each action before it is
+	// done (its Value and Input still empty), on the UI thread: package
+	// app streams them to DUET_EXPLORE_TRACE, so that the action under
+	// way when the process crashed is known.
+	OnAction func(Action)
 	// App is the application whose actions are activated (app.<name>);
 	// nil for Gio.Application.get_default().
 	App *pygi.Object
@@ -80,13 +100,18 @@ func (o Options) withDefaults() Options {
 	if o.LeakRounds == 0 {
 		o.LeakRounds = 5
 	}
+	if o.ReplayWait <= 0 {
+		o.ReplayWait = time.Second
+	}
 	return o
 }
 
 // ParseOptions reads options written as DUET_EXPLORE takes them: a comma
 // separated list of seed=N, duration=D, actions=N, pace=D, gc=D (or
-// gc=off), stall=D, hang=D, leak-every=N, leak-rounds=N (or leak=off) and
-// keep-going (or keep-going=true|false), with D a positive duration in
+// gc=off), stall=D, hang=D, leak-every=N, leak-rounds=N (or leak=off),
+// keep-going (or keep-going=true|false) and replay=FILE (the JSON lines
+// Report.WriteJSON wrote, read with ReadReport: its trace becomes
+// Options.Replay, its first finding Options.Expect), with D a positive duration in
 // time.ParseDuration's form and N a positive number. Without seed=, the
 // seed comes from the clock (the report says which it was). Anything else,
 // a value out of range included, is an error.
@@ -142,6 +167,17 @@ func ParseOptions(s string) (Options, error) {
 				err = errors.New("only leak=off")
 			}
 			o.LeakRounds = -1
+		case "replay":
+			var rep *Report
+			if rep, err = readReportFile(val); err == nil {
+				o.Replay = rep.Trace
+				if o.Replay == nil {
+					o.Replay = []Action{}
+				}
+				if len(rep.Findings) > 0 {
+					o.Expect = rep.Findings[0]
+				}
+			}
 		case "keep-going":
 			switch val {
 			case "", "1", "true":
@@ -152,7 +188,7 @@ func ParseOptions(s string) (Options, error) {
 				err = errors.New("want keep-going, keep-going=true or keep-going=false")
 			}
 		default:
-			return Options{}, fmt.Errorf("explore: unknown option %q (want seed, duration, actions, pace, gc, stall, hang, leak-every, leak-rounds, leak, keep-going)", key)
+			return Options{}, fmt.Errorf("explore: unknown option %q (want seed, duration, actions, pace, gc, stall, hang, leak-every, leak-rounds, leak, keep-going, replay)", key)
 		}
 		if err != nil {
 			return Options{}, fmt.Errorf("explore: option %q: %w", field, err)
@@ -187,8 +223,12 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	defer func() { x.tearDown(hung) }()
 	lastGC := time.Now()
 	lastCensus := 0
+	var missingSince time.Time // a replay's recorded address not found since
 	for ctx.Err() == nil && eventloop.Running() {
 		if opts.Actions > 0 && len(x.report.Trace) >= opts.Actions {
+			break
+		}
+		if opts.Replay != nil && len(x.report.Trace) >= len(opts.Replay) {
 			break
 		}
 		stepCtx, cancelStep := context.WithTimeout(ctx, opts.Hang)
@@ -204,6 +244,20 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 				break // the end of the run, not a failure
 			}
 			return nil, err
+		}
+		if x.replayErr != "" {
+			x.report.ReplayError = x.replayErr
+			break
+		}
+		if x.missing != "" {
+			if missingSince.IsZero() {
+				missingSince = time.Now()
+			} else if time.Since(missingSince) > opts.ReplayWait {
+				x.report.ReplayError = x.missing
+				break
+			}
+		} else {
+			missingSince = time.Time{}
 		}
 		if x.stop() {
 			break
@@ -255,6 +309,17 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	for _, f := range x.report.Findings {
 		f.Trace = slices.Clone(x.report.Trace[:f.upto])
 	}
+	if opts.Replay != nil {
+		x.report.Replayed = len(x.report.Trace)
+		x.report.Recorded = len(opts.Replay)
+		if opts.Expect != nil {
+			for _, f := range x.report.Findings {
+				if f.Same(opts.Expect) {
+					x.report.Reproduced = true
+				}
+			}
+		}
+	}
 	return &x.report, nil
 }
 
@@ -272,6 +337,11 @@ type explorer struct {
 	report Report
 	seen   map[string]*Finding // by kind and message: repeats are counted, not listed
 	undo   []func()
+
+	// missing says, for a replay, that the last step did not find the
+	// recorded address; replayErr that the recorded action could not be
+	// done as recorded (both only on Run's goroutine and in its steps).
+	missing, replayErr string
 
 	censuses []map[string]int
 	marks    []int // len(Trace) at each census
@@ -360,21 +430,51 @@ func (x *explorer) step(ctx context.Context) error {
 			x.report.Seen, x.report.Reached = counts[1], counts[2]
 		}
 		x.mu.Unlock()
-		// Every choice draws the same numbers whatever it needs of them,
-		// so that one choice's needs do not shift the next ones.
-		i, r, which, frac := 0, x.rng.Uint64()>>1, x.rng.IntN(4), x.rng.Float64()
-		if n > 0 {
-			i = x.rng.IntN(n)
-		}
-		if n == 0 {
-			return nil // nothing to act on now; the loop may show something later
-		}
-		f := frac
-		switch which {
-		case 0:
-			f = -1 // the lower extreme
-		case 1:
-			f = 2 // the upper extreme
+		x.missing = ""
+		var i int
+		var do func() (*pygi.Object, error)
+		var want Action
+		if x.opts.Replay != nil {
+			// A replay draws nothing: it finds the recorded address.
+			x.mu.Lock()
+			next := len(x.report.Trace)
+			x.mu.Unlock()
+			want = x.opts.Replay[next]
+			iObj, err := x.mod.CallMethod("find", want.Address, want.Verb)
+			if err != nil {
+				return fmt.Errorf("explore: %w", err)
+			}
+			i, err = pygi.As[int](iObj)
+			iObj.Close()
+			if err != nil {
+				return fmt.Errorf("explore: %w", err)
+			}
+			if i < 0 {
+				x.missing = fmt.Sprintf("recorded action %d (%s): nothing to %s at %q", next+1, want, want.Verb, want.Address)
+				return nil
+			}
+			do = func() (*pygi.Object, error) { return x.mod.CallMethod("act_as", i, string(want.Input)) }
+		} else {
+			// Every choice draws the same numbers whatever it needs of
+			// them, so that one choice's needs do not shift the next ones.
+			var r uint64
+			var which int
+			var frac float64
+			r, which, frac = x.rng.Uint64()>>1, x.rng.IntN(4), x.rng.Float64()
+			if n > 0 {
+				i = x.rng.IntN(n)
+			}
+			if n == 0 {
+				return nil // nothing to act on now; the loop may show something later
+			}
+			f := frac
+			switch which {
+			case 0:
+				f = -1 // the lower extreme
+			case 1:
+				f = 2 // the upper extreme
+			}
+			do = func() (*pygi.Object, error) { return x.mod.CallMethod("act", i, r, f) }
 		}
 		// The action is in the trace before it is done: one that never
 		// returns (a hang) is named by it.
@@ -396,8 +496,11 @@ func (x *explorer) step(ctx context.Context) error {
 		idx := len(x.report.Trace)
 		x.report.Trace = append(x.report.Trace, pending)
 		x.mu.Unlock()
+		if x.opts.OnAction != nil {
+			x.opts.OnAction(pending)
+		}
 		began := time.Now()
-		res, err := x.mod.CallMethod("act", i, r, f)
+		res, err := do()
 		took := time.Since(began)
 		a, convErr := describe(res)
 		res.Close()
@@ -415,6 +518,10 @@ func (x *explorer) step(ctx context.Context) error {
 			var pe *pygi.Error
 			if !errors.As(err, &pe) {
 				return err
+			}
+			if strings.HasSuffix(pe.Type, "ReplayMismatch") {
+				x.replayErr = fmt.Sprintf("recorded action %d (%s) cannot be done as recorded: %s", idx+1, want, firstLine(pe.Message))
+				return nil
 			}
 			x.found(exceptionFinding(pe, "raised by the action itself"))
 		} else if convErr != nil {
@@ -437,16 +544,21 @@ func (x *explorer) step(ctx context.Context) error {
 	})
 }
 
-// describe reads act's result: (verb, address, label, window, value).
+// describe reads act's result: (verb, address, label, window, value,
+// input).
 func describe(res *pygi.Object) (Action, error) {
 	if res == nil {
 		return Action{}, nil
 	}
 	v, err := pygi.As[[]string](res)
-	if err != nil || len(v) != 5 {
+	if err != nil || len(v) != 6 {
 		return Action{}, fmt.Errorf("explore: act returned %v: %v", res, err)
 	}
-	return Action{Verb: v[0], Address: v[1], Label: v[2], Window: v[3], Value: v[4]}, nil
+	a := Action{Verb: v[0], Address: v[1], Label: v[2], Window: v[3], Value: v[4]}
+	if v[5] != "" {
+		a.Input = json.RawMessage(v[5])
+	}
+	return a, nil
 }
 
 // found records f with the trace so far, or counts it as a repeat.

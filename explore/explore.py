@@ -7,6 +7,8 @@
 # The walk is done here rather than one crossing per widget from Go: a
 # window of a few hundred widgets is then one call.
 
+import json
+
 import gi
 
 gi.require_version("Gtk", "4.0")
@@ -211,69 +213,125 @@ def candidates(app):
 
 def peek(i):
     """What candidate i is, before it is done: (verb, address, label,
-    window, value), the value still empty."""
+    window, value, input), the value and the input still empty."""
     addr, kind, label, window, _, _ = _candidates[i]
-    return (kind, addr, label, window, "")
+    return (kind, addr, label, window, "", "")
+
+
+class ReplayMismatch(Exception):
+    """A recorded action that cannot be done as recorded here (an item
+    position the drop-down no longer has, say)."""
+
+
+def find(addr, verb):
+    """The index of the candidate at addr doing verb, or -1."""
+    for i, c in enumerate(_candidates):
+        if c[0] == addr and c[1] == verb:
+            return i
+    return -1
 
 
 def act(i, r, f):
     """Performs candidate i; r (an integer) and f (a float in [0, 1], or
     -1 and 2 for the extremes) are Go's random choices for the value.
-    Returns (verb, address, label, window, value) in words."""
+    Returns (verb, address, label, window, value, input): the value in
+    words, the input (JSON) what act_as needs to do it again."""
+    return _do(i, r, f, None)
+
+
+def act_as(i, given):
+    """Performs candidate i with the input a recorded action gives (its
+    JSON, as act returned it): replay draws nothing."""
+    return _do(i, 0, 0.0, json.loads(given) if given else {})
+
+
+def _need(given, key):
+    if key not in given:
+        raise ReplayMismatch("the recorded action has no %r" % key)
+    return given[key]
+
+
+def _do(i, r, f, given):
     addr, kind, label, window, w, extra = _candidates[i]
     _reached.add(addr)
     value = ""
+    inp = {}
     if kind == "click":
         w.emit("clicked")
     elif kind == "toggle":
         # As a click or the space bar: activate, not set_active, so that the
         # active button of a radio group stays on, as it does for a user.
+        # A replay activates it too (GtkButton's activate may flip it only
+        # later, when its pressed look ends: the state read here, and
+        # recorded, is not always the one it ends in).
         w.activate()
         value = "on" if w.get_active() else "off"
     elif kind == "type":
-        text = TEXTS[r % len(TEXTS)]
+        if given is None:
+            text, enter = TEXTS[r % len(TEXTS)], bool(r % 2)
+        else:
+            text, enter = _need(given, "text"), bool(given.get("enter", False))
         if isinstance(w, Gtk.TextView):
             buf = w.get_buffer()
             buf.set_text(text, -1)
             got = buf.get_text(buf.get_start_iter(), buf.get_end_iter(), True)
+            inp = {"text": text}
         else:
             w.set_text(text)
             got = w.get_text()  # what the entry took (its max length, say)
-            if r % 2:
+            if enter:
                 w.activate()  # Enter, as a user ends typing
+            inp = {"text": text, "enter": enter}
         value = repr(_short(got))
     elif kind == "set":
-        adj = w.get_adjustment()
-        lo, hi = adj.get_lower(), adj.get_upper() - adj.get_page_size()
-        v = lo if f < 0 else hi if f > 1 else lo + f * (hi - lo)
+        if given is None:
+            adj = w.get_adjustment()
+            lo, hi = adj.get_lower(), adj.get_upper() - adj.get_page_size()
+            v = lo if f < 0 else hi if f > 1 else lo + f * (hi - lo)
+        else:
+            v = float(_need(given, "value"))
         w.set_value(v)
         value = "%g" % w.get_value()
+        inp = {"value": v}
     elif kind == "pick":
         model = w.get_model()
         n = model.get_n_items()
-        pos = r % n
+        pos = r % n if given is None else int(_need(given, "position"))
+        if not 0 <= pos < n:
+            raise ReplayMismatch("item %d of %d" % (pos, n))
         w.set_selected(pos)
         item = model.get_item(pos)
         value = item.get_string() if isinstance(item, Gtk.StringObject) else "item %d" % pos
+        inp = {"position": pos}
     elif kind == "page":
         n = w.get_n_pages()
-        w.set_current_page(r % n)
-        page = w.get_nth_page(r % n)
-        value = w.get_tab_label_text(page) or "page %d" % (r % n)
+        pos = r % n if given is None else int(_need(given, "page"))
+        if not 0 <= pos < n:
+            raise ReplayMismatch("page %d of %d" % (pos, n))
+        w.set_current_page(pos)
+        page = w.get_nth_page(pos)
+        value = w.get_tab_label_text(page) or "page %d" % pos
+        inp = {"page": pos}
     elif kind == "activate":
         name, ptype, state = extra
         param = None
         if ptype is not None:
             t = ptype.dup_string()
-            if t == "b":
+            if given is not None:
+                try:
+                    param = GLib.Variant.parse(ptype, _need(given, "param"), None, None)
+                except GLib.Error as e:
+                    raise ReplayMismatch("parameter %r: %s" % (given["param"], e.message))
+            elif t == "b":
                 param = GLib.Variant("b", bool(r % 2))
             elif t == "i":
                 param = GLib.Variant("i", [0, 1, -1, 2**31 - 1, -(2**31)][r % 5])
             else:
                 param = state  # the state's own value: known to be valid
             value = param.print_(False)
+            inp = {"param": param.print_(True)}
         w.activate_action(name, param)
-    return (kind, addr, label, window, value)
+    return (kind, addr, label, window, value, json.dumps(inp, ensure_ascii=False) if inp else "")
 
 
 def forget():

@@ -1,9 +1,12 @@
 package explore
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 )
@@ -27,8 +30,13 @@ const (
 	KindLeak Kind = "leak"
 	// KindHang: the UI thread did not come back from an action within
 	// Options.Hang; the run ends there (nothing more can be done), and
-	// the program is likely stuck for good.
+	// the program is likely stuck for good. cmd/duetexplore also says it
+	// of a program still running well after its run's end.
 	KindHang Kind = "hang"
+	// KindCrash: the process died (a signal, a fatal Go error). The
+	// explorer dies with it, so only a parent sees it: cmd/duetexplore
+	// makes these findings, its Message names the signal.
+	KindCrash Kind = "crash"
 )
 
 // An Action is one thing the explorer did, as a user would have.
@@ -45,6 +53,11 @@ type Action struct {
 	Label   string `json:"label,omitempty"`  // what the widget reads, for words
 	Window  string `json:"window,omitempty"` // the window's title (or type)
 	Value   string `json:"value,omitempty"`  // what was typed, set or picked
+	// Input is what a replay needs to do it again as it was done (JSON:
+	// the whole text typed and whether Enter ended it, the number set,
+	// the item's position, the page's index, the action's parameter);
+	// none for a click or a toggle.
+	Input json.RawMessage `json:"input,omitempty"`
 	// At is when it ran, since the exploration started.
 	At time.Duration `json:"at_ns"`
 }
@@ -110,8 +123,7 @@ type Finding struct {
 	// Detail is the rest: the Go stack, the traceback, the census rows.
 	Detail string `json:"detail,omitempty"`
 	// Trace is every action from the start of the run up to the one
-	// after which the trouble was seen (not yet the shortest: shrinking
-	// is for a later version).
+	// after which the trouble was seen (cmd/duetexplore shrinks it).
 	Trace []Action `json:"trace"`
 	// Repeats counts the times the same trouble was seen again (when the
 	// run goes on after a finding).
@@ -156,6 +168,17 @@ func (f *Finding) String() string {
 	return b.String()
 }
 
+// Same says whether f and g are the same kind of trouble at the same
+// place, as a replay or a shrunk trace must meet again: the same Kind and
+// Where, and, where no place is known, the same Message (a stall's or a
+// hang's message, which says how long, aside).
+func (f *Finding) Same(g *Finding) bool {
+	if f == nil || g == nil || f.Kind != g.Kind || f.Where != g.Where {
+		return false
+	}
+	return f.Where != "" || f.Kind == KindStall || f.Kind == KindHang || f.Message == g.Message
+}
+
 func (k Kind) words() string {
 	switch k {
 	case KindPanic:
@@ -170,6 +193,8 @@ func (k Kind) words() string {
 		return "hang"
 	case KindLeak:
 		return "leak"
+	case KindCrash:
+		return "crash"
 	}
 	return string(k)
 }
@@ -184,6 +209,14 @@ type Report struct {
 	// some point, Reached those it did act on: the run's coverage.
 	Seen    int `json:"seen"`
 	Reached int `json:"reached"`
+	// A replay's outcome (Options.Replay): how many of the Recorded
+	// actions it took (Replayed), why it stopped short (ReplayError: a
+	// recorded address not found, or an action that could not be done as
+	// recorded; not a finding), and whether Options.Expect came back.
+	Recorded    int    `json:"recorded,omitempty"`
+	Replayed    int    `json:"replayed,omitempty"`
+	ReplayError string `json:"replay_error,omitempty"`
+	Reproduced  bool   `json:"reproduced,omitempty"`
 }
 
 // String is the report in words: a summary line, then each finding.
@@ -202,6 +235,16 @@ func (r *Report) String() string {
 		b.WriteString("1 finding\n")
 	default:
 		fmt.Fprintf(&b, "%d findings\n", len(r.Findings))
+	}
+	if r.Recorded > 0 || r.ReplayError != "" {
+		fmt.Fprintf(&b, "  replay: %d of %d recorded actions taken", r.Replayed, r.Recorded)
+		if r.ReplayError != "" {
+			fmt.Fprintf(&b, "; replay error: %s", r.ReplayError)
+		}
+		if r.Reproduced {
+			b.WriteString("; the recorded finding came back")
+		}
+		b.WriteString("\n")
 	}
 	for i, f := range r.Findings {
 		fmt.Fprintf(&b, "  %d. %s\n", i+1, f)
@@ -231,4 +274,51 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		Findings int `json:"findings"`
 	}
 	return enc.Encode(map[string]any{"summary": summary{r, len(r.Trace), len(r.Findings)}})
+}
+
+// ReadReport reads what WriteJSON wrote (a file DUET_EXPLORE_OUT names):
+// the trace, the findings and the summary's numbers. Lines it does not know
+// are skipped; a line that is not JSON is an error.
+func ReadReport(r io.Reader) (*Report, error) {
+	rep := &Report{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 16<<20)
+	n := 0
+	for sc.Scan() {
+		n++
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var line struct {
+			Action  *Action
+			Finding *Finding
+			Summary *Report
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			return nil, fmt.Errorf("explore: line %d: %w", n, err)
+		}
+		switch {
+		case line.Action != nil:
+			rep.Trace = append(rep.Trace, *line.Action)
+		case line.Finding != nil:
+			rep.Findings = append(rep.Findings, line.Finding)
+		case line.Summary != nil:
+			trace, findings := rep.Trace, rep.Findings
+			*rep = *line.Summary
+			rep.Trace, rep.Findings = trace, findings
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("explore: %w", err)
+	}
+	return rep, nil
+}
+
+func readReportFile(path string) (*Report, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ReadReport(f)
 }
