@@ -45,17 +45,18 @@ func (a *App) startExploring(ctx context.Context, spec string) (*exploring, erro
 	opts.App = a.py
 	x := &exploring{app: a, opts: opts, out: os.Getenv("DUET_EXPLORE_OUT"), done: make(chan struct{})}
 	if path := os.Getenv("DUET_EXPLORE_TRACE"); path != "" {
-		// One write per action, before it is done and unbuffered: what a
-		// crash or a hang was doing is in the file when the process is
-		// gone (a parent such as cmd/duetexplore reads it).
+		// One unbuffered write per action before it is done, one after
+		// ({"n": index, "action": ...}, the last line of an index wins):
+		// what a crash or a hang was doing is in the file when the
+		// process is gone (a parent such as cmd/duetexplore reads it).
 		if x.trace, err = os.Create(path); err != nil {
 			return nil, fmt.Errorf("DUET_EXPLORE_TRACE: %w", err)
 		}
-		x.opts.OnAction = func(act explore.Action) {
+		x.opts.OnAction = func(n int, act explore.Action) {
 			var line bytes.Buffer
 			enc := json.NewEncoder(&line)
 			enc.SetEscapeHTML(false) // as the JSON lines of DUET_EXPLORE_OUT
-			if enc.Encode(map[string]any{"action": act}) == nil {
+			if enc.Encode(map[string]any{"n": n, "action": act}) == nil {
 				x.trace.Write(line.Bytes())
 			}
 		}

@@ -68,11 +68,12 @@ type Options struct {
 	// ReplayWait is how long a replay waits for a recorded address to
 	// appear (a window the previous action opens, say; default 1 s).
 	ReplayWait time.Duration
-	// OnAction, when not nil, is called with each action before it is
-	// done (its Value and Input still empty), on the UI thread: package
-	// app streams them to DUET_EXPLORE_TRACE, so that the action under
-	// way when the process crashed is known.
-	OnAction func(Action)
+	// OnAction, when not nil, is called on the UI thread with the n-th
+	// action of the trace (from 0) twice: before it is done (its Value
+	// and Input still empty) and once done. Package app streams them to
+	// DUET_EXPLORE_TRACE, so that what a crashed process did, and was
+	// doing, is known.
+	OnAction func(n int, a Action)
 	// App is the application whose actions are activated (app.<name>);
 	// nil for Gio.Application.get_default().
 	App *pygi.Object
@@ -497,7 +498,7 @@ func (x *explorer) step(ctx context.Context) error {
 		x.report.Trace = append(x.report.Trace, pending)
 		x.mu.Unlock()
 		if x.opts.OnAction != nil {
-			x.opts.OnAction(pending)
+			x.opts.OnAction(idx, pending)
 		}
 		began := time.Now()
 		res, err := do()
@@ -514,6 +515,9 @@ func (x *explorer) step(ctx context.Context) error {
 		a.At = x.report.Trace[idx].At
 		x.report.Trace[idx] = a
 		x.mu.Unlock()
+		if x.opts.OnAction != nil {
+			x.opts.OnAction(idx, a)
+		}
 		if err != nil {
 			var pe *pygi.Error
 			if !errors.As(err, &pe) {

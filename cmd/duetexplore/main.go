@@ -1,0 +1,586 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/duet-gtk/duet/explore"
+)
+
+// Exit statuses.
+const (
+	exitClean    = 0
+	exitReplay   = 1 // -replay: the trace could not be replayed
+	exitUsage    = 2
+	exitFound    = 3
+	xvfbMarkVar  = "DUETEXPLORE_XVFB"
+	childStopGap = 2 * time.Second // between SIGQUIT and SIGKILL
+)
+
+func main() {
+	ensureDisplay()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	status := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(status)
+}
+
+// ensureDisplay runs the driver again under xvfb-run when there is no
+// display: one X server for the exploration and every replay, and the
+// program a direct child (its signal is its own, not xvfb-run's status).
+func ensureDisplay() {
+	if os.Getenv("DISPLAY") != "" || os.Getenv("WAYLAND_DISPLAY") != "" || os.Getenv(xvfbMarkVar) != "" {
+		return
+	}
+	xvfb, err := exec.LookPath("xvfb-run")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "duetexplore: no DISPLAY or WAYLAND_DISPLAY, and no xvfb-run to make one:", err)
+		os.Exit(exitUsage)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "duetexplore:", err)
+		os.Exit(exitUsage)
+	}
+	args := append([]string{xvfb, "-a", "-s", "-screen 0 1280x800x24", self}, os.Args[1:]...)
+	env := append(os.Environ(), xvfbMarkVar+"=1")
+	err = syscall.Exec(xvfb, args, env)
+	fmt.Fprintln(os.Stderr, "duetexplore: xvfb-run:", err)
+	os.Exit(exitUsage)
+}
+
+type driver struct {
+	exe        string
+	appArgs    []string
+	tmp        string
+	out        io.Writer
+	log        io.Writer
+	verbose    bool
+	seed       uint64
+	duration   time.Duration
+	pace, gc   time.Duration
+	stall      time.Duration
+	hang       time.Duration
+	grace      time.Duration
+	actions    int
+	leak       string
+	children   int
+	keepTmp    bool
+	shrinkTime time.Duration
+	maxReplays int
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("duetexplore", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: duetexplore [flags] ./path/to/app [app arguments]\n       duetexplore [flags] -exe PROGRAM [app arguments]")
+		fs.PrintDefaults()
+	}
+	d := &driver{out: stdout, log: stderr}
+	seed := fs.Uint64("seed", 0, "the run's seed (default: from the clock; the report says which)")
+	fs.DurationVar(&d.duration, "duration", 30*time.Second, "how long to explore")
+	fs.DurationVar(&d.pace, "pace", 5*time.Millisecond, "pause between two actions")
+	gc := fs.String("gc", "50ms", "how often both collectors are forced between actions, or off")
+	fs.DurationVar(&d.stall, "stall", time.Second, "how long a handler may keep the UI thread before it is a stall")
+	fs.DurationVar(&d.hang, "hang", 10*time.Second, "how long the UI thread may stay away before it is a hang")
+	fs.DurationVar(&d.grace, "grace", 30*time.Second, "how long the program may still run after its run's time (and -hang) before it is a hang: then SIGQUIT (the goroutine dump), then SIGKILL")
+	fs.IntVar(&d.actions, "actions", 0, "bound on the number of actions (0: none)")
+	noLeak := fs.Bool("no-leak", false, "turn the leak check off")
+	fs.DurationVar(&d.shrinkTime, "shrink-time", 2*time.Minute, "time bound on shrinking a finding's trace")
+	fs.IntVar(&d.maxReplays, "max-replays", 200, "bound on the replays shrinking runs")
+	outFile := fs.String("o", "", "where the shrunk trace goes, as a replay file (default: a new duetexplore-KIND-*.jsonl in the temporary directory)")
+	replay := fs.String("replay", "", "replay this file (JSON lines from -o or DUET_EXPLORE_OUT) once and report")
+	exe := fs.String("exe", "", "explore this program, already built, instead of building a package")
+	fs.BoolVar(&d.verbose, "v", false, "copy the program's stderr to ours")
+	fs.BoolVar(&d.keepTmp, "keep", false, "keep the temporary directory (the builds, each child's stderr, traces)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitClean
+		}
+		return exitUsage
+	}
+	rest := fs.Args()
+	if *exe == "" && len(rest) == 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	seedSet := false
+	fs.Visit(func(f *flag.Flag) { seedSet = seedSet || f.Name == "seed" })
+	d.seed = *seed
+	if !seedSet {
+		d.seed = uint64(time.Now().UnixNano())
+	}
+	switch {
+	case *gc == "off":
+		d.gc = -1
+	default:
+		v, err := time.ParseDuration(*gc)
+		if err != nil || v <= 0 {
+			fmt.Fprintf(stderr, "duetexplore: -gc %q: want a positive duration or off\n", *gc)
+			return exitUsage
+		}
+		d.gc = v
+	}
+	if *noLeak {
+		d.leak = "leak=off"
+	}
+	for _, v := range []time.Duration{d.duration, d.pace, d.stall, d.hang, d.grace, d.shrinkTime} {
+		if v <= 0 {
+			fmt.Fprintln(stderr, "duetexplore: durations must be positive")
+			return exitUsage
+		}
+	}
+	tmp, err := os.MkdirTemp("", "duetexplore-")
+	if err != nil {
+		fmt.Fprintln(stderr, "duetexplore:", err)
+		return exitUsage
+	}
+	d.tmp = tmp
+	defer func() {
+		if d.keepTmp {
+			fmt.Fprintln(stderr, "duetexplore: kept", tmp)
+			return
+		}
+		os.RemoveAll(tmp)
+	}()
+	if *exe != "" {
+		d.exe, d.appArgs = *exe, rest
+	} else {
+		d.appArgs = rest[1:]
+		d.exe = filepath.Join(tmp, "app")
+		fmt.Fprintf(stderr, "duetexplore: building %s\n", rest[0])
+		build := exec.CommandContext(ctx, "go", "build", "-o", d.exe, rest[0])
+		build.Stdout, build.Stderr = stderr, stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintf(stderr, "duetexplore: go build %s: %v\n", rest[0], err)
+			return exitUsage
+		}
+	}
+	if *replay != "" {
+		return d.replayOnce(ctx, *replay)
+	}
+	return d.explore(ctx, *outFile)
+}
+
+// An outcome is what one child did: its trace and its first finding.
+type outcome struct {
+	rep     *explore.Report // the explorer's JSON lines; nil when it wrote none
+	trace   []explore.Action
+	finding *explore.Finding // the first: a crash, a hang, or the explorer's
+	stderr  string           // the file that has the child's stderr
+}
+
+func (d *driver) options() string {
+	opts := []string{"pace=" + d.pace.String(), "stall=" + d.stall.String(), "hang=" + d.hang.String()}
+	if d.gc < 0 {
+		opts = append(opts, "gc=off")
+	} else {
+		opts = append(opts, "gc="+d.gc.String())
+	}
+	if d.leak != "" {
+		opts = append(opts, d.leak)
+	}
+	return strings.Join(opts, ",")
+}
+
+func (d *driver) explore(ctx context.Context, outFile string) int {
+	spec := fmt.Sprintf("seed=%d,duration=%s,%s", d.seed, d.duration, d.options())
+	if d.actions > 0 {
+		spec += fmt.Sprintf(",actions=%d", d.actions)
+	}
+	fmt.Fprintf(d.log, "duetexplore: exploring %s with DUET_EXPLORE=%s\n", filepath.Base(d.exe), spec)
+	began := time.Now()
+	o, err := d.child(ctx, spec, d.duration)
+	if err != nil {
+		fmt.Fprintln(d.log, "duetexplore:", err)
+		return exitUsage
+	}
+	if o.rep != nil {
+		fmt.Fprint(d.out, o.rep)
+	} else {
+		fmt.Fprintf(d.out, "explore: seed %d: %d actions before the program ended\n", d.seed, len(o.trace))
+	}
+	if o.finding == nil {
+		fmt.Fprintln(d.out, "duetexplore: nothing found")
+		return exitClean
+	}
+	found := o.finding
+	fmt.Fprintf(d.out, "duetexplore: found after %.1f s, %d actions: %s\n", time.Since(began).Seconds(), len(found.Trace), found)
+	if found.Kind == explore.KindCrash || found.Kind == explore.KindHang {
+		d.keepTmp = true // the child's stderr (the goroutine dump) is there
+		fmt.Fprintln(d.out, "duetexplore:", found.Detail)
+	}
+	// Confirm: the same trace again, in a fresh process.
+	confirmed, again := d.reproduces(ctx, found.Trace, found)
+	if !confirmed {
+		fmt.Fprintf(d.out, "duetexplore: not confirmed: a replay of its %d actions did not meet it again (%s)\n", len(found.Trace), again)
+		d.write(outFile, found, found.Trace)
+		return exitFound
+	}
+	fmt.Fprintf(d.out, "duetexplore: confirmed by a replay of its %d actions\n", len(found.Trace))
+	shrunk, last, replays := d.shrink(ctx, found)
+	if last == nil {
+		last = found
+	}
+	f := *last
+	f.Trace = shrunk
+	fmt.Fprintf(d.out, "duetexplore: shrunk from %d to %d actions in %d replays:\n  %s\n", len(found.Trace), len(shrunk), replays, &f)
+	d.write(outFile, &f, shrunk)
+	return exitFound
+}
+
+// write saves trace, and the finding it leads to, as a replay file.
+func (d *driver) write(path string, f *explore.Finding, trace []explore.Action) {
+	var file *os.File
+	var err error
+	if path == "" {
+		file, err = os.CreateTemp("", "duetexplore-"+string(f.Kind)+"-*.jsonl")
+	} else {
+		file, err = os.Create(path)
+	}
+	if err == nil {
+		rep := &explore.Report{Seed: d.seed, Trace: trace, Findings: []*explore.Finding{f}}
+		err = errors.Join(rep.WriteJSON(file), file.Close())
+	}
+	if err != nil {
+		fmt.Fprintln(d.log, "duetexplore: writing the trace:", err)
+		return
+	}
+	fmt.Fprintf(d.out, "duetexplore: trace written to %s (duetexplore -replay %s, or DUET_EXPLORE=replay=%s)\n", file.Name(), file.Name(), file.Name())
+}
+
+func (d *driver) replayOnce(ctx context.Context, path string) int {
+	f, err := os.Open(path)
+	if err != nil {
+		fmt.Fprintln(d.log, "duetexplore:", err)
+		return exitUsage
+	}
+	rec, err := explore.ReadReport(f)
+	f.Close()
+	if err != nil {
+		fmt.Fprintln(d.log, "duetexplore:", err)
+		return exitUsage
+	}
+	var expect *explore.Finding
+	if len(rec.Findings) > 0 {
+		expect = rec.Findings[0]
+	}
+	o, err := d.replay(ctx, rec.Trace, expect)
+	if err != nil {
+		fmt.Fprintln(d.log, "duetexplore:", err)
+		return exitUsage
+	}
+	replayed := len(o.trace)
+	if o.rep != nil {
+		replayed = o.rep.Replayed
+	}
+	fmt.Fprintf(d.out, "duetexplore: replayed %d of %d actions from %s\n", replayed, len(rec.Trace), path)
+	for i, a := range o.trace {
+		fmt.Fprintf(d.out, "  %d. %s\n", i+1, a)
+	}
+	if o.rep != nil && o.rep.ReplayError != "" {
+		fmt.Fprintln(d.out, "duetexplore: replay error:", o.rep.ReplayError)
+	}
+	if expect != nil {
+		if expect.Same(o.finding) {
+			fmt.Fprintln(d.out, "duetexplore: the recorded finding came back:", expect.Kind, expect.Message, expect.Where)
+		} else {
+			fmt.Fprintln(d.out, "duetexplore: the recorded finding did not come back:", expect)
+		}
+	}
+	switch {
+	case o.finding != nil:
+		fmt.Fprintln(d.out, "duetexplore: found:", o.finding)
+		return exitFound
+	case o.rep != nil && o.rep.ReplayError != "":
+		return exitReplay
+	}
+	fmt.Fprintln(d.out, "duetexplore: nothing found")
+	return exitClean
+}
+
+// replay runs trace in a fresh child.
+func (d *driver) replay(ctx context.Context, trace []explore.Action, expect *explore.Finding) (*outcome, error) {
+	file := filepath.Join(d.tmp, fmt.Sprintf("replay-%d.jsonl", d.children+1))
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, err
+	}
+	rep := &explore.Report{Trace: trace}
+	if expect != nil {
+		rep.Findings = []*explore.Finding{expect}
+	}
+	if err := errors.Join(rep.WriteJSON(f), f.Close()); err != nil {
+		return nil, err
+	}
+	// The same pace as recorded, bounded by what the recorded trace took
+	// (the last action's time) and a margin.
+	var took time.Duration
+	if n := len(trace); n > 0 {
+		took = trace[n-1].At
+	}
+	limit := 2*took + 10*time.Second
+	return d.child(ctx, fmt.Sprintf("replay=%s,duration=%s,%s", file, limit, d.options()), limit)
+}
+
+// reproduces says whether replaying trace meets the same trouble as want,
+// and what the replay met instead.
+func (d *driver) reproduces(ctx context.Context, trace []explore.Action, want *explore.Finding) (bool, string) {
+	o, err := d.replay(ctx, trace, want)
+	if err != nil {
+		return false, err.Error()
+	}
+	if want.Same(o.finding) {
+		return true, o.finding.String()
+	}
+	switch {
+	case o.finding != nil:
+		return false, "met " + o.finding.String()
+	case o.rep != nil && o.rep.ReplayError != "":
+		return false, "replay error: " + o.rep.ReplayError
+	}
+	return false, "met nothing"
+}
+
+// shrink runs ddmin over the finding's trace: chunks of it are removed as
+// long as the rest, replayed, still meets the same trouble.
+func (d *driver) shrink(ctx context.Context, found *explore.Finding) ([]explore.Action, *explore.Finding, int) {
+	deadline := time.Now().Add(d.shrinkTime)
+	replays := 0
+	var last *explore.Finding
+	test := func(c []explore.Action) bool {
+		if replays >= d.maxReplays || time.Now().After(deadline) || ctx.Err() != nil || len(c) == 0 {
+			return false
+		}
+		replays++
+		o, err := d.replay(ctx, c, found)
+		if err != nil || !found.Same(o.finding) {
+			return false
+		}
+		last = o.finding
+		return true
+	}
+	return ddmin(found.Trace, test), last, replays
+}
+
+// ddmin is Zeller's delta debugging: the smallest sublist of c (1-minimal
+// as far as the tests went) for which test still holds; test(c) is taken
+// to hold.
+func ddmin[T any](c []T, test func([]T) bool) []T {
+	n := 2
+	for len(c) >= 2 {
+		chunks := split(c, n)
+		reduced := false
+		for _, ch := range chunks {
+			if test(ch) {
+				c, n, reduced = ch, 2, true
+				break
+			}
+		}
+		if !reduced && n > 2 {
+			for i := range chunks {
+				var rest []T
+				for j, ch := range chunks {
+					if j != i {
+						rest = append(rest, ch...)
+					}
+				}
+				if test(rest) {
+					c, n, reduced = rest, max(n-1, 2), true
+					break
+				}
+			}
+		}
+		if !reduced {
+			if n >= len(c) {
+				break
+			}
+			n = min(2*n, len(c))
+		}
+	}
+	return c
+}
+
+// split cuts c into n chunks of nearly equal length.
+func split[T any](c []T, n int) [][]T {
+	var chunks [][]T
+	start := 0
+	for i := range n {
+		end := start + (len(c)-start)/(n-i)
+		chunks = append(chunks, append([]T(nil), c[start:end]...))
+		start = end
+	}
+	return chunks
+}
+
+var (
+	reportLine = regexp.MustCompile(`(?m)the whole report is in (\S+)`)
+	signalLine = regexp.MustCompile(`(?m)^(SIG[A-Z]+: .*|fatal error: .*|panic: .*)$`)
+)
+
+// child runs the program once with DUET_EXPLORE=spec, waits for it (at
+// most run + -hang + -grace: then SIGQUIT, and SIGKILL), and reads what it
+// left: the JSON lines, the streamed trace, its exit.
+func (d *driver) child(ctx context.Context, spec string, run time.Duration) (*outcome, error) {
+	d.children++
+	base := filepath.Join(d.tmp, fmt.Sprintf("child-%d", d.children))
+	out, trace, errPath := base+".jsonl", base+".trace.jsonl", base+".stderr"
+	errFile, err := os.Create(errPath)
+	if err != nil {
+		return nil, err
+	}
+	defer errFile.Close()
+	cmd := exec.Command(d.exe, d.appArgs...)
+	cmd.Env = childEnv(spec, out, trace)
+	cmd.Stdout = errFile
+	cmd.Stderr = errFile
+	if d.verbose {
+		cmd.Stdout = io.MultiWriter(errFile, d.log)
+		cmd.Stderr = cmd.Stdout
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", d.exe, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	limit := run + d.hang + d.grace
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	killed := false
+	select {
+	case <-exited:
+	case <-ctx.Done():
+		cmd.Process.Kill()
+		<-exited
+		return nil, ctx.Err()
+	case <-timer.C:
+		killed = true
+		cmd.Process.Signal(syscall.SIGQUIT) // the Go runtime's goroutine dump
+		select {
+		case <-exited:
+		case <-time.After(childStopGap):
+			cmd.Process.Kill()
+			<-exited
+		}
+	}
+	o := &outcome{stderr: errPath, trace: readTrace(trace)}
+	if f, err := os.Open(out); err == nil {
+		o.rep, _ = explore.ReadReport(f)
+		f.Close()
+	}
+	if o.rep != nil && len(o.rep.Findings) > 0 {
+		o.finding = o.rep.Findings[0]
+		o.trace = o.rep.Trace
+		return o, nil
+	}
+	stderr, _ := os.ReadFile(errPath)
+	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	switch {
+	case killed:
+		o.finding = &explore.Finding{Kind: explore.KindHang,
+			Message: fmt.Sprintf("the program was still running %v after its run's time (killed: SIGQUIT, then SIGKILL)", d.hang+d.grace),
+			Detail:  "its stderr (the goroutine dump): " + errPath}
+	case ws.Signaled() || ws.ExitStatus() != 0 && ws.ExitStatus() != exitFound:
+		how := fmt.Sprintf("exited with status %d", ws.ExitStatus())
+		if ws.Signaled() {
+			how = "died of " + signalName(ws.Signal())
+		}
+		msg := how
+		if m := signalLine.FindSubmatch(stderr); m != nil {
+			msg = fmt.Sprintf("%s (the process %s)", m[1], how)
+		}
+		detail := "its stderr: " + errPath
+		if m := reportLine.FindSubmatch(stderr); m != nil {
+			detail = "crash report: " + string(m[1]) + "; " + detail
+		}
+		o.finding = &explore.Finding{Kind: explore.KindCrash, Message: msg, Detail: detail}
+	}
+	if o.finding != nil {
+		o.finding.Trace = o.trace
+	}
+	return o, nil
+}
+
+// childEnv is the program's environment: the explorer on, crash reports
+// on, and criticals left to be findings (not aborts).
+func childEnv(spec, out, trace string) []string {
+	var env []string
+	crash := false
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		switch {
+		case k == xvfbMarkVar || strings.HasPrefix(k, "DUET_EXPLORE"):
+			continue
+		case k == "G_DEBUG":
+			var keep []string
+			for f := range strings.SplitSeq(v, ",") {
+				if f != "fatal-criticals" && f != "fatal-warnings" && f != "" {
+					keep = append(keep, f)
+				}
+			}
+			kv = "G_DEBUG=" + strings.Join(keep, ",")
+		case k == "DUET_CRASH_REPORT":
+			crash = true
+		}
+		env = append(env, kv)
+	}
+	if !crash {
+		env = append(env, "DUET_CRASH_REPORT=1")
+	}
+	if os.Getenv("GTK_A11Y") == "" && os.Getenv("DBUS_SESSION_BUS_ADDRESS") == "" {
+		env = append(env, "GTK_A11Y=none") // no session bus to talk to
+	}
+	return append(env, "DUET_ALLOW_CRITICALS=1", "DUET_EXPLORE="+spec, "DUET_EXPLORE_OUT="+out, "DUET_EXPLORE_TRACE="+trace)
+}
+
+func signalName(s syscall.Signal) string {
+	names := map[syscall.Signal]string{syscall.SIGSEGV: "SIGSEGV", syscall.SIGABRT: "SIGABRT", syscall.SIGBUS: "SIGBUS",
+		syscall.SIGKILL: "SIGKILL", syscall.SIGILL: "SIGILL", syscall.SIGFPE: "SIGFPE", syscall.SIGTRAP: "SIGTRAP", syscall.SIGQUIT: "SIGQUIT"}
+	if n, ok := names[s]; ok {
+		return n
+	}
+	return fmt.Sprintf("signal %d (%v)", int(s), s)
+}
+
+// readTrace reads DUET_EXPLORE_TRACE's lines: the last line of each index
+// is the action (done, or under way when the process ended).
+func readTrace(path string) []explore.Action {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var trace []explore.Action
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		var line struct {
+			N      int
+			Action *explore.Action
+		}
+		if json.Unmarshal(sc.Bytes(), &line) != nil || line.Action == nil || line.N < 0 || line.N > len(trace) {
+			continue // a line cut short by the end of the process
+		}
+		if line.N == len(trace) {
+			trace = append(trace, *line.Action)
+		} else {
+			trace[line.N] = *line.Action
+		}
+	}
+	return trace
+}
