@@ -22,7 +22,7 @@ const exploreFound = 3
 type exploring struct {
 	app    *App
 	opts   explore.Options
-	out    string // DUET_EXPLORE_OUT: where the JSON lines go
+	out    string   // DUET_EXPLORE_OUT: where the JSON lines go
 	trace  *os.File // DUET_EXPLORE_TRACE: each action as it starts
 	cancel context.CancelFunc
 

@@ -66,18 +66,41 @@
 //
 // A run stops at its first finding unless Options.KeepGoing; the same
 // trouble seen again is counted (Finding.Repeats), not listed again.
-// Not done yet: running the program in a child process (to catch a crash
-// or a hang), replaying a trace, shrinking it to the shortest one, and
-// writing it as a regression test.
+//
+// # Replay
+//
+// Each Action keeps its Input, what doing it again needs (the whole text
+// typed and whether Enter ended it, the number set, the item's position,
+// the page's index, the action's parameter). With Options.Replay (or
+// DUET_EXPLORE=replay=FILE, FILE the JSON lines a run wrote, read with
+// ReadReport), the run draws nothing: at each step it takes the next
+// recorded action, finds the candidate whose address and verb are the
+// recorded ones and does it with the recorded input, at the same pace and
+// with the same forced collections, and ends after the last one. An
+// address not there (within Options.ReplayWait) or an input that does not
+// fit (an item the drop-down no longer has) ends it with
+// Report.ReplayError, which is not a finding; Report.Reproduced says
+// whether Options.Expect, the file's first finding, came back
+// (Finding.Same: the same kind at the same place). Options.OnAction sees
+// each action before and after it is done (package app streams them to
+// DUET_EXPLORE_TRACE).
+//
+// cmd/duetexplore runs a program in a child process, where a crash
+// (KindCrash) and a program that never ends are findings too, replays a
+// finding's trace in a fresh process to confirm it, and shrinks it by
+// delta debugging to a short trace that still gives it. Not done yet:
+// list rows, closing and reopening windows, the run's plot, and writing a
+// shrunk trace as a Go regression test.
 //
 // # API
 //
 //   - Running: [Run] with [Options] ([ParseOptions] reads them as
 //     DUET_EXPLORE writes them).
-//   - What it did and found: [Report] ([Report.String], [Report.WriteJSON]),
-//     its [Action] values ([Action.String]) and each [Finding]
-//     ([Finding.String]) of a [Kind]: [KindPanic], [KindException],
-//     [KindLog], [KindStall], [KindHang], [KindLeak].
+//   - What it did and found: [Report] ([Report.String], [Report.WriteJSON],
+//     read back with [ReadReport]), its [Action] values ([Action.String])
+//     and each [Finding] ([Finding.String], [Finding.Same]) of a [Kind]:
+//     [KindPanic], [KindException], [KindLog], [KindStall], [KindHang],
+//     [KindLeak], [KindCrash].
 //
 // Threads: Run from a goroutine (the actions run on the UI thread, which it
 // waits for); everything else is plain data.

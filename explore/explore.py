@@ -259,12 +259,15 @@ def _do(i, r, f, given):
     if kind == "click":
         w.emit("clicked")
     elif kind == "toggle":
-        # As a click or the space bar: activate, not set_active, so that the
-        # active button of a radio group stays on, as it does for a user.
-        # A replay activates it too (GtkButton's activate may flip it only
-        # later, when its pressed look ends: the state read here, and
-        # recorded, is not always the one it ends in).
-        w.activate()
+        # As a click or the space bar, not set_active, so that the active
+        # button of a radio group stays on, as it does for a user. A toggle
+        # button is clicked: its activate flips it only when its pressed
+        # look ends, 250 ms later, so that what the action read (and a
+        # replay met) depended on the machine's speed.
+        if isinstance(w, Gtk.ToggleButton):
+            w.emit("clicked")
+        else:
+            w.activate()
         value = "on" if w.get_active() else "off"
     elif kind == "type":
         if given is None:
