@@ -88,9 +88,9 @@
 // cmd/duetexplore runs a program in a child process, where a crash
 // (KindCrash) and a program that never ends are findings too, replays a
 // finding's trace in a fresh process to confirm it, and shrinks it by
-// delta debugging to a short trace that still gives it. Not done yet:
-// list rows, closing and reopening windows, the run's plot, and writing a
-// shrunk trace as a Go regression test.
+// delta debugging to a short trace that still gives it, and (-test)
+// writes that as a Go regression test in the app's package. Not done yet:
+// list rows, closing and reopening windows, and the run's plot.
 //
 // # API
 //

@@ -7,6 +7,7 @@
 //	go run github.com/duet-gtk/duet/cmd/duetexplore [flags] ./path/to/app [app arguments]
 //	go run github.com/duet-gtk/duet/cmd/duetexplore -exe ./built-app [flags]
 //	go run github.com/duet-gtk/duet/cmd/duetexplore -replay trace.jsonl ./path/to/app
+//	go run github.com/duet-gtk/duet/cmd/duetexplore -test ./path/to/app
 //
 // The package is built with go build into a temporary directory (-exe
 // takes a program already built). With no DISPLAY and no WAYLAND_DISPLAY,
@@ -47,6 +48,22 @@
 // was done, without its input: a crash in a typed text or a set value is
 // replayed only as far as the action before.
 //
+// # Regression tests
+//
+// With -test, a confirmed and shrunk finding is written into the explored
+// package's directory (-test=DIR: into DIR) as two files to commit:
+// testdata/duetexplore-KIND-HASH.jsonl, the shrunk trace as a replay
+// file, and duetexplore_KIND_HASH_test.go, a test in the package (its
+// name read from the directory's Go files) that uses the standard library
+// only. It builds the package, runs it on that file (under xvfb-run -a
+// when there is no display; skipped when there is neither), with the
+// explorer's options the trace was recorded with, and fails while the
+// same kind of finding at the same place comes back (with the finding's
+// words), or the program meets other trouble, crashes or does not end; it
+// fails too, saying the UI changed and the trace is to be recorded again,
+// on a replay error; it passes when the replay runs clean. HASH is the
+// start of the trace file's SHA-256.
+//
 // # Flags
 //
 //	-seed N         the run's seed (default: from the clock)
@@ -60,6 +77,7 @@
 //	-shrink-time D  bound on shrinking (2m); -max-replays N (200)
 //	-o FILE         where the shrunk trace goes
 //	-replay FILE    replay FILE once
+//	-test[=DIR]     write the finding as a regression test into the package's directory (or DIR)
 //	-exe PROGRAM    explore a program already built
 //	-v              copy the program's stderr; -keep keeps the temporary directory
 //

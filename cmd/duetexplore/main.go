@@ -81,6 +81,7 @@ type driver struct {
 	keepTmp    bool
 	shrinkTime time.Duration
 	maxReplays int
+	testDir    string // -test: where the regression test goes ("": none)
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -104,6 +105,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&d.maxReplays, "max-replays", 200, "bound on the replays shrinking runs")
 	outFile := fs.String("o", "", "where the shrunk trace goes, as a replay file (default: a new duetexplore-KIND-*.jsonl in the temporary directory)")
 	replay := fs.String("replay", "", "replay this file (JSON lines from -o or DUET_EXPLORE_OUT) once and report")
+	var test testFlag
+	fs.Var(&test, "test", "once a finding is confirmed and shrunk, write its trace to testdata/duetexplore-KIND-HASH.jsonl and a Go test that replays it, duetexplore_KIND_HASH_test.go, into the explored package's directory (-test=DIR: into DIR)")
 	exe := fs.String("exe", "", "explore this program, already built, instead of building a package")
 	fs.BoolVar(&d.verbose, "v", false, "copy the program's stderr to ours")
 	fs.BoolVar(&d.keepTmp, "keep", false, "keep the temporary directory (the builds, each child's stderr, traces)")
@@ -157,6 +160,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		os.RemoveAll(tmp)
 	}()
+	if test.set {
+		pkg := ""
+		if *exe == "" {
+			pkg = rest[0]
+		}
+		dir, err := testDir(ctx, &test, pkg)
+		if err != nil {
+			fmt.Fprintln(stderr, "duetexplore: -test:", err)
+			return exitUsage
+		}
+		if _, err := packageName(dir); err != nil {
+			fmt.Fprintln(stderr, "duetexplore: -test:", err)
+			return exitUsage
+		}
+		d.testDir = dir
+	}
 	if *exe != "" {
 		d.exe, d.appArgs = *exe, rest
 	} else {
@@ -240,6 +259,11 @@ func (d *driver) explore(ctx context.Context, outFile string) int {
 	f.Trace = shrunk
 	fmt.Fprintf(d.out, "duetexplore: shrunk from %d to %d actions in %d replays:\n  %s\n", len(found.Trace), len(shrunk), replays, &f)
 	d.write(outFile, &f, shrunk)
+	if d.testDir != "" {
+		if err := d.writeTest(d.testDir, &f, shrunk); err != nil {
+			fmt.Fprintln(d.log, "duetexplore: writing the regression test:", err)
+		}
+	}
 	return exitFound
 }
 

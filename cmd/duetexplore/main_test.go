@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"go/format"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -175,12 +176,76 @@ func TestCleanAppBuiltFromItsPackage(t *testing.T) {
 	assert.Contains(t, stdout, "nothing found")
 }
 
+// -test writes the shrunk trace and a Go test that replays it into the
+// package's directory (here a copy of the planted app inside the module,
+// so that the test can build it): the test fails while the bug is there,
+// passes once it is fixed, and says the UI changed when a recorded widget
+// is gone.
+func TestWritesARegressionTest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("explores, then runs go test three times")
+	}
+	dir, err := os.MkdirTemp("testdata", "regress-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	src, err := os.ReadFile(filepath.Join("testdata", "planted", "main.go"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), src, 0o666))
+	pkg := "./" + filepath.ToSlash(dir)
+
+	status, stdout := drive(t, "panic", "-seed", "11", "-duration", "10s", "-test", pkg)
+	require.Equal(t, exitFound, status)
+	tests, _ := filepath.Glob(filepath.Join(dir, "duetexplore_panic_*_test.go"))
+	require.Len(t, tests, 1)
+	hash := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(tests[0]), "duetexplore_panic_"), "_test.go")
+	assert.Len(t, hash, 8)
+	traceFile := filepath.Join(dir, "testdata", "duetexplore-panic-"+hash+".jsonl")
+	abs, err := filepath.Abs(tests[0])
+	require.NoError(t, err)
+	assert.Contains(t, stdout, "regression test written: "+abs)
+	rep := readFile(t, traceFile)
+	require.Len(t, rep.Findings, 1)
+	assert.Equal(t, "main.go:23", rep.Findings[0].Where)
+	assert.Len(t, rep.Trace, 2)
+	code, err := os.ReadFile(tests[0])
+	require.NoError(t, err)
+	formatted, err := format.Source(code)
+	require.NoError(t, err)
+	assert.Equal(t, string(formatted), string(code), "gofmt'ed")
+	assert.Contains(t, string(code), "package main\n")
+	assert.Contains(t, string(code), "written by duetexplore")
+	assert.NotContains(t, string(code), "testify")
+
+	goTest := func(mode string) (string, error) {
+		cmd := exec.Command("go", "test", "-count=1", pkg)
+		cmd.Env = append(os.Environ(), "PLANTED="+mode)
+		out, err := cmd.CombinedOutput()
+		t.Logf("go test %s (PLANTED=%s): %v\n%s", pkg, mode, err, out)
+		return string(out), err
+	}
+	out, err := goTest("panic")
+	assert.Error(t, err, "the bug is there: the test fails")
+	assert.Contains(t, out, "the bug is still there")
+	assert.Contains(t, out, "assignment to entry in nil map main.go:23")
+	out, err = goTest("fixed")
+	assert.NoError(t, err, "the bug is fixed: the test passes")
+	assert.Contains(t, out, "ok  ")
+	out, err = goTest("clean")
+	assert.Error(t, err, "no A or B: the trace does not replay")
+	assert.Contains(t, out, "the UI changed")
+	assert.Contains(t, out, "record it again")
+}
+
 func TestUsage(t *testing.T) {
 	status, _ := drive(t, "clean")
 	assert.Equal(t, exitUsage, status)
 	status, _ = drive(t, "clean", "-gc", "often", "-exe", plantedExe)
 	assert.Equal(t, exitUsage, status)
 	status, _ = drive(t, "clean", "./testdata/no-such-package")
+	assert.Equal(t, exitUsage, status)
+	status, _ = drive(t, "clean", "-test", "-exe", plantedExe) // no package: no directory
+	assert.Equal(t, exitUsage, status)
+	status, _ = drive(t, "clean", "-test=./testdata/no-such-dir", "-exe", plantedExe)
 	assert.Equal(t, exitUsage, status)
 }
 

@@ -1,8 +1,8 @@
 // Command planted is a small app with a bug planted in it, for
 // duetexplore's tests: PLANTED=panic (button "B" panics once "A" was
-// clicked), crash (button "crash" writes through a null pointer in C),
-// or clean (no bug). Each window has unrelated buttons and toggles too,
-// so that a random run takes many actions before it finds the bug.
+// clicked), fixed (the same window, the bug fixed), crash (button "crash"
+// writes through a null pointer in C) or clean (no bug, no A or B). Each
+// window has unrelated buttons and toggles too, for a longer search.
 package main
 
 import (
@@ -18,7 +18,7 @@ func main() {
 	handlers := pygi.Kw{
 		"on_a": func(*pygi.Object) { clickedA = true },
 		"on_b": func(*pygi.Object) {
-			if clickedA {
+			if clickedA && mode != "fixed" {
 				var m map[string]int
 				m["b"]++ // the planted bug: a nil map
 			}
@@ -26,7 +26,7 @@ func main() {
 	}
 	var src string
 	switch mode {
-	case "panic":
+	case "panic", "fixed":
 		src = `add_button("A", on_a)
 add_button("B", on_b)`
 	case "crash":
@@ -42,6 +42,9 @@ add_button("crash", lambda b: ctypes.memset(0, 1, 1))`
 	os.Exit(app.Main(app.Options{ID: "org.duet.Planted", NonUnique: true}, func(a *app.App) error {
 		vars := handlers
 		vars["application"], vars["title"] = a.Python(), mode
+		if mode == "fixed" {
+			vars["title"] = "panic" // the window the trace names
+		}
 		var b pygi.Block
 		b.Exec(`from gi.repository import Gtk
 win = Gtk.ApplicationWindow(application=application, title=title)

@@ -1,0 +1,330 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"go/format"
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/template"
+	"time"
+	"unicode"
+
+	"github.com/duet-gtk/duet/explore"
+)
+
+// testFlag is -test: bare, the regression test goes into the explored
+// package's directory; -test=DIR puts it into DIR.
+type testFlag struct {
+	set bool
+	dir string
+}
+
+func (f *testFlag) String() string {
+	if f == nil || !f.set {
+		return ""
+	}
+	return f.dir
+}
+
+func (f *testFlag) Set(v string) error {
+	f.set = true
+	switch v {
+	case "true":
+		f.dir = ""
+	case "false":
+		f.set, f.dir = false, ""
+	default:
+		f.dir = v
+	}
+	return nil
+}
+
+func (f *testFlag) IsBoolFlag() bool { return true }
+
+// testDir is where -test writes: DIR, or the directory of the package
+// pkg names (go list).
+func testDir(ctx context.Context, f *testFlag, pkg string) (string, error) {
+	if f.dir != "" {
+		return filepath.Abs(f.dir)
+	}
+	if pkg == "" {
+		return "", errors.New("-test with -exe needs a directory: -test=DIR")
+	}
+	out, err := exec.CommandContext(ctx, "go", "list", "-f", "{{.Dir}}", pkg).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("%w: %s", err, bytes.TrimSpace(ee.Stderr))
+		}
+		return "", fmt.Errorf("go list %s: %w", pkg, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// packageName reads the package clause of dir's Go files (not its tests).
+func packageName(dir string) (string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return "", err
+	}
+	fset := token.NewFileSet()
+	for _, e := range ents {
+		n := e.Name()
+		if e.IsDir() || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.PackageClauseOnly)
+		if err != nil {
+			return "", err
+		}
+		return f.Name.Name, nil
+	}
+	return "", fmt.Errorf("%s: no Go files", dir)
+}
+
+// writeTest writes the shrunk trace into DIR/testdata and a Go test in
+// DIR that replays it and fails while its finding comes back.
+func (d *driver) writeTest(dir string, f *explore.Finding, trace []explore.Action) error {
+	pkg, err := packageName(dir)
+	if err != nil {
+		return err
+	}
+	var jsonl bytes.Buffer
+	rep := &explore.Report{Seed: d.seed, Trace: trace, Findings: []*explore.Finding{f}}
+	if err := rep.WriteJSON(&jsonl); err != nil {
+		return err
+	}
+	sum := sha256.Sum256(jsonl.Bytes())
+	hash := hex.EncodeToString(sum[:4])
+	base := "duetexplore-" + string(f.Kind) + "-" + hash + ".jsonl"
+	var took time.Duration
+	if n := len(trace); n > 0 {
+		took = trace[n-1].At
+	}
+	limit := 2*took + 10*time.Second
+	var words []string
+	for _, a := range trace {
+		words = append(words, oneLine(a.String()))
+	}
+	kind := []rune(string(f.Kind))
+	kind[0] = unicode.ToUpper(kind[0])
+	data := map[string]any{
+		"Package":  pkg,
+		"Func":     "TestDuetexplore" + string(kind) + hash,
+		"File":     base,
+		"Finding":  oneLine(f.String()),
+		"Words":    words,
+		"Seed":     d.seed,
+		"Kind":     strconv.Quote(string(f.Kind)),
+		"Where":    strconv.Quote(f.Where),
+		"Message":  strconv.Quote(f.Message),
+		"Options":  strconv.Quote(fmt.Sprintf("duration=%s,%s", limit, d.options())),
+		"Timeout":  int((limit + d.hang + d.grace + 2*time.Minute).Round(time.Minute).Minutes()),
+		"Recorded": len(trace),
+	}
+	var src bytes.Buffer
+	if err := regressionTest.Execute(&src, data); err != nil {
+		return err
+	}
+	code, err := format.Source(src.Bytes())
+	if err != nil {
+		return fmt.Errorf("formatting the test: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "testdata"), 0o777); err != nil {
+		return err
+	}
+	traceFile := filepath.Join(dir, "testdata", base)
+	testFile := filepath.Join(dir, "duetexplore_"+string(f.Kind)+"_"+hash+"_test.go")
+	if err := os.WriteFile(traceFile, jsonl.Bytes(), 0o666); err != nil {
+		return err
+	}
+	if err := os.WriteFile(testFile, code, 0o666); err != nil {
+		return err
+	}
+	fmt.Fprintf(d.out, "duetexplore: regression test written: %s\n", testFile)
+	fmt.Fprintf(d.out, "duetexplore: its trace: %s\n", traceFile)
+	return nil
+}
+
+var regressionTest = template.Must(template.New("test").Parse(`package {{.Package}}
+
+// This test was written by duetexplore (github.com/duet-gtk/duet/cmd/duetexplore).
+// It replays testdata/{{.File}}, the {{.Recorded}} actions an exploration
+// (seed {{.Seed}}) shrank its finding to:
+//
+{{- range .Words}}
+//   - {{.}}
+{{- end}}
+//
+// which led to
+//
+//	{{.Finding}}
+//
+// It builds the package, runs it with DUET_EXPLORE=replay=FILE (under
+// xvfb-run -a when there is no display) and fails while the same kind of
+// trouble at the same place comes back; it passes once the replay runs
+// clean. When the UI changes so that a recorded widget is no longer
+// found, it fails too: record the trace again with
+//
+//	go run github.com/duet-gtk/duet/cmd/duetexplore -seed {{.Seed}} -test ./path/to/this/package
+//
+// and delete this file and its trace.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func {{.Func}}(t *testing.T) {
+	const (
+		trace       = {{printf "%q" .File}}
+		wantKind    = {{.Kind}}
+		wantWhere   = {{.Where}}
+		wantMessage = {{.Message}}
+		options     = {{.Options}}
+	)
+	file, err := filepath.Abs(filepath.Join("testdata", trace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wrap []string
+	if os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
+		xvfb, err := exec.LookPath("xvfb-run")
+		if err != nil {
+			t.Skip("no DISPLAY or WAYLAND_DISPLAY, and no xvfb-run to make one")
+		}
+		wrap = []string{xvfb, "-a", "-s", "-screen 0 1280x800x24"}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), {{.Timeout}}*time.Minute)
+	defer cancel()
+	tmp := t.TempDir()
+	exe := filepath.Join(tmp, "app")
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", exe, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+
+	out := filepath.Join(tmp, "replay.jsonl")
+	errPath := filepath.Join(tmp, "stderr")
+	errFile, err := os.Create(errPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append(wrap, exe)
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	var env []string
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		switch {
+		case strings.HasPrefix(k, "DUET_EXPLORE"):
+			continue
+		case k == "G_DEBUG":
+			var keep []string
+			for _, f := range strings.Split(v, ",") {
+				if f != "fatal-criticals" && f != "fatal-warnings" && f != "" {
+					keep = append(keep, f)
+				}
+			}
+			kv = "G_DEBUG=" + strings.Join(keep, ",")
+		}
+		env = append(env, kv)
+	}
+	if os.Getenv("GTK_A11Y") == "" && os.Getenv("DBUS_SESSION_BUS_ADDRESS") == "" {
+		env = append(env, "GTK_A11Y=none")
+	}
+	cmd.Env = append(env, "DUET_ALLOW_CRITICALS=1", "DUET_EXPLORE=replay="+file+","+options, "DUET_EXPLORE_OUT="+out)
+	cmd.Stdout, cmd.Stderr = errFile, errFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	runErr := cmd.Run()
+	errFile.Close()
+	stderr, _ := os.ReadFile(errPath)
+	status := 0
+	var ee *exec.ExitError
+	if errors.As(runErr, &ee) {
+		status = ee.ExitCode()
+	} else if runErr != nil {
+		t.Fatalf("running the program: %v", runErr)
+	}
+
+	type finding struct {
+		Kind, Message, Where, Detail string
+	}
+	var found []finding
+	type summaryLine struct {
+		Replayed    int    ` + "`json:\"replayed\"`" + `
+		Recorded    int    ` + "`json:\"recorded\"`" + `
+		ReplayError string ` + "`json:\"replay_error\"`" + `
+	}
+	var summary *summaryLine
+	if f, err := os.Open(out); err == nil {
+		sc := bufio.NewScanner(f)
+		sc.Buffer(nil, 16<<20)
+		for sc.Scan() {
+			var line struct {
+				Finding *finding
+				Summary *summaryLine
+			}
+			if json.Unmarshal(sc.Bytes(), &line) != nil {
+				continue
+			}
+			if line.Finding != nil {
+				found = append(found, *line.Finding)
+			}
+			if line.Summary != nil {
+				summary = line.Summary
+			}
+		}
+		f.Close()
+	}
+	same := func(f finding) bool {
+		if f.Kind != wantKind || f.Where != wantWhere {
+			return false
+		}
+		return f.Where != "" || f.Kind == "stall" || f.Kind == "hang" || f.Message == wantMessage
+	}
+	switch {
+	case len(found) > 0 && same(found[0]):
+		t.Fatalf("the bug is still there: the replay of %s met it again: %s: %s %s\n%s", trace, found[0].Kind, found[0].Message, found[0].Where, found[0].Detail)
+	case len(found) > 0:
+		t.Fatalf("the replay of %s met other trouble than the recorded %s (%s): %s: %s %s\n%s", trace, wantKind, wantMessage, found[0].Kind, found[0].Message, found[0].Where, found[0].Detail)
+	case ctx.Err() != nil && wantKind == "hang":
+		t.Fatalf("the bug is still there: the replay of %s did not end (a hang)\n%s", trace, stderr)
+	case ctx.Err() != nil:
+		t.Fatalf("the replay of %s did not end\n%s", trace, stderr)
+	case status != 0 && status != 3 && wantKind == "crash":
+		t.Fatalf("the bug is still there: the program crashed again replaying %s (exit status %d; recorded: %s)\n%s", trace, status, wantMessage, stderr)
+	case status != 0:
+		t.Fatalf("the program ended with status %d replaying %s\n%s", status, trace, stderr)
+	case summary == nil:
+		t.Fatalf("the program wrote no report (does it run app.Main or App.Run?)\n%s", stderr)
+	case summary.ReplayError != "":
+		t.Fatalf("the UI changed: the trace %s no longer replays (%s, after %d of %d actions): record it again (see this file's header)", trace, summary.ReplayError, summary.Replayed, summary.Recorded)
+	}
+	t.Logf("replayed %d actions from %s: the recorded %s did not come back", summary.Replayed, trace, wantKind)
+}
+`))
+
+// oneLine makes s fit a line comment.
+func oneLine(s string) string {
+	return strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(s)
+}
