@@ -270,11 +270,9 @@ func Main(opts Options, activate func(a *App) error) int {
 		report.Print("app", err)
 		return 1
 	}
-	failed := false
 	if err := a.OnActivate(func() {
 		if err := activate(a); err != nil {
 			report.Print("app: activate", err)
-			failed = true
 			a.activateFailed.Store(true)
 			a.Quit()
 		}
@@ -287,7 +285,7 @@ func Main(opts Options, activate func(a *App) error) int {
 		args = append([]string{os.Args[0]}, flag.Args()...)
 	}
 	status := a.Run(context.Background(), args)
-	if failed && status == 0 {
+	if a.activateFailed.Load() && status == 0 {
 		status = 1
 	}
 	return status

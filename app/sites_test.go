@@ -28,7 +28,7 @@ func init() {
 		os.Args = prog
 		fmt.Println("main at", nextLine())
 		return app.Main(app.Options{ID: "org.duet.MainSite", NonUnique: true}, func(a *app.App) error {
-			for _, l := range diag.LiveCallbacks() {
+			for _, l := range diag.CallbackCensus.Read() {
 				if l.Name == "activate_handler" {
 					fmt.Println("activate_handler at", l.Site)
 				}
@@ -59,7 +59,7 @@ func TestCallbacksAppMakesAreSitedAtTheCall(t *testing.T) {
 			want["command_line_handler"] = nextLine()
 			require.NoError(t, a.OnCommandLine(func([]string) int { return 0 }))
 			sites := map[string][]string{}
-			for _, l := range diag.LiveCallbacks() {
+			for _, l := range diag.CallbackCensus.Read() {
 				sites[l.Name] = append(sites[l.Name], l.Site)
 			}
 			for name, site := range want {

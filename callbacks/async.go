@@ -219,16 +219,10 @@ func settle(fut *pygi.Object, name string, value any, err error) {
 // goException builds the GoError (GoPanic for a panic) instance carrying
 // err, as a callback returning err would raise it.
 func goException(err error) (*pygi.Object, error) {
-	cls := "GoError"
-	msg, stack := err.Error(), ""
-	var p *pygi.PanicError
-	if errors.As(err, &p) {
-		cls, msg, stack = "GoPanic", p.Error(), p.Stack // the stack: a note (see raiseGo)
-	}
 	if err := lifetime.Enter(); err != nil {
 		return nil, err
 	}
-	ref, ok := makeGoException(cls, msg, stack, err)
+	ref, _, ok := makeGoException(err)
 	lifetime.Exit()
 	if !ok {
 		return nil, fmt.Errorf("callbacks: cannot make the Python exception for %v", err)

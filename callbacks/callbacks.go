@@ -29,7 +29,7 @@ func init() {
 		return newCallback(fn, false, opts, captureSite(2+skip))
 	}
 	capi.SetCallbackHandlers(invoke, releaseCallback, releaseHandle)
-	diag.SetCallbackCensus(liveCallbacks)
+	diag.CallbackCensus.Set(liveCallbacks)
 	lifetime.SetErrorCause(errorCause)
 	// Go funcs passed anywhere pygi takes a value become callbacks, owned the
 	// same way (pygi closes its temporary reference after the operation).

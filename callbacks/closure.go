@@ -117,7 +117,7 @@ func connectCallback(obj *pygi.Object, signal string, cb *pygi.Object, after boo
 	h := capi.CallbackHandle(c)
 	e := registry.handles.get(h)
 	if e == nil {
-		return 0, errors.New("callbacks: Connect: not a Go callback (want a Go func or a callback New made)")
+		return 0, errNotGoCallback
 	}
 	id, gobj, st, exc := capi.ConnectNative(o, signal, c, after, nargsOf(&e.sig))
 	runtime.KeepAlive(obj)
@@ -132,11 +132,13 @@ func connectCallback(obj *pygi.Object, signal string, cb *pygi.Object, after boo
 	return 0, pygi.ErrClosed
 }
 
+var errNotGoCallback = errors.New("callbacks: Connect: not a Go callback (want a Go func or a callback New made)")
+
 // connectData connects through PyGObject's closure, which holds data; the
-// connect hook records it (and so does this, should the hook be missing).
+// connect hook records it (or this, should the hook be missing).
 func connectData(obj *pygi.Object, signal string, cb *pygi.Object, after bool, data []any) (uint64, error) {
 	if callbackHandle(cb) == 0 {
-		return 0, errors.New("callbacks: Connect: not a Go callback (want a Go func or a callback New made)")
+		return 0, errNotGoCallback
 	}
 	method := "connect"
 	if after {
@@ -150,7 +152,9 @@ func connectData(obj *pygi.Object, signal string, cb *pygi.Object, after bool, d
 	if err != nil {
 		return 0, err
 	}
-	recordConnection(obj, id, cb)
+	if connectPy.Loaded() == nil { // else the hook recorded it already
+		recordConnection(obj, id, cb)
+	}
 	return id, nil
 }
 

@@ -2,6 +2,7 @@ package callbacks
 
 import (
 	_ "embed"
+	"errors"
 	"fmt"
 	"os"
 
@@ -76,8 +77,9 @@ func installHook(m *pygi.Object) error {
 // id) says handler is not one of duet's callbacks, and PyGObject connects
 // it.
 func hookNative(obj *pygi.Object, signal string, handler *pygi.Object, after bool) (uint64, error) {
-	if h := callbackHandle(handler); h == 0 || registry.handles.get(h) == nil {
+	id, err := connectCallback(obj, signal, handler, after)
+	if errors.Is(err, errNotGoCallback) {
 		return 0, nil
 	}
-	return connectCallback(obj, signal, handler, after)
+	return id, err
 }

@@ -40,18 +40,7 @@ func releaseHandle(h uintptr) { goErrors.m.Delete(h) }
 // other reference made here is released before, so no release (which can
 // run __del__ or GTK dispose) runs with the exception pending.
 func raiseGo(err error) {
-	cls := "GoError"
-	msg := err.Error()
-	stack := ""
-	var p *pygi.PanicError
-	if errors.As(err, &p) {
-		// str(e) stays one line; the Go stack is a note (PEP 678), which
-		// Python's tracebacks print after the message.
-		cls = "GoPanic"
-		msg = p.Error()
-		stack = p.Stack
-	}
-	e, ok := makeGoException(cls, msg, stack, err)
+	e, msg, ok := makeGoException(err)
 	if !ok {
 		capi.RaiseMessage(capi.RuntimeError, msg)
 		return
@@ -61,38 +50,46 @@ func raiseGo(err error) {
 	}
 }
 
-// makeGoException builds the exception instance and returns Go's owned ref
-// to it, every temporary already released.
-func makeGoException(cls, msg, stack string, err error) (capi.Ref, bool) {
+// makeGoException builds the exception instance carrying err (GoError, or
+// GoPanic for a *pygi.PanicError) and returns Go's owned ref to it, every
+// temporary already released, and its message.
+func makeGoException(err error) (_ capi.Ref, msg string, ok bool) {
+	cls, msg, stack := "GoError", err.Error(), ""
+	var p *pygi.PanicError
+	if errors.As(err, &p) {
+		// str(e) stays one line; the Go stack is a note (PEP 678), which
+		// Python's tracebacks print after the message.
+		cls, msg, stack = "GoPanic", p.Error(), p.Stack
+	}
 	m, merr := excModule()
 	if merr != nil {
-		return capi.Ref{}, false
+		return capi.Ref{}, msg, false
 	}
 	h := goErrors.next.Add(1)
 	goErrors.m.Store(h, err)
 	capRef, st := capi.HandleCapsule(h)
 	if st != capi.OK {
 		goErrors.m.Delete(h)
-		return capi.Ref{}, false
+		return capi.Ref{}, msg, false
 	}
 	capsule := pyobj.Owned(capRef) // owns the handle from now on
 	defer capsule.Close()
 	class, err2 := m.Attr(cls)
 	if err2 != nil {
-		return capi.Ref{}, false
+		return capi.Ref{}, msg, false
 	}
 	defer class.Close()
 	e, cerr := m.CallMethod("make", class, msg, capsule, stack)
 	if cerr != nil {
-		return capi.Ref{}, false
+		return capi.Ref{}, msg, false
 	}
 	defer e.Close()
 	r, rerr := pyobj.Ref(e)
 	if rerr != nil {
-		return capi.Ref{}, false
+		return capi.Ref{}, msg, false
 	}
 	own, st := capi.Clone(r)
-	return own, st == capi.OK
+	return own, msg, st == capi.OK
 }
 
 // errorCause finds the Go error an exception carries: its __go_error__

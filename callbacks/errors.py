@@ -40,9 +40,10 @@ def make_async(start, cancel, name):
     return call
 
 def settle(fut, ok, value):
-    """Runs on duet's UI thread. A future of the loop running there is set
-    directly; one of another loop (asyncio.run in a Python thread, say) is
-    set on its own loop, which call_soon_threadsafe also wakes."""
+    """Runs on duet's UI thread for a future of the loop running there,
+    which is set directly, and on the Go func's goroutine for one of
+    another loop (asyncio.run in a Python thread, say), which is set on its
+    own loop through call_soon_threadsafe, which also wakes it."""
     import asyncio
 
     loop = fut.get_loop()

@@ -42,7 +42,7 @@ func startAsyncio() (stop func(), err error) {
 			b.CallMethod(m, "uninstall", time.Duration(asyncioGrace.Load()).Seconds())
 		}
 		if err := b.Err(); err != nil {
-			reportPanic(fmt.Sprintf("eventloop: closing the asyncio loop: %v", err), nil)
+			reportError("eventloop: closing the asyncio loop", err)
 		}
 	}, nil
 }

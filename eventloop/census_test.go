@@ -45,7 +45,7 @@ func census(phase string) error {
 		return err
 	}
 	fmt.Printf("%s\tasyncio modules\t%s\n", phase, strings.Join(names, " "))
-	for _, l := range diag.LiveCallbacks() {
+	for _, l := range diag.CallbackCensus.Read() {
 		fmt.Printf("%s\tcallback\t%s\t%s\t%d\n", phase, l.Name, l.Site, l.Count)
 	}
 	return nil

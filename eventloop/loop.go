@@ -387,16 +387,6 @@ func OnPanic(fn func(*pygi.PanicError)) (remove func()) {
 	}
 }
 
-// reportPanic reports err, a panic the loop recovered (to the panic
-// handler, if set) or an error nobody can be handed; with err nil, msg.
-func reportPanic(msg string, err error) {
-	if err == nil {
-		fmt.Fprintln(os.Stderr, msg)
-		return
-	}
-	reportError("", err)
-}
-
 // notifyPanic hands pe to a subscriber; a subscriber that panics itself is
 // reported with both stacks, and the loop goes on.
 func notifyPanic(f func(*pygi.PanicError), pe *pygi.PanicError) {

@@ -426,11 +426,7 @@ func (x *explorer) step(ctx context.Context) error {
 		n := counts[0]
 		// Coverage is kept as it goes: a program may end the loop (a
 		// window's close button) before the run could ask.
-		x.mu.Lock()
-		if !x.ended {
-			x.report.Seen, x.report.Reached = counts[1], counts[2]
-		}
-		x.mu.Unlock()
+		x.setCoverage(counts[1], counts[2])
 		x.missing = ""
 		var i int
 		var do func() (*pygi.Object, error)
@@ -533,11 +529,7 @@ func (x *explorer) step(ctx context.Context) error {
 		}
 		if cov, err := x.mod.CallMethod("coverage"); err == nil {
 			if v, err := pygi.As[[]int](cov); err == nil && len(v) == 2 {
-				x.mu.Lock()
-				if !x.ended {
-					x.report.Seen, x.report.Reached = v[0], v[1]
-				}
-				x.mu.Unlock()
+				x.setCoverage(v[0], v[1])
 			}
 			cov.Close()
 		}
@@ -602,6 +594,16 @@ func (x *explorer) pythonException(e *pygi.Error) {
 	x.found(exceptionFinding(e, ""))
 }
 
+// setCoverage records how many candidates were seen and reached, unless
+// Run has returned the report.
+func (x *explorer) setCoverage(seen, reached int) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if !x.ended {
+		x.report.Seen, x.report.Reached = seen, reached
+	}
+}
+
 func (x *explorer) coverage() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -613,11 +615,7 @@ func (x *explorer) coverage() {
 		defer r.Close()
 		v, err := pygi.As[[]int](r)
 		if err == nil && len(v) == 2 {
-			x.mu.Lock()
-			if !x.ended {
-				x.report.Seen, x.report.Reached = v[0], v[1]
-			}
-			x.mu.Unlock()
+			x.setCoverage(v[0], v[1])
 		}
 		return err
 	})

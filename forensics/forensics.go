@@ -98,7 +98,7 @@ type Census struct {
 // it is counted: it is then counted or not).
 func TakeCensus() (*Census, error) {
 	c := &Census{At: time.Since(diag.Start), Quarantined: capi.Quarantined()}
-	for _, l := range diag.LiveCallbacks() {
+	for _, l := range diag.CallbackCensus.Read() {
 		c.Callbacks = append(c.Callbacks, Count{Name: l.Name, Site: l.Site, N: l.Count})
 	}
 	refs, err := censusRefs()
@@ -106,7 +106,7 @@ func TakeCensus() (*Census, error) {
 		return nil, err
 	}
 	c.PyObjects = table(refs)
-	if g := diag.GObjects(); g != nil {
+	if g := diag.GObjectCensus.Read(); g != nil {
 		c.GObjects = table(g)
 	}
 	return c, nil

@@ -88,13 +88,20 @@ func Cast[T any](o *pygi.Object) (T, error) {
 	return v, nil
 }
 
+// isNilPointer reports a typed nil pointer in v: its methods, promoted
+// through embedded pointers, would dereference it.
+func isNilPointer(v any) bool {
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
+}
+
 // baseObject is gotk4's Object behind obj; an error, not a panic, for a
 // nil obj (a typed nil pointer too: gotk4 would dereference it).
 func baseObject(obj coreglib.Objector) (*coreglib.Object, error) {
 	if obj == nil {
 		return nil, fmt.Errorf("%w: nil", ErrNotGObject)
 	}
-	if v := reflect.ValueOf(obj); v.Kind() == reflect.Pointer && v.IsNil() {
+	if isNilPointer(obj) {
 		return nil, fmt.Errorf("%w: a nil %T", ErrNotGObject, obj)
 	}
 	base := coreglib.BaseObject(obj)

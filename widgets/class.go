@@ -62,7 +62,7 @@ func DefineClass(spec ClassSpec) (*pygi.Object, error) {
 	if spec.Name == "" || spec.Base == nil {
 		return nil, fmt.Errorf("widgets: DefineClass needs a Name and a Base")
 	}
-	helper, err := classPy.get()
+	helper, err := classPy.Get()
 	if err != nil {
 		return nil, err
 	}

@@ -61,7 +61,7 @@ func (g *Generated) Check(w *Widget) error {
 	}
 	// Not under g.mu: reading type hints evaluates the class's string
 	// annotations, Python code that may call Go that uses this wrapper.
-	m, err := shapeHelper.get()
+	m, err := shapeHelper.Get()
 	if err != nil {
 		return err
 	}

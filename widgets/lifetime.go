@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"reflect"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -108,7 +107,7 @@ func init() {
 	capi.SetIdleAfterHandler(releaseReady)
 	newSentinel()
 	checkToggleLayout(capi.ToggleLayoutKnown())
-	diag.SetGObjectCensus(gobjectCensus)
+	diag.GObjectCensus.Set(gobjectCensus)
 	hooks.Reap = reap
 }
 
@@ -352,7 +351,7 @@ func (w *Widget) widget() *Widget { return w }
 // gobjectPointer is the GObject behind obj (see WatchFinalize), valid
 // while keep is alive.
 func gobjectPointer(obj any) (p unsafe.Pointer, keep any, err error) {
-	if v := reflect.ValueOf(obj); v.Kind() == reflect.Pointer && v.IsNil() {
+	if isNilPointer(obj) {
 		return nil, nil, fmt.Errorf("%w: a nil %T", ErrNotGObject, obj)
 	}
 	if w, ok := obj.(widgeter); ok {

@@ -31,7 +31,7 @@ func TestWidgetsOwnCallbacksAreNamed(t *testing.T) {
 		chart, err := kit.NewLineChart("named", "", 10)
 		require.NoError(t, err)
 		chart.Push("a", 1)
-		live = diag.LiveCallbacks()
+		live = diag.CallbackCensus.Read()
 	})
 	names := map[string]bool{}
 	for _, l := range live {

@@ -2,7 +2,6 @@ package widgets
 
 import (
 	"embed"
-	"sync/atomic"
 
 	"github.com/duet-gtk/duet/internal/pysrc"
 	"github.com/duet-gtk/duet/pygi"
@@ -36,39 +35,8 @@ func own() []pysrc.Option {
 	})}
 }
 
-// ownModule is one of widgets' own modules, as a Module: the same Module
-// for every caller while the module stays loaded.
-type ownModule struct {
-	py  *pysrc.Module
-	mod atomic.Pointer[Module]
-}
-
-func newOwn(m *pysrc.Module) *ownModule { return &ownModule{py: m} }
-
-func (o *ownModule) get() (*Module, error) {
-	m, err := o.py.Load()
-	if err != nil {
-		return nil, err
-	}
-	return o.wrap(m), nil
-}
-
-// loaded returns the module if it was loaded, else nil.
-func (o *ownModule) loaded() *Module {
-	if m := o.py.Loaded(); m != nil {
-		return o.wrap(m)
-	}
-	return nil
-}
-
-func (o *ownModule) wrap(m *pygi.Object) *Module {
-	for {
-		w := o.mod.Load()
-		if w != nil && w.Object == m {
-			return w
-		}
-		if nw := (&Module{Object: m, Name: o.py.Name()}); o.mod.CompareAndSwap(w, nw) {
-			return nw
-		}
-	}
+// newOwn is one of widgets' own modules, as a Module: the same Module for
+// every caller while the module stays loaded.
+func newOwn(m *pysrc.Module) *pysrc.Wrapped[*Module] {
+	return pysrc.Wrap(m, func(mod *pygi.Object, name string) *Module { return &Module{Object: mod, Name: name} })
 }

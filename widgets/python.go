@@ -11,8 +11,9 @@ import (
 
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
-	"github.com/duet-gtk/duet/internal/bridge"
 	"github.com/duet-gtk/duet/internal/capi"
+	"github.com/duet-gtk/duet/internal/lifetime"
+	"github.com/duet-gtk/duet/internal/pyobj"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -203,19 +204,30 @@ func propertyFuncs() (set, build *pygi.Object, err error) {
 	propFuncs.mu.Lock()
 	defer propFuncs.mu.Unlock()
 	if propFuncs.set == nil {
-		ref, st, exc := capi.PropertyFuncs()
-		if st != capi.OK {
-			return nil, nil, bridge.NewError(exc)
+		// Through the gate, as every entry into Python: Finalize must see
+		// this call in flight.
+		if err := lifetime.Enter(); err != nil {
+			return nil, nil, err
 		}
-		pair := bridge.WrapOwned(ref).(*pygi.Object)
+		ref, st, exc := capi.PropertyFuncs()
+		var pair *pygi.Object
+		if st == capi.OK {
+			pair = pyobj.Owned(ref)
+		} else {
+			err = pyobj.Error(exc) // inside the entry, as it must be
+		}
+		lifetime.Exit()
+		if err != nil {
+			return nil, nil, err
+		}
 		defer pair.Close()
 		var b pygi.Block
 		set, build := b.Item(pair, 0), b.Item(pair, 1)
 		if err := b.Err(); err != nil {
 			return nil, nil, err
 		}
-		bridge.Keep(set)
-		bridge.Keep(build)
+		pyobj.Keep(set)
+		pyobj.Keep(build)
 		propFuncs.set, propFuncs.build = set, build
 	}
 	return propFuncs.set, propFuncs.build, nil

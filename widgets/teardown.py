@@ -16,9 +16,7 @@ def uninstall():
     """Before Python goes: the toplevels list lives as long as GTK, and a
     window made after Python is gone would run the handler."""
     while _installed:
-        model, hid = _installed.pop()
-        if GObject.signal_handler_is_connected(model, hid):
-            GObject.signal_handler_disconnect(model, hid)
+        disconnect(*_installed.pop())
 
 
 def windows(model):

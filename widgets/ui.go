@@ -42,7 +42,7 @@ func LoadUI(xml string, handlers map[string]any) (*UI, error) {
 	if err := hookConnect(); err != nil {
 		return nil, err
 	}
-	m, err := uiHelper.get()
+	m, err := uiHelper.Get()
 	if err != nil {
 		return nil, err
 	}

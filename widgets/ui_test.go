@@ -106,7 +106,7 @@ func TestLoadUIHandlersAreNamedInTheCensus(t *testing.T) {
 		})
 		require.NoError(t, err)
 		sites := map[string]string{}
-		for _, l := range diag.LiveCallbacks() {
+		for _, l := range diag.CallbackCensus.Read() {
 			sites[l.Name] = l.Site
 		}
 		for _, name := range []string{"on_save_clicked", "on_quit_clicked"} {

@@ -103,7 +103,7 @@ func Weakly(obj any, fn any) any {
 	if obj == nil {
 		panic("widgets.Weakly: obj is nil")
 	}
-	if ov := reflect.ValueOf(obj); ov.Kind() == reflect.Pointer && ov.IsNil() {
+	if isNilPointer(obj) {
 		panic(fmt.Sprintf("widgets.Weakly: obj is a nil %T", obj))
 	}
 	if ot := reflect.TypeOf(obj); ft.In(0) != ot {
@@ -172,9 +172,9 @@ func weakUpgrade(obj any) (get func() (live reflect.Value, release func(), ok bo
 		if want.Kind() != reflect.Pointer {
 			panic(fmt.Sprintf("widgets.Weakly: obj is a %s value: pass a pointer (%s), as gotk4's constructors return", want, reflect.PointerTo(want)))
 		}
-		base := coreglib.BaseObject(o)
-		if base == nil {
-			panic(fmt.Sprintf("widgets.Weakly: obj is a %T with no GObject", obj))
+		base, err := baseObject(o)
+		if err != nil {
+			panic(fmt.Sprintf("widgets.Weakly: obj: %v", err))
 		}
 		typeName := base.Type().Name()
 		w := coreglib.NewWeakRef(o)

@@ -338,6 +338,16 @@ func (d *driver) replayOnce(ctx context.Context, path string) int {
 }
 
 // replay runs trace in a fresh child.
+// replayLimit bounds a replay: the same pace as recorded, so what the
+// recorded trace took (its last action's time), twice, and a margin.
+func replayLimit(trace []explore.Action) time.Duration {
+	var took time.Duration
+	if n := len(trace); n > 0 {
+		took = trace[n-1].At
+	}
+	return 2*took + 10*time.Second
+}
+
 func (d *driver) replay(ctx context.Context, trace []explore.Action, expect *explore.Finding) (*outcome, error) {
 	file := filepath.Join(d.tmp, fmt.Sprintf("replay-%d.jsonl", d.children+1))
 	f, err := os.Create(file)
@@ -351,13 +361,7 @@ func (d *driver) replay(ctx context.Context, trace []explore.Action, expect *exp
 	if err := errors.Join(rep.WriteJSON(f), f.Close()); err != nil {
 		return nil, err
 	}
-	// The same pace as recorded, bounded by what the recorded trace took
-	// (the last action's time) and a margin.
-	var took time.Duration
-	if n := len(trace); n > 0 {
-		took = trace[n-1].At
-	}
-	limit := 2*took + 10*time.Second
+	limit := replayLimit(trace)
 	return d.child(ctx, fmt.Sprintf("replay=%s,duration=%s,%s", file, limit, d.options()), limit)
 }
 

@@ -107,11 +107,7 @@ func (d *driver) writeTest(dir string, f *explore.Finding, trace []explore.Actio
 	sum := sha256.Sum256(jsonl.Bytes())
 	hash := hex.EncodeToString(sum[:4])
 	base := "duetexplore-" + string(f.Kind) + "-" + hash + ".jsonl"
-	var took time.Duration
-	if n := len(trace); n > 0 {
-		took = trace[n-1].At
-	}
-	limit := 2*took + 10*time.Second
+	limit := replayLimit(trace)
 	var words []string
 	for _, a := range trace {
 		words = append(words, oneLine(a.String()))

@@ -103,14 +103,15 @@ func settleRound(deadline time.Time) (counts, error) {
 		}
 	}
 	n := 0
-	for _, c := range diag.GObjects() {
+	for _, c := range diag.GObjectCensus.Read() {
 		n += c
 	}
+	s := forensics.ReadStats()
 	return counts{
-		callbacks: forensics.ReadStats().Callbacks.Live,
-		objects:   forensics.ReadStats().Objects.Live,
+		callbacks: s.Callbacks.Live,
+		objects:   s.Objects.Live,
 		gobjects:  n,
-		pending:   lifetime.Pending(),
+		pending:   s.Objects.Pending,
 	}, nil
 }
 
@@ -141,7 +142,7 @@ func collectAndFinalize(deadline time.Time) error {
 // failure message.
 func liveSites() string {
 	var b strings.Builder
-	for i, l := range diag.LiveCallbacks() {
+	for i, l := range diag.CallbackCensus.Read() {
 		if i == 5 {
 			b.WriteString("\n\t...")
 			break

@@ -47,8 +47,7 @@ extern __thread int duet_depth;
 // a thread-exit destructor deletes a state duet made (runtime.c).
 extern __thread int duet_pinned;
 void duet_pin_thread(void); // once per thread whose state duet made, GIL held
-void duet_reap_threads(void); // delete the states of threads that ended (GIL held)
-extern int duet_reap_pending;
+// duet_reap_threads and duet_reap_pending: see duet.h (it enters Python itself).
 void duet_free_thread_buffers(void); // this thread's scratch buffers (values.c, ops.c)
 void duet_free_scratch(void);
 extern int duet_initialized;

@@ -128,15 +128,6 @@ static int count_gotk4(GObject *obj) {
 	return n;
 }
 
-// Who may change an object's toggle references while they are counted and
-// removed here: gotk4 (intern.Get, and the removal finalizeBox queues on the
-// default main context), and PyGObject (switching a wrapper to a toggle
-// reference and back). GLib's own lock for the record is private, so this
-// runs on the UI thread, where duet confines every gotk4 wrap it makes and
-// where the main context dispatches gotk4's queued removals, and attached to
-// Python, which excludes PyGObject's changes (they happen under the GIL).
-// The count and the removal are one step: nothing can add a reference in
-// between that would then be removed by mistake.
 // gotk4's signal closures. Each Go handler gotk4 connects is a GClosure
 // that gotk4 watches on the object (g_object_watch_closure) and that has
 // one of these finalize notifiers; its Go function lives in gotk4's box for
@@ -190,7 +181,7 @@ static int invalidate_gotk4_closures(GObject *obj) {
 
 // duet_closure_layout_known checks, once, that GLib keeps watched closures
 // in the record invalidate_gotk4_closures reads.
-int duet_closure_layout_known(void) {
+static int duet_closure_layout_known(void) {
 	GObject *obj = g_object_new(G_TYPE_OBJECT, NULL);
 	GClosure *c = g_closure_new_simple(sizeof(GClosure), NULL);
 	g_object_watch_closure(obj, c);
@@ -200,6 +191,15 @@ int duet_closure_layout_known(void) {
 	return ok;
 }
 
+// Who may change an object's toggle references while they are counted and
+// removed here: gotk4 (intern.Get, and the removal finalizeBox queues on the
+// default main context), and PyGObject (switching a wrapper to a toggle
+// reference and back). GLib's own lock for the record is private, so this
+// runs on the UI thread, where duet confines every gotk4 wrap it makes and
+// where the main context dispatches gotk4's queued removals, and attached to
+// Python, which excludes PyGObject's changes (they happen under the GIL).
+// The count and the removal are one step: nothing can add a reference in
+// between that would then be removed by mistake.
 int duet_gotk4_release_all(uintptr_t gobj) {
 	if (!goToggleNotify) return -1;
 	GObject *obj = (GObject *)gobj;

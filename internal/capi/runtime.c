@@ -148,10 +148,11 @@ int duet_attached(void) { return duet_initialized && duet_depth > 0; }
 // ---- threads that end ---------------------------------------------------------
 //
 // A pinned thread state lives as long as its thread; when the thread ends,
-// the key's destructor deletes the state duet made for it (and the
-// per-thread buffers). It takes the GIL with the thread's own state, so it
-// waits like any entry; finalisation closes the door first (ts_closed, under
-// ts_mu), after which the interpreter deletes every state itself.
+// the key's destructor frees the per-thread buffers and hands the state
+// duet made for it to a live thread (thread_gone, below: it may not run
+// Python code itself), which deletes it at its next drain. Finalisation
+// closes the door first (ts_closed, under ts_mu), after which the
+// interpreter deletes every state itself.
 
 static pthread_key_t ts_key;
 static pthread_once_t ts_once = PTHREAD_ONCE_INIT;

@@ -2,7 +2,7 @@ package diag
 
 import "sync"
 
-// The counters behind forensics.ReadStats. Each package that counts sets
+// The counters behind forensics.ReadStats (and the census sources, census.go). Each package that counts sets
 // its source at init; a source that is not linked reads as zero. The
 // field sets are forensics.Stats' groups (assignable to them, so the two
 // cannot drift apart without the build failing).

@@ -134,7 +134,7 @@ func Enter() error {
 	// After it (the loop ran, and returned), any entry drains what it may
 	// (drain decides), and one on the UI thread what waits for it too.
 	if releases.dirty.Load() || capi.ReapPending() || releases.uiDirty.Load() && capi.OnUIThread() {
-		if !ui.confined.Load() || !ui.running.Load() {
+		if !ui.running.Load() { // running implies confined
 			drain()
 		}
 	}

@@ -117,7 +117,13 @@ var timerCanceller atomic.Pointer[func()]
 
 // SetTimerCanceller sets what cancels every scheduled timer (package
 // eventloop).
-func SetTimerCanceller(f func()) { timerCanceller.Store(&f) }
+func SetTimerCanceller(f func()) {
+	if f == nil {
+		timerCanceller.Store(nil)
+		return
+	}
+	timerCanceller.Store(&f)
+}
 
 // CancelTimers cancels every timer still scheduled; app calls it during
 // shutdown, before Python goes away.

@@ -165,7 +165,8 @@ func ChildMain(sc Scenario, broken bool, gcInterval time.Duration) int {
 	start := time.Now()
 	var forced atomic.Int64
 	sample := func() Sample {
-		cs, ps := forensics.ReadStats().Callbacks, forensics.ReadStats().Objects
+		st := forensics.ReadStats()
+		cs, ps := st.Callbacks, st.Objects
 		return Sample{
 			T: time.Since(start).Seconds(), Iterations: env.iter.Load(),
 			GoGC: goGCCycles(), PyGC: pyGCCycles(), ForcedGC: forced.Load(),

@@ -26,7 +26,7 @@ func ShowCensus(parent *pygi.Object) (*widgets.Widget, error) {
 	if err := eventloop.RequireMain("kit.ShowCensus"); err != nil {
 		return nil, err
 	}
-	m, err := censusPy.get()
+	m, err := censusPy.Get()
 	if err != nil {
 		return nil, err
 	}
@@ -53,8 +53,8 @@ func closeCensus() error {
 	if err := lifetime.RequireMain("closing the census window"); err != nil {
 		return err
 	}
-	m := censusPy.loaded()
-	if m == nil {
+	m, ok := censusPy.Loaded()
+	if !ok {
 		return nil
 	}
 	r, err := m.CallMethod("close")

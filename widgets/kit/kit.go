@@ -23,7 +23,7 @@ func Library() (*widgets.Module, error) {
 	if err := eventloop.RequireMain("kit.Library"); err != nil {
 		return nil, err
 	}
-	return library.get()
+	return library.Get()
 }
 
 // batcher collects values from any goroutine and hands them to the loop in
