@@ -398,3 +398,68 @@ func TestCriticalsAreFatal(t *testing.T) {
 	assert.Contains(t, string(out), "gtk_box_remove")
 	assert.NotContains(t, string(out), "still alive")
 }
+
+// A flood of Invokes runs in turns: between two of them the loop serves
+// its other sources, timers at the default priority and, below it, what
+// runs at GTK's redraw priority, so the UI keeps its pace while the queue
+// drains; and the queue's order is kept across the turns.
+func TestInvokeFloodRunsInTurns(t *testing.T) {
+	defer watchdog(t, 2*time.Minute)()
+	var ticks atomic.Int64
+	timer := eventloop.Every(time.Millisecond, func() { ticks.Add(1) })
+	defer timer.Cancel()
+	// ran counts the runs of an idle at GTK's redraw priority; schedule
+	// adds it.
+	var b pygi.Block
+	g := b.Globals(nil)
+	b.Exec(`from gi.repository import GLib
+ran = []
+def schedule():
+    GLib.idle_add(lambda: ran.append(1), priority=GLib.PRIORITY_HIGH_IDLE + 20)`, g)
+	ranList, schedule := b.Item(g, "ran"), b.Item(g, "schedule")
+	require.NoError(t, b.Err())
+	defer ranList.Close()
+	defer schedule.Close()
+	const n = 400
+	type seen struct{ i, ticks, redraws int }
+	var order []seen // the loop thread's only
+	for i := range n {
+		eventloop.Invoke(func() {
+			if i == 0 {
+				r, err := schedule.Call()
+				assert.NoError(t, err)
+				r.Close()
+			}
+			redraws, err := pygi.As[[]int](ranList)
+			assert.NoError(t, err)
+			order = append(order, seen{i, int(ticks.Load()), len(redraws)})
+			// Work a handler would do: about 100 µs of the UI thread.
+			for end := time.Now().Add(100 * time.Microsecond); time.Now().Before(end); {
+			}
+		})
+	}
+	looptest.Turn(t)
+	require.Len(t, order, n)
+	for k, s := range order {
+		require.Equal(t, k, s.i, "the queue's order")
+	}
+	assert.Greater(t, order[n-1].ticks, order[0].ticks, "the 1 ms timer ran while the queue drained")
+	assert.Equal(t, 1, order[n-1].redraws, "what runs at GTK's redraw priority ran while the queue drained")
+
+	// Once the queue is empty, Invoke's priority is the default again: a
+	// new Invoke runs before what waits at the redraw priority.
+	var before atomic.Int64
+	before.Store(-1)
+	require.NoError(t, eventloop.InvokeWait(context.Background(), func() error {
+		r, err := schedule.Call()
+		r.Close()
+		eventloop.Invoke(func() {
+			redraws, err := pygi.As[[]int](ranList)
+			assert.NoError(t, err)
+			before.Store(int64(len(redraws)))
+		})
+		return err
+	}))
+	looptest.Turn(t)
+	assert.EqualValues(t, 1, before.Load(), "the Invoke ran before the second redraw-priority idle")
+}

@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/diag"
@@ -230,7 +231,8 @@ func drainReleases() {
 // ---- Invoke ---------------------------------------------------------------------
 
 // queue holds functions waiting for the loop. A mutex-protected slice: one
-// lock per post, and the loop takes the whole batch at once.
+// lock per post; the loop takes all of it at once and runs it in turns (see
+// dispatch).
 var queue struct {
 	mu    sync.Mutex
 	items []func()
@@ -320,23 +322,61 @@ func init() {
 	})
 }
 
-// dispatch runs on the loop (from the invoke source) and drains the queue.
-func dispatch() {
+// carry is the part of a batch that a dispatch left for the next turn: it
+// runs before anything queued since. UI thread only.
+var carry struct {
+	items []func()
+	next  int
+}
+
+// batchBudget bounds one dispatch: a flood of Invokes runs in turns of about
+// this long, with the loop's other sources (input, timers, redraw: see
+// internal/capi/loop.c) served between two turns. Neither all at once (a
+// backlog of 100 000 would keep the UI thread for a tenth of a second) nor
+// one per wake-up (each turn of the loop costs more than a small Invoke).
+const batchBudget = 2 * time.Millisecond
+
+// dispatch runs on the loop (from the invoke source): queued work, in order,
+// for about batchBudget. It says whether work is left for the next turn.
+func dispatch() (more bool) {
 	loopStats.dispatches.Add(1)
-	queue.mu.Lock()
-	batch := queue.items
-	queue.items, queue.spare = queue.spare[:0], nil // never share an array between the two
-	queue.mu.Unlock()
-	for i, fn := range batch {
-		if err := runGuarded("eventloop.Invoke", func() error { fn(); return nil }); err != nil {
-			reportError("", err)
+	began := time.Now()
+	for {
+		if carry.next == len(carry.items) {
+			queue.mu.Lock()
+			batch := queue.items
+			queue.items, queue.spare = queue.spare[:0], nil // never share an array between the two
+			queue.mu.Unlock()
+			if len(batch) == 0 {
+				return false
+			}
+			carry.items, carry.next = batch, 0
 		}
-		batch[i] = nil
-	}
-	if cap(batch) <= 1024 {
-		queue.mu.Lock()
-		queue.spare = batch[:0]
-		queue.mu.Unlock()
+		items := carry.items
+		for carry.next < len(items) {
+			fn := items[carry.next]
+			items[carry.next] = nil
+			carry.next++
+			if err := runGuarded("eventloop.Invoke", func() error { fn(); return nil }); err != nil {
+				reportError("", err)
+			}
+			// The clock is read every few items: most take less than it.
+			if carry.next%16 == 0 && carry.next < len(items) && time.Since(began) > batchBudget {
+				return true
+			}
+		}
+		carry.items, carry.next = nil, 0
+		if cap(items) <= 1024 {
+			queue.mu.Lock()
+			queue.spare = items[:0]
+			queue.mu.Unlock()
+		}
+		if time.Since(began) > batchBudget {
+			queue.mu.Lock()
+			more = len(queue.items) > 0
+			queue.mu.Unlock()
+			return more
+		}
 	}
 }
 

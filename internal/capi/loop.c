@@ -13,10 +13,20 @@
 // sets a flag and wakes the context; dispatching clears the flag first, then
 // lets Go run its queue, so a post that races with the dispatch wakes the
 // loop again instead of being lost. No allocation per post.
+//
+// Go runs the queue in bounded batches (eventloop's dispatch says how much).
+// When it leaves work for the next turn, the source stays ready but drops to
+// a priority just below GTK's redraw, so that what a user sees and feels
+// between two batches (input and timers at the default priority, layout and
+// paint at theirs) keeps its pace; it comes back to the default priority once
+// the queue is empty. A source's priority may change while it is attached.
+
+#define INVOKE_BACKLOG_PRIORITY (G_PRIORITY_HIGH_IDLE + 21) // GDK_PRIORITY_REDRAW + 1
 
 typedef struct {
 	GSource base;
 	gint pending;
+	int backlog; // UI thread only: the priority is the backlog's
 } invoke_source;
 
 static invoke_source *invoker;
@@ -29,8 +39,14 @@ static gboolean inv_prepare(GSource *s, gint *timeout) {
 static gboolean inv_check(GSource *s) { return g_atomic_int_get(&((invoke_source *)s)->pending); }
 
 static gboolean inv_dispatch(GSource *s, GSourceFunc cb, gpointer data) {
-	g_atomic_int_set(&((invoke_source *)s)->pending, 0);
-	duetLoopDispatch();
+	invoke_source *inv = (invoke_source *)s;
+	g_atomic_int_set(&inv->pending, 0);
+	int more = duetLoopDispatch();
+	if (more) g_atomic_int_set(&inv->pending, 1); // the rest, next turn
+	if (more != inv->backlog) {
+		inv->backlog = more;
+		g_source_set_priority(s, more ? INVOKE_BACKLOG_PRIORITY : G_PRIORITY_DEFAULT);
+	}
 	return G_SOURCE_CONTINUE;
 }
 

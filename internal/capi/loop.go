@@ -13,22 +13,24 @@ import (
 )
 
 var (
-	loopDispatch atomic.Pointer[func()]
+	loopDispatch atomic.Pointer[func() bool]
 	timerFire    atomic.Pointer[func(uintptr) bool]
 )
 
 // SetLoopHandlers installs the Go side of the event loop's sources: dispatch
-// runs queued invocations, fire runs a timer and says whether it repeats.
-func SetLoopHandlers(dispatch func(), fire func(uintptr) bool) {
+// runs a batch of queued invocations and says whether some are left for the
+// next turn, fire runs a timer and says whether it repeats.
+func SetLoopHandlers(dispatch func() bool, fire func(uintptr) bool) {
 	loopDispatch.Store(&dispatch)
 	timerFire.Store(&fire)
 }
 
 //export duetLoopDispatch
-func duetLoopDispatch() {
-	if f := loopDispatch.Load(); f != nil {
-		(*f)()
+func duetLoopDispatch() C.int {
+	if f := loopDispatch.Load(); f != nil && (*f)() {
+		return 1
 	}
+	return 0
 }
 
 //export duetTimerFire

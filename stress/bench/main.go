@@ -388,6 +388,14 @@ func latency(bin string, t *benchTable) error {
 			p99, _ := strconv.ParseFloat(f[2], 64)
 			t.invoke.add(t.invoke.sides[0], p50)
 			t.invoke.add(t.invoke.sides[1], p99)
+		case len(f) == 7 && f[0] == "flood":
+			// flood <timer runs> <longest gap ms> <invokes> <p50 µs> <p99 µs> <seconds>
+			num := func(i int) float64 { v, _ := strconv.ParseFloat(f[i], 64); return v }
+			t.flood.add("runs", num(1))
+			t.flood.add("gap", num(2))
+			t.flood.add("p50", num(4)/1000)
+			t.flood.add("p99", num(5)/1000)
+			t.flood.add("time", num(6)*1000)
 		case len(f) == 5 && f[0] == "busy":
 			n, _ := strconv.Atoi(f[1])
 			p50, _ := strconv.ParseFloat(f[3], 64)

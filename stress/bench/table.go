@@ -50,7 +50,7 @@ func median(v []float64) float64 {
 
 // benchTable is every row make bench prints, in order.
 type benchTable struct {
-	emit, emitFloor, emitHandler, emitGotk4, call, call3, back, backObj, createFree, create, start, rss, invoke, idle *comparison
+	emit, emitFloor, emitHandler, emitGotk4, call, call3, back, backObj, createFree, create, start, rss, invoke, flood, idle *comparison
 	ring, provenance                                                                                                  *comparison // forensics' costs
 	await                                                                                                             *comparison
 	load                                                                                                              []*comparison // 0, 1, 2, 4 busy goroutines
@@ -92,6 +92,8 @@ func newTable() *benchTable {
 			sides: []string{"duet app", "PyGObject script", "gotk4 program"}},
 		invoke: &comparison{title: "Invoke round trip from a goroutine, a trivial Go func on the UI thread, idle app (2 000)", unit: "µs",
 			aim: "≤ 20 µs median", sides: []string{"duet: median", "p99"}},
+		flood: &comparison{title: "a busy loop: 8 goroutines each send 20 000 Invokes (a small Python call each) as fast as they can, while a 1 ms timer runs on the UI thread and a goroutine times InvokeWait round trips", unit: "ms",
+			aim: "timer gap ≤ 20 ms; round trip p99 < 10 ms", sides: []string{"gap", "p50", "p99", "runs", "time"}},
 		idle: &comparison{title: "wakeups of an idle app (window shown, nothing happening): voluntary context switches of all threads", unit: "per second",
 			aim: "≤ 1/s", sides: []string{"duet app", "PyGObject script", "gotk4 program"}},
 	}
@@ -107,12 +109,18 @@ func newTable() *benchTable {
 		}
 		t.load = append(t.load, c)
 	}
+	f := t.flood
+	f.text = func() string {
+		v := func(s string) float64 { return median(f.vals[s]) }
+		return fmt.Sprintf("longest timer gap %s ms (%.0f runs in %s ms); round trip p50 %s ms, p99 %s ms",
+			num(v("gap")), v("runs"), num(v("time")), num(v("p50")), num(v("p99")))
+	}
 	return t
 }
 
 func (t *benchTable) rows() []*comparison {
 	return append([]*comparison{t.emit, t.emitFloor, t.emitHandler, t.emitGotk4, t.call, t.call3, t.back, t.backObj, t.createFree, t.create,
-		t.ring, t.provenance, t.await, t.start, t.rss, t.invoke}, append(t.load, t.idle)...)
+		t.ring, t.provenance, t.await, t.start, t.rss, t.invoke}, append(t.load, t.flood, t.idle)...)
 }
 
 // render writes the table. Rows with one side show its median; rows with

@@ -6,6 +6,13 @@
 //
 //	idle <p50 µs> <p99 µs>
 //	busy <goroutines> <gc 0|1> <p50 µs> <p99 µs>
+//	flood <timer runs> <longest timer gap ms> <invokes> <p50 µs> <p99 µs> <seconds>
+//
+// The flood line is a busy program as a user writes one: 8 goroutines each
+// send 20 000 Invokes (each a small Python call) as fast as they can while a 1 ms timer runs on the UI
+// thread and a ninth goroutine times InvokeWait round trips; it says how
+// often the timer ran and its longest gap between two runs (the loop's
+// responsiveness), and the round trips' median and 99th percentile.
 package main
 
 import (
@@ -61,6 +68,7 @@ func main() {
 				fmt.Printf("busy %d %d %.1f %.1f\n", busy, gc, p50, p99)
 			}
 		}
+		flood(f)
 	}()
 	if err := eventloop.Run(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -81,4 +89,70 @@ func rounds(n int, fn func() error) (p50, p99 float64) {
 	slices.Sort(d)
 	us := func(x time.Duration) float64 { return float64(x.Nanoseconds()) / 1000 }
 	return us(d[len(d)/2]), us(d[len(d)*99/100])
+}
+
+// flood measures the loop while goroutines flood it with Invokes (see the
+// package doc).
+func flood(f *pygi.Object) {
+	const senders, each = 8, 20000
+	var (
+		mu      sync.Mutex
+		last    time.Time
+		maxGap  time.Duration
+		runs    int
+		stopped atomic.Bool
+	)
+	timer := eventloop.Every(time.Millisecond, func() {
+		now := time.Now()
+		mu.Lock()
+		if !last.IsZero() && !stopped.Load() {
+			maxGap = max(maxGap, now.Sub(last))
+			runs++
+		}
+		last = now
+		mu.Unlock()
+	})
+	time.Sleep(50 * time.Millisecond) // the timer's pace set before the flood
+	var ran atomic.Int64
+	var wg sync.WaitGroup
+	began := time.Now()
+	for range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				eventloop.Invoke(func() {
+					if r, err := f.Call(); err == nil {
+						r.Close()
+					}
+					ran.Add(1)
+				})
+			}
+		}()
+	}
+	var trips []time.Duration
+	probeDone := make(chan struct{})
+	go func() {
+		defer close(probeDone)
+		for ran.Load() < senders*each {
+			t := time.Now()
+			eventloop.InvokeWait(context.Background(), func() error { return nil })
+			trips = append(trips, time.Since(t))
+			time.Sleep(200 * time.Microsecond)
+		}
+	}()
+	wg.Wait()
+	<-probeDone
+	took := time.Since(began)
+	stopped.Store(true)
+	timer.Cancel()
+	if len(trips) == 0 {
+		trips = append(trips, 0)
+	}
+	slices.Sort(trips)
+	us := func(x time.Duration) float64 { return float64(x.Nanoseconds()) / 1000 }
+	mu.Lock()
+	defer mu.Unlock()
+	fmt.Printf("flood %d %.1f %d %.1f %.1f %.3f\n", runs, float64(maxGap.Microseconds())/1000, ran.Load(),
+		us(trips[len(trips)/2]), us(trips[len(trips)*99/100]), took.Seconds())
 }
