@@ -51,9 +51,9 @@ func median(v []float64) float64 {
 // benchTable is every row make bench prints, in order.
 type benchTable struct {
 	emit, emitFloor, emitHandler, emitGotk4, call, call3, back, backObj, createFree, create, start, rss, invoke, flood, idle *comparison
-	ring, provenance                                                                                                  *comparison // forensics' costs
-	await                                                                                                             *comparison
-	load                                                                                                              []*comparison // 0, 1, 2, 4 busy goroutines
+	ring, provenance                                                                                                         *comparison // forensics' costs
+	await                                                                                                                    *comparison
+	load                                                                                                                     []*comparison // 0, 1, 2, 4 busy goroutines
 }
 
 var busyCounts = []int{0, 1, 2, 4}
