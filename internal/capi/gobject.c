@@ -899,3 +899,27 @@ duet_res duet_property_funcs(void) {
 	duet_leave(st);
 	return res;
 }
+
+// ---- emission from C, for make bench -------------------------------------------
+//
+// duet_emit_n emits the signal sig (no arguments, no return value) on gobj
+// n times from C, the way GTK emits from its own code (a click, a notify),
+// and returns the nanoseconds per emission; -1 for a signal gobj does not
+// have. The caller holds no GIL and a reference to gobj.
+static void noop_handler(void) {}
+
+// duet_connect_noop connects a C function that does nothing to sig on gobj:
+// the floor of any handler, what GLib's emission costs with one connected.
+int duet_connect_noop(uintptr_t gobj, const char *sig) {
+	return g_signal_connect((GObject *)gobj, sig, G_CALLBACK(noop_handler), NULL) != 0;
+}
+
+double duet_emit_n(uintptr_t gobj, const char *sig, int64_t n) {
+	GObject *g = (GObject *)gobj;
+	guint id;
+	GQuark detail;
+	if (n <= 0 || !g_signal_parse_name(sig, G_OBJECT_TYPE(g), &id, &detail, FALSE)) return -1;
+	gint64 began = g_get_monotonic_time();
+	for (int64_t i = 0; i < n; i++) g_signal_emit(g, id, detail);
+	return (double)(g_get_monotonic_time() - began) * 1000.0 / (double)n;
+}

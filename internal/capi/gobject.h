@@ -51,4 +51,8 @@ int64_t duet_drain_off_ui(duet_ref *refs, int64_t n);
 // properties through PyGObject after checking each value against the
 // property's spec (see gobject.c).
 duet_res duet_property_funcs(void);
+// Emits sig on gobj n times from C (see gobject.c); ns per emission.
+double duet_emit_n(uintptr_t gobj, const char *sig, int64_t n);
+// Connects a C handler that does nothing (the floor of any handler).
+int duet_connect_noop(uintptr_t gobj, const char *sig);
 #endif

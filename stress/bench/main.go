@@ -22,12 +22,15 @@ import (
 	"syscall"
 	"time"
 
+	coreglib "github.com/diamondburned/gotk4/pkg/core/glib"
 	"github.com/diamondburned/gotk4/pkg/gtk/v4"
 
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/forensics"
+	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/pygi"
+	"github.com/duet-gtk/duet/widgets"
 )
 
 var (
@@ -102,6 +105,13 @@ func run() error {
 	for r := range *rounds {
 		fmt.Fprintf(os.Stderr, "round %d/%d\n", r+1, *rounds)
 		steps := []func() error{
+			measure(t.emitC, 0, func() (float64, error) { return emitC("func", count(100000)) }),
+			measure(t.emitC, 1, func() (float64, error) { return emitC("lambda", count(100000)) }),
+			measure(t.emitC, 2, func() (float64, error) { return emitC("gotk4", count(100000)) }),
+			measure(t.emitCObj, 0, func() (float64, error) { return emitC("object", count(100000)) }),
+			func() error { t.emitCObj.add(t.emitCObj.sides[1], last(t.emitC, 1)); return nil }, // the same lambda
+			measure(t.emitCFloor, 0, func() (float64, error) { return emitC("c", count(100000)) }),
+			measure(t.emitCFloor, 1, func() (float64, error) { return emitC("none", count(100000)) }),
 			measure(t.emit, 0, func() (float64, error) { return emitDuet(Gtk, count(100000)) }),
 			measure(t.emit, 1, pyMode("emit", 100000)),
 			measure(t.emitFloor, 0, func() (float64, error) { return emitFloorDuet(Gtk, count(100000)) }),
@@ -182,6 +192,41 @@ func emitDuet(Gtk *pygi.Object, n int) (float64, error) {
 		return 0, err
 	}
 	return pyLoop("b.emit('clicked')", n, pygi.Kw{"b": b})
+}
+
+// emitC: a C loop emits clicked on a gotk4-made button, the way GTK emits
+// from its own code, to one handler: a duet Go func taking nothing
+// ("func") or the emitter ("object"), a Python lambda connected through
+// PyGObject ("lambda"), gotk4's own Go handler ("gotk4"), a C function
+// doing nothing ("c": the floor under any handler), or none.
+func emitC(handler string, n int) (float64, error) {
+	b := gtk.NewButtonWithLabel("x")
+	py, err := widgets.ToPython(b)
+	if err != nil {
+		return 0, err
+	}
+	defer py.Close()
+	switch handler {
+	case "func":
+		_, err = callbacks.Connect(py, "clicked", func() {})
+	case "object":
+		_, err = callbacks.Connect(py, "clicked", func(*pygi.Object) {})
+	case "lambda":
+		var f *pygi.Object
+		if f, err = pygi.Eval("lambda button: None", nil); err == nil {
+			_, err = py.CallMethod("connect", "clicked", f)
+		}
+	case "gotk4":
+		b.ConnectClicked(func() {})
+	case "c":
+		err = capi.ConnectNoop(coreglib.InternObject(b).Native(), "clicked")
+	}
+	if err != nil {
+		return 0, err
+	}
+	ns, err := capi.EmitN(coreglib.InternObject(b).Native(), "clicked", n)
+	runtime.KeepAlive(b)
+	return ns, err
 }
 
 // emitFloorDuet: the same loop with no handler connected.
