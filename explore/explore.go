@@ -302,7 +302,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			break
 		}
 	}
-	x.sample(true)
+	last := x.measure()
 	x.report.Elapsed = time.Since(x.start)
 	if !hung {
 		x.coverage() // with the last action's target reached
@@ -310,6 +310,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.ended = true // what still runs on the UI thread leaves the report alone
+	x.add(last)    // with an action the UI thread finished since
 	for _, f := range x.report.Findings {
 		f.Trace = slices.Clone(x.report.Trace[:f.upto])
 	}

@@ -150,12 +150,13 @@ func (r *Report) plot() string {
 	fmt.Fprintf(&b, `<text x="%d" y="%d" fill="%s">0 s</text><text x="%d" y="%d" text-anchor="end" fill="%s">%.1f s</text>`,
 		padL, bottom+14, plotMuted, padL+pw, bottom+14, plotMuted, t1)
 
+	var names strings.Builder // drawn last, over the findings' marks
 	for i, lane := range lanes {
 		y0 := top + i*laneH
 		if i > 0 {
 			fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#ddd" stroke-dasharray="3,3"/>`, padL, y0, padL+pw, y0)
 		}
-		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="%s" font-weight="bold">%s</text>`, padL+6, y0+16, lane.color, lane.name)
+		fmt.Fprintf(&names, `<text x="%d" y="%d" fill="%s" font-weight="bold" stroke="white" stroke-width="3" paint-order="stroke">%s</text>`, padL+6, y0+16, lane.color, lane.name)
 		if fromTrace && i > 0 {
 			fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#999">no samples (the process ended before its report)</text>`, padL+6, y0+32)
 			continue
@@ -169,9 +170,9 @@ func (r *Report) plot() string {
 			lo, hi = min(lo, lane.value(s)), max(hi, lane.value(s))
 		}
 		lo, hi = lane.bounds(lo, hi)
-		// 6 px inside the lane at either end, so that neighbours' lines
-		// do not touch.
-		yTop, yBot := float64(y0+6), float64(y0+laneH-6)
+		// Under the lane's name, and 6 px above its bottom, so that
+		// neither the name nor a neighbour's line touches it.
+		yTop, yBot := float64(y0+24), float64(y0+laneH-6)
 		yOf := func(v float64) float64 { return yBot - (yBot-yTop)*(v-lo)/max(hi-lo, 1e-9) }
 		pts := make([]string, 0, len(samples))
 		for _, s := range samples {
@@ -207,6 +208,7 @@ func (r *Report) plot() string {
 		}
 		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="%s">%s</text>`, padL, bottom+34+lineH*i, plotFinding, plotText(line, 130))
 	}
+	b.WriteString(names.String())
 	if n := len(r.Findings) - listed; n > 0 {
 		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="%s">… and %d more (the report lists them all)</text>`, padL, bottom+34+lineH*listed, plotMuted, n)
 	}

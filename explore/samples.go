@@ -34,17 +34,27 @@ type Sample struct {
 // sample records a Sample when the last one is sampleEvery old, or now
 // when force; once Run has returned the report, never.
 func (x *explorer) sample(force bool) {
-	now := time.Since(x.start)
-	if !force && x.sampled && now-x.lastSample < sampleEvery {
+	if !force && x.sampled && time.Since(x.start)-x.lastSample < sampleEvery {
 		return
 	}
-	x.sampled, x.lastSample = true, now
-	s := Sample{At: now, Callbacks: forensics.ReadStats().Callbacks.Live, RSS: residentBytes()}
+	s := x.measure()
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.ended {
-		return
+	if !x.ended {
+		x.add(s)
 	}
+}
+
+// measure is a Sample now, but for what x.mu guards (see add).
+func (x *explorer) measure() Sample {
+	now := time.Since(x.start)
+	x.sampled, x.lastSample = true, now
+	return Sample{At: now, Callbacks: forensics.ReadStats().Callbacks.Live, RSS: residentBytes()}
+}
+
+// add completes s with the actions and findings so far and records it;
+// x.mu is held.
+func (x *explorer) add(s Sample) {
 	s.Actions, s.Findings = len(x.report.Trace), len(x.report.Findings)
 	x.report.Samples = append(x.report.Samples, s)
 }
