@@ -47,11 +47,13 @@
 // it finds something (a Go panic, a Python exception, a GLib/GTK warning
 // or critical, a stall, a leak). Then it quits the application, prints its
 // report on stderr (each finding with the actions that led to it), writes
-// it as JSON lines to the file DUET_EXPLORE_OUT names, if set, and Run
-// returns 3 when it found something. DUET_EXPLORE_TRACE, if set, names a
-// file that gets each action as JSON lines as it goes (before it is done
-// and once done), for a parent that must know what a crashed process was
-// doing (cmd/duetexplore). DUET_EXPLORE=replay=FILE replays a recorded
+// it as JSON lines to the file DUET_EXPLORE_OUT names, if set, draws the
+// run as SVG (actions, live callbacks, RSS and findings on one timeline:
+// explore.Report.WritePlot) to the file DUET_EXPLORE_PLOT names, if set,
+// and Run returns 3 when it found something. DUET_EXPLORE_TRACE, if set,
+// names a file that gets each action as JSON lines as it goes (before it is
+// done and once done), for a parent that must know what a crashed process
+// was doing (cmd/duetexplore). DUET_EXPLORE=replay=FILE replays a recorded
 // trace instead. Unset, DUET_EXPLORE costs one lookup of the environment.
 //
 // # API

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"time"
@@ -23,6 +24,7 @@ type exploring struct {
 	app    *App
 	opts   explore.Options
 	out    string   // DUET_EXPLORE_OUT: where the JSON lines go
+	plot   string   // DUET_EXPLORE_PLOT: where the SVG plot goes
 	trace  *os.File // DUET_EXPLORE_TRACE: each action as it starts
 	cancel context.CancelFunc
 
@@ -43,7 +45,7 @@ func (a *App) startExploring(ctx context.Context, spec string) (*exploring, erro
 		return nil, fmt.Errorf("DUET_EXPLORE: %w", err)
 	}
 	opts.App = a.py
-	x := &exploring{app: a, opts: opts, out: os.Getenv("DUET_EXPLORE_OUT"), done: make(chan struct{})}
+	x := &exploring{app: a, opts: opts, out: os.Getenv("DUET_EXPLORE_OUT"), plot: os.Getenv("DUET_EXPLORE_PLOT"), done: make(chan struct{})}
 	if path := os.Getenv("DUET_EXPLORE_TRACE"); path != "" {
 		// One unbuffered write per action before it is done, one after
 		// ({"n": index, "action": ...}, the last line of an index wins):
@@ -126,24 +128,30 @@ func hung(rep *explore.Report) bool {
 	return false
 }
 
-// print writes the report on stderr and the JSON lines, once.
+// print writes the report on stderr, the JSON lines and the plot, once.
 func (x *exploring) print() {
 	x.printOnce.Do(func() {
 		fmt.Fprint(os.Stderr, x.rep)
 		if x.out != "" {
-			if err := writeReport(x.out, x.rep); err != nil {
+			if err := writeFile(x.out, x.rep.WriteJSON); err != nil {
 				fmt.Fprintln(os.Stderr, "explore:", err)
+			}
+		}
+		if x.plot != "" {
+			if err := writeFile(x.plot, x.rep.WritePlot); err != nil {
+				fmt.Fprintln(os.Stderr, "explore: the plot:", err)
 			}
 		}
 	})
 }
 
-func writeReport(path string, rep *explore.Report) error {
+// writeFile creates path and writes it with write.
+func writeFile(path string, write func(io.Writer) error) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := rep.WriteJSON(f); err != nil {
+	if err := write(f); err != nil {
 		f.Close()
 		return err
 	}

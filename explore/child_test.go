@@ -122,8 +122,8 @@ func lines(t *testing.T, path string) (actions []explore.Action, findings []expl
 }
 
 // DUET_EXPLORE on an unmodified app: it finds the planted bug, says it in
-// words on stderr and as JSON lines in DUET_EXPLORE_OUT, and exits 3; a
-// clean app exits 0.
+// words on stderr, as JSON lines in DUET_EXPLORE_OUT and with a mark in
+// the plot in DUET_EXPLORE_PLOT, and exits 3; a clean app exits 0.
 func TestExploreHook(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -144,8 +144,9 @@ func TestExploreHook(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			out := filepath.Join(t.TempDir(), "explore.jsonl")
+			plot := filepath.Join(t.TempDir(), "explore.svg")
 			env := append([]string{"EXPLORE_CHILD=" + tc.name, "GTK_A11Y=none",
-				"DUET_EXPLORE=seed=3,duration=3s,gc=20ms,pace=2ms", "DUET_EXPLORE_OUT=" + out}, tc.env...)
+				"DUET_EXPLORE=seed=3,duration=3s,gc=20ms,pace=2ms", "DUET_EXPLORE_OUT=" + out, "DUET_EXPLORE_PLOT=" + plot}, tc.env...)
 			_, stderr, err := testutil.RunChild(t, env...)
 			require.Equal(t, tc.status, testutil.ExitCode(t, err), "stderr:\n%s", stderr)
 			assert.Contains(t, stderr, "explore: seed 3: ")
@@ -154,6 +155,16 @@ func TestExploreHook(t *testing.T) {
 			assert.NotEmpty(t, actions)
 			assert.EqualValues(t, 3, summary["seed"])
 			assert.EqualValues(t, len(actions), summary["actions"])
+			assert.Contains(t, summary, "actions_per_s")
+			assert.Contains(t, summary, "coverage")
+			svg, err := os.ReadFile(plot)
+			require.NoError(t, err, "DUET_EXPLORE_PLOT")
+			labels, marks, lines := svgMarks(t, svg)
+			assert.Equal(t, 3, lines, "actions, live callbacks, RSS")
+			assert.Equal(t, len(findings), marks)
+			if len(findings) == 1 {
+				assert.Equal(t, []string{"1 " + string(tc.kind)}, labels)
+			}
 			if tc.status == 0 {
 				assert.Contains(t, stderr, "nothing found")
 				assert.Empty(t, findings)

@@ -90,15 +90,32 @@
 // finding's trace in a fresh process to confirm it, and shrinks it by
 // delta debugging to a short trace that still gives it, and (-test)
 // writes that as a Go regression test in the app's package. Not done yet:
-// list rows, closing and reopening windows, and the run's plot.
+// list rows, and closing and reopening windows.
+//
+// # The report
+//
+// A Report has the trace, the findings (each with the time it was seen,
+// Finding.At), the coverage (Report.Seen widgets and actions could be
+// acted on at some point, Report.Reached were) and the samples: Run takes
+// a Sample at its start, about every 250 ms between two steps and at its
+// end, from its own goroutine and without a visit to the UI thread (the
+// time, the actions and findings so far, the live Go callbacks of
+// forensics.Stats, the process's RSS from /proc/self/statm). WriteJSON
+// writes all of it as JSON lines, the summary line with the actions per
+// second and the coverage as a share, so that a tool needs no arithmetic;
+// ReadReport reads it back. WritePlot draws a run as SVG in the stress
+// harness's style: the actions, the live callbacks and the RSS on one
+// timeline, each finding a red mark labelled with its kind (package app
+// writes it to DUET_EXPLORE_PLOT, cmd/duetexplore to its -plot file).
 //
 // # API
 //
 //   - Running: [Run] with [Options] ([ParseOptions] reads them as
 //     DUET_EXPLORE writes them).
 //   - What it did and found: [Report] ([Report.String], [Report.WriteJSON],
-//     read back with [ReadReport]), its [Action] values ([Action.String])
-//     and each [Finding] ([Finding.String], [Finding.Same]) of a [Kind]:
+//     read back with [ReadReport]; [Report.WritePlot] draws it), its
+//     [Action] values ([Action.String]), its [Sample] values, and each
+//     [Finding] ([Finding.String], [Finding.Same]) of a [Kind]:
 //     [KindPanic], [KindException], [KindLog], [KindStall], [KindHang],
 //     [KindLeak], [KindCrash].
 //

@@ -225,7 +225,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	lastGC := time.Now()
 	lastCensus := 0
 	var missingSince time.Time // a replay's recorded address not found since
+	x.sample(true)
 	for ctx.Err() == nil && eventloop.Running() {
+		x.sample(false)
 		if opts.Actions > 0 && len(x.report.Trace) >= opts.Actions {
 			break
 		}
@@ -300,6 +302,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			break
 		}
 	}
+	last := x.measure()
 	x.report.Elapsed = time.Since(x.start)
 	if !hung {
 		x.coverage() // with the last action's target reached
@@ -307,6 +310,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.ended = true // what still runs on the UI thread leaves the report alone
+	x.add(last)    // with an action the UI thread finished since
 	for _, f := range x.report.Findings {
 		f.Trace = slices.Clone(x.report.Trace[:f.upto])
 	}
@@ -346,6 +350,9 @@ type explorer struct {
 
 	censuses []map[string]int
 	marks    []int // len(Trace) at each census
+
+	sampled    bool          // a sample was taken (only on Run's goroutine)
+	lastSample time.Duration // when
 }
 
 func (x *explorer) setUp(ctx context.Context) error {
@@ -575,6 +582,7 @@ func (x *explorer) found(f *Finding) {
 	// The trace is cut when the run ends: the action under way is
 	// described only once it returns.
 	f.upto = len(x.report.Trace)
+	f.At = time.Since(x.start)
 	x.seen[key] = f
 	x.report.Findings = append(x.report.Findings, f)
 }

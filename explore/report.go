@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -128,6 +129,10 @@ type Finding struct {
 	// Repeats counts the times the same trouble was seen again (when the
 	// run goes on after a finding).
 	Repeats int `json:"repeats,omitempty"`
+	// At is when it was first seen, since the exploration started; zero
+	// for a finding only a parent makes (cmd/duetexplore's crashes and
+	// hangs).
+	At time.Duration `json:"at_ns,omitempty"`
 
 	key  string // what makes two findings the same trouble
 	upto int    // how many actions of the run's trace led to it
@@ -209,6 +214,10 @@ type Report struct {
 	// some point, Reached those it did act on: the run's coverage.
 	Seen    int `json:"seen"`
 	Reached int `json:"reached"`
+	// Samples are the run's state over time (actions, live callbacks,
+	// RSS, findings), in order; WriteJSON writes one line each, WritePlot
+	// draws them.
+	Samples []Sample `json:"-"`
 	// A replay's outcome (Options.Replay): how many of the Recorded
 	// actions it took (Replayed), why it stopped short (ReplayError: a
 	// recorded address not found, or an action that could not be done as
@@ -222,12 +231,8 @@ type Report struct {
 // String is the report in words: a summary line, then each finding.
 func (r *Report) String() string {
 	var b strings.Builder
-	rate := 0.0
-	if r.Elapsed > 0 {
-		rate = float64(len(r.Trace)) / r.Elapsed.Seconds()
-	}
 	fmt.Fprintf(&b, "explore: seed %d: %d actions in %.1f s (%.1f/s), %d of %d widgets and actions reached: ",
-		r.Seed, len(r.Trace), r.Elapsed.Seconds(), rate, r.Reached, r.Seen)
+		r.Seed, len(r.Trace), r.Elapsed.Seconds(), r.rate(), r.Reached, r.Seen)
 	switch len(r.Findings) {
 	case 0:
 		b.WriteString("nothing found\n")
@@ -252,9 +257,29 @@ func (r *Report) String() string {
 	return b.String()
 }
 
+// rate is the run's actions per second (0 for a run that took no time).
+func (r *Report) rate() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(len(r.Trace)) / r.Elapsed.Seconds()
+}
+
+// share is the part of the widgets and actions seen that the run reached,
+// from 0 to 1 (0 when it saw none).
+func (r *Report) share() float64 {
+	if r.Seen <= 0 {
+		return 0
+	}
+	return float64(r.Reached) / float64(r.Seen)
+}
+
 // WriteJSON writes the report as JSON lines, for tools: one {"action": ...}
-// per action of the trace, one {"finding": ...} per finding, then one
-// {"summary": ...}.
+// per action of the trace, one {"finding": ...} per finding, one
+// {"sample": ...} per sample, then one {"summary": ...}, which adds to the
+// report's numbers the counts of actions and findings, the actions per
+// second ("actions_per_s") and the share of the widgets and actions seen
+// that were reached ("coverage", from 0 to 1).
 func (r *Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false) // addresses read "window > GtkBox#0 > ...", in a file for people too
@@ -268,17 +293,29 @@ func (r *Report) WriteJSON(w io.Writer) error {
 			return err
 		}
 	}
+	for i := range r.Samples {
+		if err := enc.Encode(map[string]any{"sample": &r.Samples[i]}); err != nil {
+			return err
+		}
+	}
 	type summary struct {
 		*Report
-		Actions  int `json:"actions"`
-		Findings int `json:"findings"`
+		Actions     int     `json:"actions"`
+		Findings    int     `json:"findings"`
+		ActionsPerS float64 `json:"actions_per_s"`
+		Coverage    float64 `json:"coverage"`
 	}
-	return enc.Encode(map[string]any{"summary": summary{r, len(r.Trace), len(r.Findings)}})
+	round := func(v float64, places float64) float64 {
+		p := math.Pow(10, places)
+		return math.Round(v*p) / p
+	}
+	return enc.Encode(map[string]any{"summary": summary{r, len(r.Trace), len(r.Findings), round(r.rate(), 2), round(r.share(), 3)}})
 }
 
 // ReadReport reads what WriteJSON wrote (a file DUET_EXPLORE_OUT names):
-// the trace, the findings and the summary's numbers. Lines it does not know
-// are skipped; a line that is not JSON is an error.
+// the trace, the findings, the samples and the summary's numbers. Lines it
+// does not know are skipped (and a file without samples reads without);
+// a line that is not JSON is an error.
 func ReadReport(r io.Reader) (*Report, error) {
 	rep := &Report{}
 	sc := bufio.NewScanner(r)
@@ -292,6 +329,7 @@ func ReadReport(r io.Reader) (*Report, error) {
 		var line struct {
 			Action  *Action
 			Finding *Finding
+			Sample  *Sample
 			Summary *Report
 		}
 		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
@@ -302,10 +340,12 @@ func ReadReport(r io.Reader) (*Report, error) {
 			rep.Trace = append(rep.Trace, *line.Action)
 		case line.Finding != nil:
 			rep.Findings = append(rep.Findings, line.Finding)
+		case line.Sample != nil:
+			rep.Samples = append(rep.Samples, *line.Sample)
 		case line.Summary != nil:
-			trace, findings := rep.Trace, rep.Findings
+			trace, findings, samples := rep.Trace, rep.Findings, rep.Samples
 			*rep = *line.Summary
-			rep.Trace, rep.Findings = trace, findings
+			rep.Trace, rep.Findings, rep.Samples = trace, findings, samples
 		}
 	}
 	if err := sc.Err(); err != nil {

@@ -48,6 +48,17 @@
 // was done, without its input: a crash in a typed text or a set value is
 // replayed only as far as the action before.
 //
+// # The plot
+//
+// With -plot FILE, the exploring run (with -replay, the replay) is drawn
+// as SVG into FILE (explore.Report.WritePlot: the actions so far, the live
+// Go callbacks and the RSS on one timeline, each finding a red mark
+// labelled with its kind, under a title with the seed, the duration, the
+// actions per second and the coverage), from the samples in the program's
+// report. A program that died before its report (a crash, a hang) has no
+// samples: its plot has the actions of the trace it streamed, and the
+// crash or hang at its last action. Without -plot, no plot is drawn.
+//
 // # Regression tests
 //
 // With -test, a confirmed and shrunk finding is written into the explored
@@ -76,6 +87,7 @@
 //	-no-leak        no leak check
 //	-shrink-time D  bound on shrinking (2m); -max-replays N (200)
 //	-o FILE         where the shrunk trace goes
+//	-plot FILE      draw the run as SVG into FILE
 //	-replay FILE    replay FILE once
 //	-test[=DIR]     write the finding as a regression test into the package's directory (or DIR)
 //	-exe PROGRAM    explore a program already built

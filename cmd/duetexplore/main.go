@@ -82,6 +82,7 @@ type driver struct {
 	shrinkTime time.Duration
 	maxReplays int
 	testDir    string // -test: where the regression test goes ("": none)
+	plot       string // -plot: where the run's SVG plot goes ("": none)
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -104,6 +105,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&d.shrinkTime, "shrink-time", 2*time.Minute, "time bound on shrinking a finding's trace")
 	fs.IntVar(&d.maxReplays, "max-replays", 200, "bound on the replays shrinking runs")
 	outFile := fs.String("o", "", "where the shrunk trace goes, as a replay file (default: a new duetexplore-KIND-*.jsonl in the temporary directory)")
+	fs.StringVar(&d.plot, "plot", "", "draw the exploring run (or -replay's) as SVG into this file: actions, live callbacks, RSS and findings on one timeline")
 	replay := fs.String("replay", "", "replay this file (JSON lines from -o or DUET_EXPLORE_OUT) once and report")
 	var test testFlag
 	fs.Var(&test, "test", "once a finding is confirmed and shrunk, write its trace to testdata/duetexplore-KIND-HASH.jsonl and a Go test that replays it, duetexplore_KIND_HASH_test.go, into the explored package's directory (-test=DIR: into DIR)")
@@ -233,6 +235,7 @@ func (d *driver) explore(ctx context.Context, outFile string) int {
 	} else {
 		fmt.Fprintf(d.out, "explore: seed %d: %d actions before the program ended\n", d.seed, len(o.trace))
 	}
+	d.writePlot(o)
 	if o.finding == nil {
 		fmt.Fprintln(d.out, "duetexplore: nothing found")
 		return exitClean
@@ -308,6 +311,7 @@ func (d *driver) replayOnce(ctx context.Context, path string) int {
 		fmt.Fprintln(d.log, "duetexplore:", err)
 		return exitUsage
 	}
+	d.writePlot(o)
 	replayed := len(o.trace)
 	if o.rep != nil {
 		replayed = o.rep.Replayed
