@@ -4,12 +4,12 @@ package pygi
 
 import (
 	"fmt"
-	"maps"
 	"math"
 	"math/big"
 	"reflect"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -149,13 +149,16 @@ func (e *encoder) object(o *Object) error {
 
 // args encodes call arguments: positional values, then keyword pairs.
 func (e *encoder) args(args []any) (nargs, nkw int, err error) {
-	var kws []kwArg
+	var small [8]kwArg // most calls pass a few keywords: no allocation for them
+	kws := small[:0]
 	for _, a := range args {
 		switch a := a.(type) {
 		case Kw:
-			for _, k := range slices.Sorted(maps.Keys(a)) {
-				kws = append(kws, kwArg{k, a[k]})
+			from := len(kws)
+			for k, v := range a {
+				kws = append(kws, kwArg{k, v})
 			}
+			slices.SortFunc(kws[from:], func(x, y kwArg) int { return strings.Compare(x.Name, y.Name) })
 		default:
 			if len(kws) > 0 {
 				return 0, 0, &ConversionError{Reason: "positional argument after keyword arguments"}
@@ -166,12 +169,16 @@ func (e *encoder) args(args []any) (nargs, nkw int, err error) {
 			nargs++
 		}
 	}
-	seen := make(map[string]bool, len(kws))
-	for _, kw := range kws {
-		if kw.Name == "" || seen[kw.Name] {
+	for i, kw := range kws {
+		// Names are few and sorted within each Kw: a repeat is a later
+		// one equal to an earlier one (no map to make on every call).
+		repeated := false
+		for _, before := range kws[:i] {
+			repeated = repeated || before.Name == kw.Name
+		}
+		if kw.Name == "" || repeated {
 			return 0, 0, &ConversionError{Reason: fmt.Sprintf("keyword argument %q is empty or repeated", kw.Name)}
 		}
-		seen[kw.Name] = true
 		if err := e.str(kw.Name); err != nil {
 			return 0, 0, err
 		}

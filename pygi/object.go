@@ -271,6 +271,20 @@ func (o *Object) CallMethod(name string, args ...any) (*Object, error) {
 }
 
 func (o *Object) call(method string, args []any) (*Object, error) {
+	if len(args) == 0 {
+		// The commonest call, f(): nothing to encode, no closure.
+		s, err := o.get()
+		if err != nil {
+			return nil, err
+		}
+		if err := enter(); err != nil {
+			return nil, err
+		}
+		defer exit()
+		r, err := result(capi.Call(s, method, nil, nil, 0, 0))
+		runtime.KeepAlive(o)
+		return r, err
+	}
 	return o.op(func(s capi.Ref) (*Object, error) {
 		e := getEncoder()
 		defer e.release()

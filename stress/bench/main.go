@@ -126,6 +126,8 @@ func run() error {
 			measure(t.emitGotk4, 1, func() (float64, error) { return emitGotk4(count(100000)), nil }),
 			measure(t.call, 0, func() (float64, error) { return callDuet(count(1000000)) }),
 			measure(t.call, 1, pyMode("call", 1000000)),
+			measure(t.callBatch, 0, func() (float64, error) { return callBatchDuet(count(1000000)) }),
+			func() error { t.callBatch.add(t.callBatch.sides[1], last(t.call, 1)); return nil }, // the same Python → Python call
 			measure(t.call3, 0, func() (float64, error) { return call3Duet(count(1000000)) }),
 			measure(t.call3, 1, pyMode("call3", 1000000)),
 			measure(t.back, 0, func() (float64, error) { return backDuet(count(1000000)) }),
@@ -261,6 +263,17 @@ func callDuet(n int) (float64, error) {
 		}
 	}
 	return float64(time.Since(t).Nanoseconds()) / float64(n), nil
+}
+
+// callBatchDuet: the loop of callDuet inside one attachment.
+func callBatchDuet(n int) (float64, error) {
+	var ns float64
+	err := pygi.WithGIL(func() error {
+		var err error
+		ns, err = callDuet(n)
+		return err
+	})
+	return ns, err
 }
 
 // call3Duet: a Go loop calls a Python function with three arguments and a

@@ -50,7 +50,7 @@ func median(v []float64) float64 {
 
 // benchTable is every row make bench prints, in order.
 type benchTable struct {
-	emitC, emitCObj, emitCFloor, emit, emitFloor, emitHandler, emitGotk4, call, call3, back, backObj, createFree, create, start, rss, invoke, flood, idle *comparison
+	emitC, emitCObj, emitCFloor, emit, emitFloor, emitHandler, emitGotk4, call, call3, back, backObj, createFree, create, start, rss, invoke, flood, idle, callBatch *comparison
 	ring, provenance                                                                                                         *comparison // forensics' costs
 	await                                                                                                                    *comparison
 	load                                                                                                                     []*comparison // 0, 1, 2, 4 busy goroutines
@@ -76,6 +76,8 @@ func newTable() *benchTable {
 			sides: []string{"duet: Go handler, Python loop", "gotk4"}},
 		call: &comparison{title: "Go → Python call of a trivial function, f() (1 000 000)", unit: "ns/call",
 			aim: "≤ 120 ns", sides: []string{"duet: Go → Python", "Python → Python"}},
+		callBatch: &comparison{title: "the same call inside one attachment: a Go loop of f() in pygi.WithGIL (1 000 000)", unit: "ns/call",
+			aim: "≤ 60 ns", sides: []string{"duet: Go → Python", "Python → Python"}},
 		call3: &comparison{title: "Go → Python call with three arguments and a keyword, f(1, 'two', 3.0, k=True) (1 000 000)", unit: "ns/call",
 			sides: []string{"duet: Go → Python", "Python → Python"}},
 		back: &comparison{title: "Python → Go callback, no arguments (1 000 000)", unit: "ns/call",
@@ -125,7 +127,7 @@ func newTable() *benchTable {
 }
 
 func (t *benchTable) rows() []*comparison {
-	return append([]*comparison{t.emitC, t.emitCObj, t.emitCFloor, t.emit, t.emitFloor, t.emitHandler, t.emitGotk4, t.call, t.call3, t.back, t.backObj, t.createFree, t.create,
+	return append([]*comparison{t.emitC, t.emitCObj, t.emitCFloor, t.emit, t.emitFloor, t.emitHandler, t.emitGotk4, t.call, t.callBatch, t.call3, t.back, t.backObj, t.createFree, t.create,
 		t.ring, t.provenance, t.await, t.start, t.rss, t.invoke}, append(t.load, t.flood, t.idle)...)
 }
 
