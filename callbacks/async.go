@@ -179,10 +179,11 @@ func startAsync(fv reflect.Value, name string, split func([]reflect.Value) (any,
 		}
 		// Settled on the loop's thread, where the future lives (through the
 		// loop when it runs; here when it has stopped: nobody awaits then).
-		lifetime.OnUI(func() error {
+		// Not waited for: the goroutine ends here, and the UI thread does
+		// not wake it again once the future is settled.
+		lifetime.PostUI(func() {
 			defer fut.Close()
 			settle(fut, name, value, err)
-			return nil
 		})
 	}()
 	return token, nil

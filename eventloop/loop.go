@@ -159,7 +159,7 @@ func Drive(ctx context.Context, run func(), quit func(), opts ...Option) error {
 	// GTK objects must be finalised on this thread: Python references are
 	// released here, and Python's cycle collector runs here too.
 	stopped := make(chan struct{})
-	lifetime.LoopStarted(func(fn func()) error { return onLoop(stopped, fn) }, func() { Invoke(drainReleases) })
+	lifetime.LoopStarted(func(fn func()) error { return onLoop(stopped, fn) }, Invoke, func() { Invoke(drainReleases) })
 	defer func() {
 		lifetime.LoopStopped()
 		close(stopped)
