@@ -56,11 +56,13 @@ type Options struct {
 	KeepGoing bool
 	// Replay, when not nil, is a recorded trace to take again instead of
 	// random choices: each action is done on the candidate whose address
-	// and verb are the recorded ones, with its recorded Input, at the
-	// same pace and with the same forced collections; the run ends after
-	// the last one. An address not found (within Options.ReplayWait) ends
-	// the run with Report.ReplayError, which is not a finding. Nothing is
-	// drawn at random.
+	// and verb are the recorded ones (or, when none has that address, the
+	// one candidate with its structural key and verb: see
+	// Action.Address), with its recorded Input, at the same pace and with
+	// the same forced collections; the run ends after the last one. An
+	// address not found (within Options.ReplayWait) ends the run with
+	// Report.ReplayError, which is not a finding. Nothing is drawn at
+	// random.
 	Replay []Action
 	// Expect is the finding a replay should meet again (Report.Reproduced
 	// says whether it did, see Finding.Same); nil for none.
@@ -477,7 +479,7 @@ func (x *explorer) step(ctx context.Context) error {
 			input, err = pygi.As[string](inObj)
 			inObj.Close()
 			if err != nil {
-				return fmt.Errorf("explore: plan returned %w", err)
+				return fmt.Errorf("explore: reading the action's input: %w", err)
 			}
 		}
 		// The action is in the trace before it is done, with its input:

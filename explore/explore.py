@@ -1,8 +1,10 @@
 # The explorer's eyes and hands: it walks the visible toplevels, lists what
 # a user could act on (each with an address that does not depend on memory
 # addresses, so it survives a restart), and performs one action through
-# GTK's public API. Go chooses; this module only looks and acts, so the
-# choice (and its seed) stays on one side.
+# GTK's public API. Go chooses: it draws the candidate and the random
+# numbers its input is made of (plan), so the choice (and its seed) stays
+# on one side; this module looks, and acts from an input, drawn or
+# recorded alike (act_as).
 #
 # The walk is done here rather than one crossing per widget from Go: a
 # window of a few hundred widgets is then one call.
