@@ -3,6 +3,7 @@ package explore_test
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/duet-gtk/duet/eventloop/looptest"
 	"github.com/duet-gtk/duet/explore"
+	"github.com/duet-gtk/duet/internal/testutil"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -484,4 +486,26 @@ func TestPendingInput(t *testing.T) {
 	for i, a := range again.Trace {
 		assert.Equal(t, rep.Trace[i].Value, a.Value, "action %d: %s", i, a)
 	}
+}
+
+// In an application (the child "windows"), a window of no application's
+// is closed and opened again, and the application's only window, which
+// would end it, is not closed.
+func TestCloseInAnApplication(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "explore.jsonl")
+	_, stderr, err := testutil.RunChild(t, "EXPLORE_CHILD=windows", "GTK_A11Y=none",
+		"DUET_EXPLORE=seed=3,actions=150,gc=20ms,pace=2ms", "DUET_EXPLORE_OUT="+out)
+	require.Equal(t, 0, testutil.ExitCode(t, err), "stderr:\n%s", stderr)
+	actions, findings, summary := lines(t, out)
+	require.NotNil(t, summary)
+	assert.Empty(t, findings)
+	require.Len(t, actions, 150, "the run went to its end: the application did not")
+	closes := 0
+	for _, a := range actions {
+		if a.Verb == "close" {
+			assert.Equal(t, "window 'palette'", a.Address)
+			closes++
+		}
+	}
+	assert.Positive(t, closes)
 }
