@@ -54,6 +54,24 @@ b = Gtk.Button(label="B"); b.connect("clicked", on_b); box.append(b)`,
 			}}
 		},
 	},
+	// An application window and a window of no application's, opened
+	// from a button: the palette is closed and opened again; the
+	// application's only window never is (the application would end).
+	"windows": {
+		src: `state = {"palette": None}
+def on_palette(button):
+    p = state["palette"]
+    if p is not None and p.get_visible():
+        p.present()
+        return
+    p = Gtk.Window(title="palette")
+    p.set_child(Gtk.Button(label="swatch"))
+    state["palette"] = p
+    p.present()
+pb = Gtk.Button(label="palette"); pb.connect("clicked", on_palette); box.append(pb)
+on_palette(pb)`,
+		handlers: func() pygi.Kw { return pygi.Kw{} },
+	},
 	"clean": {
 		src: `count = Gtk.Label(label="0")
 def bump(button):

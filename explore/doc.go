@@ -11,30 +11,58 @@
 // any program when DUET_EXPLORE is set, see package app). At each step, in
 // one visit to the UI thread, the explorer lists what a user could act on
 // now, in every visible toplevel (Gtk.Window.list_toplevels, walked with
-// get_first_child and get_next_sibling: dialogs and popovers are windows
-// too): buttons to click, toggle and check buttons and switches to flip,
+// get_first_child and get_next_sibling: dialogs are windows too, and a
+// popover shown is walked where it hangs, under its menu button or other
+// parent widget): buttons to click, toggle and check buttons and switches to flip,
 // entries and text views to type into (short, long, empty and non-ASCII
 // text), spin buttons and scales to set (their extremes included),
 // drop-downs to pick from, notebooks whose tab to switch (a stack's pages
 // only through what the program offers, its switcher's buttons: a wizard
-// switched by hand reaches states no user can), and
+// switched by hand reaches states no user can), list boxes' rows and list,
+// grid and column views' items to select (as a click or the arrow keys
+// select one: the row alone, through the list box's select_row or the
+// view's selection model; not in a view whose model is a Gtk.NoSelection)
+// and to open (as Enter or a double click: a list box row's activate,
+// which selects it and emits row-activated, or the view's activate signal
+// with the item's position), windows to close (dialogs and secondary
+// windows, as their title bar's close button does: close-request first,
+// whose handler may refuse; opened again through whatever opened them,
+// which the explorer acts on like anything else), and
 // the application's and windows' actions (those without a parameter, or
 // with a boolean, an integer, or a string the action's state gives). It
 // picks one with the run's seeded generator and does it through GTK's
 // public API (emit("clicked"), activate, set_text, set_value,
-// set_selected, activate_action ...), so the program's handlers run as
-// they would for a user. Hidden, insensitive and read-only widgets are
-// left alone, and so are link buttons (they open a browser) and the
-// action "quit" (it would end the run).
+// set_selected, select_item, close, activate_action ...), so the
+// program's handlers run as they would for a user. Hidden, insensitive
+// and read-only widgets are left alone, and so are link buttons (they
+// open a browser), the action "quit" and closing the program's last
+// visible window (of its application's windows, for one of those; a
+// window without a close button too): either would end the program, and
+// the run with it.
 //
 // Every candidate has an address that does not depend on where anything
 // sits in memory: the window's title (or type), then, down the widget
 // tree, each widget's GType, its index among the siblings of that type,
 // and what it reads (its label, the name the program gave it, or its
-// accessible role). The candidates are sorted by address before the
-// choice, so the same seed on the same program takes the same actions in
-// the same order (as long as the program itself does the same thing each
-// time: a program that shows the clock does not).
+// accessible role). A list's rows are not addressed one by one: the list
+// box or view is, and the row's position is the action's input (a view's
+// row widgets are recycled as it scrolls, and only those on screen
+// exist). The widgets inside a row (a button in a list item) are walked as
+// anywhere, so their addresses name the row on screen (its index among
+// the view's realised rows), not the item: they hold for the same model,
+// scroll position and size, as in a replay of the same program. The
+// candidates are sorted by address before the choice, so the same seed on
+// the same program takes the same actions in the same order (as long as
+// the program itself does the same thing each time: a program that shows
+// the clock does not).
+//
+// What a widget reads may change (a button that counts its clicks): its
+// address then changes too, but its structural key, the address without
+// what the widgets read ("window 'w' > GtkBox#0 > GtkButton#1"), does not.
+// Coverage (Report.Seen and Report.Reached) counts widgets and actions by
+// it, and a replay that finds no candidate at a recorded address takes the
+// one candidate with the same structural key and verb. (A window's title
+// stays in the key: a window whose title changes is another one.)
 //
 // # Findings
 //
@@ -70,15 +98,19 @@
 // # Replay
 //
 // Each Action keeps its Input, what doing it again needs (the whole text
-// typed and whether Enter ended it, the number set, the item's position,
-// the page's index, the action's parameter). With Options.Replay (or
+// typed and whether Enter ended it, the number set, the item's or row's
+// position, the page's index, the action's parameter). The input is chosen
+// first, then the action is done from it, the one way a replay does it
+// too; so the action under way has its input already, and what a crashed
+// process was doing replays. With Options.Replay (or
 // DUET_EXPLORE=replay=FILE, FILE the JSON lines a run wrote, read with
 // ReadReport), the run draws nothing: at each step it takes the next
 // recorded action, finds the candidate whose address and verb are the
-// recorded ones and does it with the recorded input, at the same pace and
+// recorded ones (or its structural key, see above) and does it with the
+// recorded input, at the same pace and
 // with the same forced collections, and ends after the last one. An
 // address not there (within Options.ReplayWait) or an input that does not
-// fit (an item the drop-down no longer has) ends it with
+// fit (an item the drop-down or the list no longer has) ends it with
 // Report.ReplayError, which is not a finding; Report.Reproduced says
 // whether Options.Expect, the file's first finding, came back
 // (Finding.Same: the same kind at the same place). Options.OnAction sees
@@ -89,8 +121,7 @@
 // (KindCrash) and a program that never ends are findings too, replays a
 // finding's trace in a fresh process to confirm it, and shrinks it by
 // delta debugging to a short trace that still gives it, and (-test)
-// writes that as a Go regression test in the app's package. Not done yet:
-// list rows, and closing and reopening windows.
+// writes that as a Go regression test in the app's package.
 //
 // # The report
 //

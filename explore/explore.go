@@ -56,11 +56,13 @@ type Options struct {
 	KeepGoing bool
 	// Replay, when not nil, is a recorded trace to take again instead of
 	// random choices: each action is done on the candidate whose address
-	// and verb are the recorded ones, with its recorded Input, at the
-	// same pace and with the same forced collections; the run ends after
-	// the last one. An address not found (within Options.ReplayWait) ends
-	// the run with Report.ReplayError, which is not a finding. Nothing is
-	// drawn at random.
+	// and verb are the recorded ones (or, when none has that address, the
+	// one candidate with its structural key and verb: see
+	// Action.Address), with its recorded Input, at the same pace and with
+	// the same forced collections; the run ends after the last one. An
+	// address not found (within Options.ReplayWait) ends the run with
+	// Report.ReplayError, which is not a finding. Nothing is drawn at
+	// random.
 	Replay []Action
 	// Expect is the finding a replay should meet again (Report.Reproduced
 	// says whether it did, see Finding.Same); nil for none.
@@ -69,10 +71,11 @@ type Options struct {
 	// appear (a window the previous action opens, say; default 1 s).
 	ReplayWait time.Duration
 	// OnAction, when not nil, is called on the UI thread with the n-th
-	// action of the trace (from 0) twice: before it is done (its Value
-	// and Input still empty) and once done. Package app streams them to
-	// DUET_EXPLORE_TRACE, so that what a crashed process did, and was
-	// doing, is known.
+	// action of the trace (from 0) twice: before it is done (its Input
+	// already chosen, its Value what is known before: the text to type,
+	// the item to pick; a toggle's is not) and once done. Package app
+	// streams them to DUET_EXPLORE_TRACE, so that what a crashed process
+	// did, and was doing, is known, and replays.
 	OnAction func(n int, a Action)
 	// App is the application whose actions are activated (app.<name>);
 	// nil for Gio.Application.get_default().
@@ -436,7 +439,7 @@ func (x *explorer) step(ctx context.Context) error {
 		x.setCoverage(counts[1], counts[2])
 		x.missing = ""
 		var i int
-		var do func() (*pygi.Object, error)
+		var input string // the action's input, as JSON: drawn now or recorded
 		var want Action
 		if x.opts.Replay != nil {
 			// A replay draws nothing: it finds the recorded address.
@@ -457,20 +460,15 @@ func (x *explorer) step(ctx context.Context) error {
 				x.missing = fmt.Sprintf("recorded action %d (%s): nothing to %s at %q", next+1, want, want.Verb, want.Address)
 				return nil
 			}
-			do = func() (*pygi.Object, error) { return x.mod.CallMethod("act_as", i, string(want.Input)) }
+			input = string(want.Input)
 		} else {
 			// Every choice draws the same numbers whatever it needs of
 			// them, so that one choice's needs do not shift the next ones.
-			var r uint64
-			var which int
-			var frac float64
-			r, which, frac = x.rng.Uint64()>>1, x.rng.IntN(4), x.rng.Float64()
-			if n > 0 {
-				i = x.rng.IntN(n)
-			}
+			r, which, frac := x.rng.Uint64()>>1, x.rng.IntN(4), x.rng.Float64()
 			if n == 0 {
 				return nil // nothing to act on now; the loop may show something later
 			}
+			i = x.rng.IntN(n)
 			f := frac
 			switch which {
 			case 0:
@@ -478,11 +476,22 @@ func (x *explorer) step(ctx context.Context) error {
 			case 1:
 				f = 2 // the upper extreme
 			}
-			do = func() (*pygi.Object, error) { return x.mod.CallMethod("act", i, r, f) }
+			// The input is chosen before the action is done, so that
+			// the pending action carries it (a crash's trace replays),
+			// and the action is then done from it as a replay does it.
+			inObj, err := x.mod.CallMethod("plan", i, r, f)
+			if err != nil {
+				return x.pythonTrouble(err, "raised while the explorer chose the action's input")
+			}
+			input, err = pygi.As[string](inObj)
+			inObj.Close()
+			if err != nil {
+				return fmt.Errorf("explore: reading the action's input: %w", err)
+			}
 		}
-		// The action is in the trace before it is done: one that never
-		// returns (a hang) is named by it.
-		peek, err := x.mod.CallMethod("peek", i)
+		// The action is in the trace before it is done, with its input:
+		// one that never returns (a hang), or a crash, is named by it.
+		peek, err := x.mod.CallMethod("peek", i, input)
 		if err != nil {
 			return fmt.Errorf("explore: %w", err)
 		}
@@ -504,10 +513,13 @@ func (x *explorer) step(ctx context.Context) error {
 			x.opts.OnAction(idx, pending)
 		}
 		began := time.Now()
-		res, err := do()
+		res, err := x.mod.CallMethod("act_as", i, input)
 		took := time.Since(began)
 		a, convErr := describe(res)
 		res.Close()
+		if err != nil {
+			a = pending // it raised: what it was to be is all there is
+		}
 		x.mu.Lock()
 		if x.ended {
 			// Run gave up on this action (a hang) and returned: the
@@ -547,15 +559,15 @@ func (x *explorer) step(ctx context.Context) error {
 	})
 }
 
-// describe reads act's result: (verb, address, label, window, value,
-// input).
+// describe reads peek's or act_as's result: (verb, address, label,
+// window, value, input).
 func describe(res *pygi.Object) (Action, error) {
 	if res == nil {
 		return Action{}, nil
 	}
 	v, err := pygi.As[[]string](res)
 	if err != nil || len(v) != 6 {
-		return Action{}, fmt.Errorf("explore: act returned %v: %v", res, err)
+		return Action{}, fmt.Errorf("explore: the action's description was %v: %v", res, err)
 	}
 	a := Action{Verb: v[0], Address: v[1], Label: v[2], Window: v[3], Value: v[4]}
 	if v[5] != "" {
@@ -585,6 +597,18 @@ func (x *explorer) found(f *Finding) {
 	f.At = time.Since(x.start)
 	x.seen[key] = f
 	x.report.Findings = append(x.report.Findings, f)
+}
+
+// pythonTrouble makes a Python exception a finding (one the program's code
+// raised, from a list model's get_n_items, say) and is nil then; any other
+// error is returned as it is.
+func (x *explorer) pythonTrouble(err error, how string) error {
+	var pe *pygi.Error
+	if !errors.As(err, &pe) {
+		return err
+	}
+	x.found(exceptionFinding(pe, how))
+	return nil
 }
 
 func (x *explorer) stop() bool {

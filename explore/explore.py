@@ -1,13 +1,16 @@
 # The explorer's eyes and hands: it walks the visible toplevels, lists what
 # a user could act on (each with an address that does not depend on memory
 # addresses, so it survives a restart), and performs one action through
-# GTK's public API. Go chooses; this module only looks and acts, so the
-# choice (and its seed) stays on one side.
+# GTK's public API. Go chooses: it draws the candidate and the random
+# numbers its input is made of (plan), so the choice (and its seed) stays
+# on one side; this module looks, and acts from an input, drawn or
+# recorded alike (act_as).
 #
 # The walk is done here rather than one crossing per widget from Go: a
 # window of a few hundred widgets is then one call.
 
 import json
+from collections import namedtuple
 
 import gi
 
@@ -35,9 +38,14 @@ TEXTS = [
 # would end the exploration itself, so it is left out (see the package doc).
 SKIPPED_ACTIONS = {"quit"}
 
+# A candidate: its address, its verb, what it reads, its window's title, the
+# widget (or action group, or window) it acts on, what the verb needs of it
+# besides, and its structural key (see _structure).
+Candidate = namedtuple("Candidate", "addr kind label window widget extra key")
+
 _candidates = []
-_seen = set()
-_reached = set()
+_seen = set()  # structural keys (see _structure), so that a label's changes
+_reached = set()  # do not count one widget again
 
 
 def reset():
@@ -47,7 +55,8 @@ def reset():
 
 
 def coverage():
-    """How many distinct addresses could be acted on, and were."""
+    """How many distinct widgets and actions could be acted on, and were,
+    by their structural key (see _structure)."""
     return [len(_seen), len(_reached)]
 
 
@@ -79,6 +88,11 @@ def _label(w):
         icon = getattr(w, "get_icon_name", lambda: None)()
         if icon:
             return icon
+    # A list box's row says what the first label in it says.
+    if isinstance(w, Gtk.ListBoxRow):
+        text = _text_inside(w)
+        if text:
+            return text
     name = w.get_name()
     if name and name != _type_name(w):
         return name
@@ -87,6 +101,19 @@ def _label(w):
         return role.value_nick
     except (AttributeError, TypeError):
         return ""
+
+
+def _text_inside(w):
+    """The text of the first label in w, depth first; "" for none."""
+    child = w.get_first_child()
+    while child is not None:
+        if isinstance(child, Gtk.Label) and child.get_label():
+            return child.get_label()
+        text = _text_inside(child)
+        if text:
+            return text
+        child = child.get_next_sibling()
+    return ""
 
 
 def _segment(w, index):
@@ -111,8 +138,42 @@ def _usable(w):
     return w.get_visible() and w.get_child_visible()
 
 
+def _segments(addr):
+    """Splits an address into its segments, each (segment, segment without
+    its label): a label is a literal as repr wrote it ("GtkButton#1 'OK'"),
+    and a " > " inside one does not split."""
+    segs, start, bare = [], 0, []
+    i, n = 0, len(addr)
+    while i < n:
+        c = addr[i]
+        if c in "'\"" and (i == 0 or addr[i - 1] == " "):
+            k = i + 1
+            while k < n and addr[k] != c:
+                k += 2 if addr[k] == "\\" else 1
+            i = k + 1
+            continue
+        if addr.startswith(" > ", i):
+            segs.append((addr[start:i], "".join(bare).rstrip()))
+            bare, start = [], i + 3
+            i += 3
+            continue
+        bare.append(c)
+        i += 1
+    segs.append((addr[start:], "".join(bare).rstrip()))
+    return segs
+
+
+def _structure(addr):
+    """An address's structural key: the window's segment as it is (its
+    title with it), then each widget's type and index without what it
+    reads, so that a button whose label counts its clicks stays one widget
+    ("window 'w' > GtkBox#0 > GtkButton#1")."""
+    segs = _segments(addr)
+    return " > ".join([segs[0][0]] + [bare for _, bare in segs[1:]])
+
+
 def _add(kind, addr, label, window, widget, extra=None):
-    _candidates.append((addr, kind, label, window, widget, extra))
+    _candidates.append(Candidate(addr, kind, label, window, widget, extra, _structure(addr)))
 
 
 def _walk(w, path, window):
@@ -172,7 +233,49 @@ def _consider(w, addr, window):
         if sensitive and w.get_n_pages() > 1 and w.get_show_tabs():
             _add("page", addr, label, window, w)
         return True
+    # A list box is addressed itself, its row by its index in the input:
+    # one candidate per verb, however long the list (a thousand rows would
+    # otherwise be most of the choices). The widgets in its rows are walked
+    # as anywhere (a list box's rows are its own, not recycled).
+    if isinstance(w, Gtk.ListBox):
+        if sensitive:
+            if _box_rows(w, "select"):
+                _add("select", addr, label, window, w)
+            if _box_rows(w, "open"):
+                _add("open", addr, label, window, w)
+        return True
+    # A list view's, a grid view's or a column view's items are addressed by
+    # their position in the view's model: its row widgets are recycled (the
+    # one at index 3 shows another item once the list scrolls), and only
+    # the rows on screen exist. The inner list of a column view is its own.
+    if isinstance(w, (Gtk.ListView, Gtk.GridView, Gtk.ColumnView)) and not isinstance(w.get_parent(), Gtk.ColumnView):
+        model = w.get_model()
+        if sensitive and model is not None and model.get_n_items() > 0:
+            if not isinstance(model, Gtk.NoSelection):
+                _add("select", addr, label, window, w)
+            _add("open", addr, label, window, w)
+        return True
     return True
+
+
+def _box_rows(box, verb):
+    """The indexes of a list box's rows a user can select (verb "select")
+    or activate ("open") now."""
+    if verb == "select" and box.get_selection_mode() == Gtk.SelectionMode.NONE:
+        return []
+    rows = []
+    row = box.get_first_child()
+    while row is not None:
+        if isinstance(row, Gtk.ListBoxRow) and _box_row_ok(row, verb):
+            rows.append(row.get_index())
+        row = row.get_next_sibling()
+    return rows
+
+
+def _box_row_ok(row, verb):
+    if not (_usable(row) and row.is_sensitive()):
+        return False
+    return row.get_selectable() if verb == "select" else row.get_activatable()
 
 
 def _actions(group, prefix, where, window):
@@ -188,11 +291,25 @@ def _actions(group, prefix, where, window):
         _add("activate", where + " > action " + prefix + name, prefix + name, window, group, (name, ptype, state))
 
 
+def _closable(win, usable, app):
+    """Whether closing win leaves the program running, with a window to
+    explore: not the last visible, sensitive window (of the application,
+    when win is one of its windows: a Gtk.Application ends with its last
+    window), and not a window without a close button."""
+    if not win.get_deletable():
+        return False
+    others = [w for w in usable if w is not win]
+    if isinstance(app, Gtk.Application) and win.get_application() is app:
+        others = [w for w in others if w.get_application() is app]
+    return bool(others)
+
+
 def candidates(app):
     """Lists the actions now possible, sorted by address; returns how many,
     with the coverage so far (see coverage)."""
     _candidates.clear()
     windows = [w for w in Gtk.Window.list_toplevels() if w.get_visible()]
+    usable = [w for w in windows if w.is_sensitive()]
     named = sorted(((_window_name(w), _type_name(w)), i, w) for i, w in enumerate(windows))
     seen = {}
     for (title, _), _, win in named:
@@ -204,18 +321,13 @@ def candidates(app):
         _walk(win, where, title)
         if isinstance(win, Gio.ActionGroup):
             _actions(win, "win.", where, title)
+        if _closable(win, usable, app):
+            _add("close", where, title, title, win)
     if app is not None:
         _actions(app, "app.", "application", "")
-    _candidates.sort(key=lambda c: (c[0], c[1]))
-    _seen.update(c[0] for c in _candidates)
+    _candidates.sort(key=lambda c: (c.addr, c.kind))
+    _seen.update(c.key for c in _candidates)
     return [len(_candidates), len(_seen), len(_reached)]
-
-
-def peek(i):
-    """What candidate i is, before it is done: (verb, address, label,
-    window, value, input), the value and the input still empty."""
-    addr, kind, label, window, _, _ = _candidates[i]
-    return (kind, addr, label, window, "", "")
 
 
 class ReplayMismatch(Exception):
@@ -224,25 +336,125 @@ class ReplayMismatch(Exception):
 
 
 def find(addr, verb):
-    """The index of the candidate at addr doing verb, or -1."""
+    """The index of the candidate at addr doing verb, or -1. When none has
+    that very address, the one candidate with its structural key and verb
+    (a label that changed: "clicked 3 times" for "clicked 1 time"); -1 when
+    there are none or several."""
     for i, c in enumerate(_candidates):
-        if c[0] == addr and c[1] == verb:
+        if c.addr == addr and c.kind == verb:
             return i
-    return -1
+    key = _structure(addr)
+    same = [i for i, c in enumerate(_candidates) if c.key == key and c.kind == verb]
+    return same[0] if len(same) == 1 else -1
 
 
-def act(i, r, f):
-    """Performs candidate i; r (an integer) and f (a float in [0, 1], or
-    -1 and 2 for the extremes) are Go's random choices for the value.
-    Returns (verb, address, label, window, value, input): the value in
-    words, the input (JSON) what act_as needs to do it again."""
-    return _do(i, r, f, None)
+# The steps of an action: plan chooses its input (from Go's random
+# numbers), peek describes it before it is done, act_as does it. A replay
+# takes the recorded input to peek and act_as: an action is done the one
+# way, from its input, whether that was just drawn or recorded.
+
+
+def plan(i, r, f):
+    """The input for candidate i, as JSON ("" for none): r (an integer) and
+    f (a float in [0, 1], or -1 and 2 for the extremes) are Go's random
+    choices for it."""
+    inp = _plan(_candidates[i], r, f)
+    return json.dumps(inp, ensure_ascii=False) if inp else ""
+
+
+def _plan(c, r, f):
+    kind, w = c.kind, c.widget
+    if kind == "type":
+        text = TEXTS[r % len(TEXTS)]
+        if isinstance(w, Gtk.TextView):
+            return {"text": text}
+        return {"text": text, "enter": bool(r % 2)}
+    if kind == "set":
+        adj = w.get_adjustment()
+        lo, hi = adj.get_lower(), adj.get_upper() - adj.get_page_size()
+        return {"value": lo if f < 0 else hi if f > 1 else lo + f * (hi - lo)}
+    if kind == "pick":
+        return {"position": r % w.get_model().get_n_items()}
+    if kind == "page":
+        return {"page": r % w.get_n_pages()}
+    if kind in ("select", "open"):
+        if isinstance(w, Gtk.ListBox):
+            rows = _box_rows(w, kind)
+            return {"position": rows[r % len(rows)]}
+        return {"position": r % w.get_model().get_n_items()}
+    if kind == "activate":
+        name, ptype, state = c.extra
+        if ptype is None:
+            return {}
+        t = ptype.dup_string()
+        if t == "b":
+            param = GLib.Variant("b", bool(r % 2))
+        elif t == "i":
+            param = GLib.Variant("i", [0, 1, -1, 2**31 - 1, -(2**31)][r % 5])
+        else:
+            param = state  # the state's own value: known to be valid
+        return {"param": param.print_(True)}
+    return {}
+
+
+def peek(i, given):
+    """What candidate i is, before it is done with the input given (JSON,
+    as plan or a recorded action has it): (verb, address, label, window,
+    value, input), the value what is known of it before (what will be
+    typed, the item to pick), the input the one given."""
+    c = _candidates[i]
+    try:
+        value = _foresee(c, json.loads(given) if given else {})
+    except Exception:  # only words: act_as meets the trouble, if any
+        value = ""
+    return (c.kind, c.addr, c.label, c.window, value, given)
+
+
+def _foresee(c, inp):
+    kind, w = c.kind, c.widget
+    if kind == "type" and "text" in inp:
+        return repr(_short(inp["text"]))
+    if kind == "set" and "value" in inp:
+        return "%g" % float(inp["value"])
+    if kind == "pick" and "position" in inp:
+        return _item_words(w.get_model(), int(inp["position"]))
+    if kind == "page" and "page" in inp:
+        page = w.get_nth_page(int(inp["page"]))
+        return (w.get_tab_label_text(page) or "page %d" % inp["page"]) if page is not None else ""
+    if kind in ("select", "open") and "position" in inp:
+        return _row_words(w, int(inp["position"]))
+    if kind == "activate" and "param" in inp:
+        return GLib.Variant.parse(c.extra[1], inp["param"], None, None).print_(False)
+    return ""
+
+
+def _item_words(model, pos):
+    """What item pos of a list model reads: a string list's string (a tree
+    list's row: its item's), else its position."""
+    if not 0 <= pos < model.get_n_items():
+        return ""
+    item = model.get_item(pos)
+    if isinstance(item, Gtk.TreeListRow):
+        item = item.get_item()
+    return item.get_string() if isinstance(item, Gtk.StringObject) else "item %d" % pos
+
+
+def _row_words(w, pos):
+    if isinstance(w, Gtk.ListBox):
+        row = w.get_row_at_index(pos)
+        return (_label(row) if row is not None else "") or "row %d" % pos
+    return _item_words(w.get_model(), pos)
 
 
 def act_as(i, given):
-    """Performs candidate i with the input a recorded action gives (its
-    JSON, as act returned it): replay draws nothing."""
-    return _do(i, 0, 0.0, json.loads(given) if given else {})
+    """Performs candidate i with the input given (JSON, as plan made it or
+    a recorded action has it). Returns (verb, address, label, window, value,
+    input): the value in words (what the widget took), the input the one
+    given."""
+    c = _candidates[i]
+    _reached.add(c.key)
+    value = _do(c, json.loads(given) if given else {})
+    return (c.kind, c.addr, c.label, c.window, value, given)
 
 
 def _need(given, key):
@@ -251,90 +463,118 @@ def _need(given, key):
     return given[key]
 
 
-def _do(i, r, f, given):
-    addr, kind, label, window, w, extra = _candidates[i]
-    _reached.add(addr)
-    value = ""
-    inp = {}
+def _do(c, given):
+    """Does candidate c with its input given (a dict); returns the value in
+    words."""
+    kind, w = c.kind, c.widget
     if kind == "click":
         w.emit("clicked")
-    elif kind == "toggle":
+        return ""
+    if kind == "toggle":
         # As a click or the space bar, not set_active, so that the active
         # button of a radio group stays on, as it does for a user. A toggle
         # button is clicked: its activate flips it only when its pressed
         # look ends, 250 ms later, so that what the action read (and a
-        # replay met) depended on the machine's speed.
+        # replay met) depended on the machine's speed. A switch's click
+        # and activate flip it at the end of the knob's animation, for the
+        # same trouble: it is flipped as that end does, with set_active
+        # (which emits state-set, as the animation's end does; a switch is
+        # in no group).
         if isinstance(w, Gtk.ToggleButton):
             w.emit("clicked")
+        elif isinstance(w, Gtk.Switch):
+            w.set_active(not w.get_active())
         else:
             w.activate()
-        value = "on" if w.get_active() else "off"
-    elif kind == "type":
-        if given is None:
-            text, enter = TEXTS[r % len(TEXTS)], bool(r % 2)
-        else:
-            text, enter = _need(given, "text"), bool(given.get("enter", False))
+        return "on" if w.get_active() else "off"
+    if kind == "type":
+        text = _need(given, "text")
         if isinstance(w, Gtk.TextView):
             buf = w.get_buffer()
             buf.set_text(text, -1)
             got = buf.get_text(buf.get_start_iter(), buf.get_end_iter(), True)
-            inp = {"text": text}
         else:
             w.set_text(text)
             got = w.get_text()  # what the entry took (its max length, say)
-            if enter:
+            if given.get("enter", False):
                 w.activate()  # Enter, as a user ends typing
-            inp = {"text": text, "enter": enter}
-        value = repr(_short(got))
-    elif kind == "set":
-        if given is None:
-            adj = w.get_adjustment()
-            lo, hi = adj.get_lower(), adj.get_upper() - adj.get_page_size()
-            v = lo if f < 0 else hi if f > 1 else lo + f * (hi - lo)
-        else:
-            v = float(_need(given, "value"))
-        w.set_value(v)
-        value = "%g" % w.get_value()
-        inp = {"value": v}
-    elif kind == "pick":
+        return repr(_short(got))
+    if kind == "set":
+        w.set_value(float(_need(given, "value")))
+        return "%g" % w.get_value()
+    if kind == "pick":
         model = w.get_model()
         n = model.get_n_items()
-        pos = r % n if given is None else int(_need(given, "position"))
+        pos = int(_need(given, "position"))
         if not 0 <= pos < n:
             raise ReplayMismatch("item %d of %d" % (pos, n))
         w.set_selected(pos)
-        item = model.get_item(pos)
-        value = item.get_string() if isinstance(item, Gtk.StringObject) else "item %d" % pos
-        inp = {"position": pos}
-    elif kind == "page":
+        return _item_words(model, pos)
+    if kind == "page":
         n = w.get_n_pages()
-        pos = r % n if given is None else int(_need(given, "page"))
+        pos = int(_need(given, "page"))
         if not 0 <= pos < n:
             raise ReplayMismatch("page %d of %d" % (pos, n))
         w.set_current_page(pos)
-        page = w.get_nth_page(pos)
-        value = w.get_tab_label_text(page) or "page %d" % pos
-        inp = {"page": pos}
-    elif kind == "activate":
-        name, ptype, state = extra
+        return w.get_tab_label_text(w.get_nth_page(pos)) or "page %d" % pos
+    if kind in ("select", "open"):
+        pos = int(_need(given, "position"))
+        if isinstance(w, Gtk.ListBox):
+            return _do_box_row(w, kind, pos)
+        return _do_item(w, kind, pos)
+    if kind == "close":
+        # As the title bar's close button: close-request first, whose
+        # handler may refuse.
+        w.close()
+        return "refused" if w.get_visible() else ""
+    if kind == "activate":
+        name, ptype, _ = c.extra
         param = None
         if ptype is not None:
-            t = ptype.dup_string()
-            if given is not None:
-                try:
-                    param = GLib.Variant.parse(ptype, _need(given, "param"), None, None)
-                except GLib.Error as e:
-                    raise ReplayMismatch("parameter %r: %s" % (given["param"], e.message))
-            elif t == "b":
-                param = GLib.Variant("b", bool(r % 2))
-            elif t == "i":
-                param = GLib.Variant("i", [0, 1, -1, 2**31 - 1, -(2**31)][r % 5])
-            else:
-                param = state  # the state's own value: known to be valid
-            value = param.print_(False)
-            inp = {"param": param.print_(True)}
+            try:
+                param = GLib.Variant.parse(ptype, _need(given, "param"), None, None)
+            except GLib.Error as e:
+                raise ReplayMismatch("parameter %r: %s" % (given["param"], e.message))
         w.activate_action(name, param)
-    return (kind, addr, label, window, value, json.dumps(inp, ensure_ascii=False) if inp else "")
+        return param.print_(False) if param is not None else ""
+    raise ReplayMismatch("no such verb %r" % kind)
+
+
+def _do_box_row(box, kind, pos):
+    row = box.get_row_at_index(pos)
+    if row is None or not _box_row_ok(row, kind) or kind == "select" and box.get_selection_mode() == Gtk.SelectionMode.NONE:
+        n = len(_box_rows(box, kind))
+        raise ReplayMismatch("row %d is not one of the %d rows to %s" % (pos, n, kind))
+    words = _row_words(box, pos)
+    if kind == "select":
+        # What a click (or the arrow keys) selects: the row alone, in a
+        # list box that selects several too (a click without Ctrl).
+        if box.get_selection_mode() == Gtk.SelectionMode.MULTIPLE:
+            box.unselect_all()
+        box.select_row(row)
+    else:
+        # Enter on the row, a double click (a single click, with
+        # activate-on-single-click): GTK's own path from the row's activate
+        # signal, which selects the row (if it can be) and emits the list
+        # box's row-activated.
+        row.activate()
+    return words
+
+
+def _do_item(view, kind, pos):
+    model = view.get_model()
+    n = model.get_n_items() if model is not None else 0
+    if not 0 <= pos < n:
+        raise ReplayMismatch("item %d of %d" % (pos, n))
+    words = _item_words(model, pos)
+    if kind == "select":
+        model.select_item(pos, True)  # a click: this item alone
+    else:
+        # A double click, Enter, or a single click with
+        # single-click-activate: GTK emits the view's activate with the
+        # position, whatever the selection model.
+        view.emit("activate", pos)
+    return words
 
 
 def forget():

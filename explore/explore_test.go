@@ -23,9 +23,12 @@ func TestMain(m *testing.M) {
 	looptest.Main(m)
 }
 
+// lastGlobals are the globals of the last window's source (see window).
+var lastGlobals *pygi.Object
+
 // window builds a toplevel titled title from Python source that appends
-// widgets to box (a vertical Gtk.Box), with handlers as globals, and
-// returns it for the test to destroy.
+// widgets to box (a vertical Gtk.Box), with handlers as globals (kept in
+// lastGlobals), and returns it for the test to destroy.
 func window(t *testing.T, title, src string, handlers pygi.Kw) *pygi.Object {
 	t.Helper()
 	var win *pygi.Object
@@ -40,6 +43,7 @@ func window(t *testing.T, title, src string, handlers pygi.Kw) *pygi.Object {
 		b.Exec("from gi.repository import Gtk\nwin = Gtk.Window(title=title)\nbox = Gtk.Box(orientation=Gtk.Orientation.VERTICAL)\nwin.set_child(box)\n"+src+"\nwin.present()\n", g)
 		win = b.Item(g, "win")
 		require.NoError(t, b.Err())
+		lastGlobals = g
 	})
 	t.Cleanup(func() { destroy(t, win) })
 	return win
@@ -93,6 +97,14 @@ nb = Gtk.Notebook()
 nb.append_page(Gtk.Label(label="first"), Gtk.Label(label="First"))
 nb.append_page(Gtk.Label(label="second"), Gtk.Label(label="Second"))
 box.append(nb)
+lb = Gtk.ListBox()
+for s in ("one", "two"):
+    lb.append(Gtk.Label(label=s))
+box.append(lb)
+lf = Gtk.SignalListItemFactory()
+lf.connect("setup", lambda f, item: item.set_child(Gtk.Label()))
+lf.connect("bind", lambda f, item: item.get_child().set_label(item.get_item().get_string()))
+box.append(Gtk.ListView(model=Gtk.SingleSelection(model=Gtk.StringList.new(["x", "y", "z"])), factory=lf))
 box.append(Gtk.Button(label="hidden", visible=False))
 box.append(Gtk.Button(label="insensitive", sensitive=False))
 `
@@ -122,7 +134,7 @@ func TestSameSeedSameTrace(t *testing.T) {
 		assert.NotContains(t, w, "hidden")
 		assert.NotContains(t, w, "insensitive")
 	}
-	for _, v := range []string{"click", "toggle", "type", "set", "pick", "page"} {
+	for _, v := range []string{"click", "toggle", "type", "set", "pick", "page", "select", "open"} {
 		assert.True(t, verbs[v], "80 actions on this window include a %q: %v", v, first)
 	}
 }

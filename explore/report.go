@@ -42,22 +42,32 @@ const (
 
 // An Action is one thing the explorer did, as a user would have.
 type Action struct {
-	// Verb is "click", "toggle", "type", "set", "pick", "page" or
-	// "activate".
+	// Verb is "click", "toggle", "type", "set", "pick", "page",
+	// "select" (a list's row or item), "open" (a list's row or item
+	// activated: Enter, a double click), "close" (a window) or
+	// "activate" (an application's or window's action).
 	Verb string `json:"verb"`
 	// Address names the widget or action so that a run of the same
 	// program finds it again: the window's title (or type), then one
 	// segment per widget down the tree, its GType, its index among the
 	// siblings of that type and what it reads ("window 'w' > GtkBox#0 >
-	// GtkButton#1 'OK'"); for actions, "application > action app.name".
+	// GtkButton#1 'OK'"); for actions, "application > action app.name";
+	// for closing a window, the window's own ("window 'w'"). A list's row
+	// or item is not in it: the list is, the row's position is in Input.
+	// Without what the widgets read ("window 'w' > GtkBox#0 >
+	// GtkButton#1") it is the widget's structural key: coverage counts
+	// widgets by it, and a replay that finds no candidate at the recorded
+	// address takes the one with its structural key and verb (a label
+	// that changed, "clicked 3 times" for "clicked 1 time").
 	Address string `json:"address"`
 	Label   string `json:"label,omitempty"`  // what the widget reads, for words
 	Window  string `json:"window,omitempty"` // the window's title (or type)
-	Value   string `json:"value,omitempty"`  // what was typed, set or picked
+	Value   string `json:"value,omitempty"`  // what was typed, set, picked, selected or opened
 	// Input is what a replay needs to do it again as it was done (JSON:
 	// the whole text typed and whether Enter ended it, the number set,
-	// the item's position, the page's index, the action's parameter);
-	// none for a click or a toggle.
+	// the item's or row's position, the page's index, the action's
+	// parameter); none for a click, a toggle or a close. It is chosen
+	// before the action is done: an action under way has it already.
 	Input json.RawMessage `json:"input,omitempty"`
 	// At is when it ran, since the exploration started.
 	At time.Duration `json:"at_ns"`
@@ -83,6 +93,16 @@ func (a Action) String() string {
 		s = fmt.Sprintf("pick %s in %s", quote(a.Value), quote(what))
 	case "page":
 		s = fmt.Sprintf("show page %s of %s", quote(a.Value), quote(what))
+	case "select":
+		s = fmt.Sprintf("select %s in %s", quote(a.Value), quote(what))
+	case "open":
+		s = fmt.Sprintf("open %s in %s", quote(a.Value), quote(what))
+	case "close":
+		s = "close window " + quote(a.Window)
+		if a.Value != "" {
+			s += " (" + a.Value + ")" // "refused": its close-request handler said no
+		}
+		return s
 	case "activate":
 		s = "activate " + a.Label
 		if a.Value != "" {
@@ -210,8 +230,9 @@ type Report struct {
 	Trace    []Action      `json:"-"` // every action, in order (WriteJSON writes one line each)
 	Findings []*Finding    `json:"-"`
 	Elapsed  time.Duration `json:"elapsed_ns"`
-	// Seen counts the distinct addresses the explorer could act on at
-	// some point, Reached those it did act on: the run's coverage.
+	// Seen counts the distinct widgets and actions (by structural key,
+	// see Action.Address) the explorer could act on at some point,
+	// Reached those it did act on: the run's coverage.
 	Seen    int `json:"seen"`
 	Reached int `json:"reached"`
 	// Samples are the run's state over time (actions, live callbacks,
