@@ -94,9 +94,10 @@ class CensusWindow(Gtk.Window):
             grid = Gtk.Grid(column_spacing=16, row_spacing=2)
             scroll = Gtk.ScrolledWindow()
             scroll.set_child(grid)
-            # The notebook makes the tab's label itself: GTK 4.8 never
-            # frees a tab label given to append_page (three labels, with
-            # their shortcut controllers, stayed behind per window).
+            # The notebook makes the tab's label itself: with GTK 4.8 and
+            # PyGObject 3.42 a tab label given to append_page is never
+            # freed, even in plain PyGObject (three labels, with their
+            # shortcut controllers, stayed behind per window).
             self.notebook.append_page(scroll, None)
             self.notebook.set_tab_label_text(scroll, title)
             self.grids[table] = grid
