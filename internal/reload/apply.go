@@ -234,11 +234,15 @@ func line(res *Result) string {
 	case Skipped:
 		return head + "not reloaded: " + res.Error
 	}
-	s := head + Applied + " (" + res.counts() + ")"
-	if len(res.Restart) > 0 {
-		s += "; " + Restart + ": " + strings.Join(res.Restart, "; ")
+	restart := Restart + ": " + strings.Join(res.Restart, "; ")
+	switch c := res.counts(); {
+	case len(res.Restart) == 0:
+		return head + Applied + " (" + c + ")"
+	case c == noChange:
+		return head + restart
+	default:
+		return head + Applied + " (" + c + "); " + restart
 	}
-	return s
 }
 
 // logResult logs the reload with slog.Default(), unless that is Go's

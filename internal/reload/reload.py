@@ -20,7 +20,6 @@ import os
 import sys
 import traceback
 import types
-import weakref
 
 _real_build_class = builtins.__build_class__
 _active = None  # the _Reload under way (one at a time, on the UI thread)
@@ -99,22 +98,38 @@ def reload(name, filename, src, old_src):
 
 
 def _failed(e, tb, src, filename):
-    # Frames of this module are not the user's: start at the module's.
-    while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
-        tb = tb.tb_next
+    """The error in one line, and its traceback without this module's
+    frames (the user's code is what failed)."""
     was = linecache.cache.get(filename)
     if not os.path.exists(filename):
         linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
     try:
-        text = "".join(traceback.format_exception(type(e), e, tb))
+        te = traceback.TracebackException(type(e), e, tb)
+        _strip(te, set())
+        text = "".join(te.format())
     finally:
         if not os.path.exists(filename):
             if was is None:
                 linecache.cache.pop(filename, None)
             else:
                 linecache.cache[filename] = was
-    line = traceback.format_exception_only(type(e), e)[-1].strip()
+    if isinstance(e, SyntaxError):
+        line = "%s: %s" % (type(e).__name__, e)  # "invalid syntax (feed.py, line 12)"
+    else:
+        line = traceback.format_exception_only(type(e), e)[-1].strip()
+        where = [f.lineno for f in te.stack if f.filename == filename]
+        if where:
+            line += " (line %d)" % where[-1]
     return {"ok": False, "error": line, "traceback": text}
+
+
+def _strip(te, seen):
+    if te is None or id(te) in seen:
+        return
+    seen.add(id(te))
+    te.stack = traceback.StackSummary.from_list([f for f in te.stack if f.filename != __file__])
+    _strip(te.__cause__, seen)
+    _strip(te.__context__, seen)
 
 
 def _restore(g, snapshot):
@@ -168,7 +183,10 @@ class _Reload:
         for k, v in list(_orphans.get(module.__name__, {}).items()) + list(g.items()):
             if isinstance(v, type) and v.__module__ == module.__name__ and v.__qualname__ == k:
                 mine[k] = v
-        old_defs = _class_defs(ast.parse(old_src, filename)) if old_src is not None else {}
+        try:
+            old_defs = _class_defs(ast.parse(old_src, filename)) if old_src is not None else {}
+        except (SyntaxError, ValueError):
+            old_defs = {}
         # What each class statement of an existing class does: "patch" (its
         # body applied to the class), "keep" (a class whose metaclass makes
         # it more than its namespace, unchanged: not run again), or
@@ -239,7 +257,11 @@ class _Reload:
             old = snapshot.get(k, _MISSING)
             if old is _MISSING or old is new or isinstance(new, type):
                 continue
-            kept, changed = self.take(old, new)
+            try:
+                kept, changed = self.take(old, new)
+            except Exception as e:  # a bug of this module's: say it, go on
+                self.say(k, "could not be applied: %s: %s" % (type(e).__name__, e))
+                continue
             if kept:
                 g[k] = old
                 if changed:
@@ -257,18 +279,25 @@ class _Reload:
             return True, False
         if isinstance(old, types.FunctionType) and isinstance(new, types.FunctionType):
             if self.ours(old) and self.ours(new):
-                return True, _swap(old, new)
-            if old.__code__ is new.__code__ and depth < 3:
-                # A decorator's wrapper (the same code, from elsewhere): what
-                # it wraps is in its closure or __wrapped__.
+                inner = list(_wrapped_pairs(old, new)) if depth < 3 else []
+                changed = _swap(old, new)
+            elif old.__code__ is new.__code__ and depth < 3:
+                # A wrapper a decorator of elsewhere made (the same code):
+                # what it wraps is in its closure.
+                inner = list(_wrapped_pairs(old, new))
                 changed = False
-                for o, n in _wrapped_pairs(old, new):
-                    kept, c = self.take(o, n, depth + 1)
-                    if not kept:
-                        return False, False
-                    changed = changed or c
-                return True, changed
-            return False, False
+            else:
+                return False, False
+            # A decorator's wrapper keeps calling what its closure holds:
+            # the old function, which takes the new code; its other cells
+            # take the new values (the decorator's arguments).
+            for o, n in inner:
+                if isinstance(o, types.CellType):
+                    o.cell_contents = n
+                    continue
+                kept, c = self.take(o, n, depth + 1)
+                changed = changed or c
+            return True, changed
         if isinstance(old, (staticmethod, classmethod)) and type(old) is type(new):
             return self.take(old.__func__, new.__func__, depth + 1)
         if type(old) is type(new) and hasattr(old, "__wrapped__") and hasattr(new, "__wrapped__") and depth < 3 \
@@ -302,8 +331,28 @@ class _Reload:
         elif owner in self.decorated and cls.__dict__.get("__annotations__") != ns.get("__annotations__"):
             self.say(owner, "its fields changed (its decorators did not run again)")
         generated = _generated(cls) if gobject else set()
+        if cls.__dict__.get("__slots__") != ns.get("__slots__"):
+            self.say(owner, "__slots__ changed")
         for k, new in ns.items():
-            if k in _BODY_SKIP or k in _DECLARED:
+            if k in _BODY_SKIP or k in _DECLARED or k == "__slots__":
+                continue
+            # What type() makes of these functions in a class body.
+            if k in ("__init_subclass__", "__class_getitem__") and isinstance(new, types.FunctionType):
+                new = classmethod(new)
+            elif k == "__new__" and isinstance(new, types.FunctionType):
+                new = staticmethod(new)
+            tmpl = sys.modules.get("gi._gtktemplate")
+            if tmpl is not None and isinstance(new, tmpl.CallThing):
+                # A Gtk.Template callback: the decorator (which did not run
+                # again) made the class attribute its function.
+                handler = new._name or k
+                if handler not in getattr(cls, "__gtktemplate_methods__", {}):
+                    self.say(owner, "template callback '%s' added" % handler)
+                    continue
+                new = new._func
+            elif tmpl is not None and isinstance(new, tmpl.Child):
+                if (new._name or k) not in getattr(cls, "__gtktemplate_widgets__", {}):
+                    self.say(owner, "template child '%s' added" % (new._name or k))
                 continue
             old = cls.__dict__.get(k, _MISSING)
             if gobject and _is_gproperty(new):
@@ -343,6 +392,8 @@ class _Reload:
             if gobject and k.startswith("do_") and _vfunc(cls, k):
                 self.say(owner, "%s was removed: GTK keeps calling it" % k)
                 continue
+            if k == "__init__" and _instances(cls):
+                self.say(owner, "__init__ removed (those made already keep what the old one did)")
             delattr(cls, k)
             self.removed += 1
 
@@ -486,8 +537,9 @@ def _swap(old, new):
         old.__kwdefaults__ = {_TARGET: new}
     old.__doc__ = new.__doc__
     old.__annotations__ = new.__annotations__
-    if new.__dict__:
-        old.__dict__.update(new.__dict__)
+    for k, v in new.__dict__.items():
+        if k != "__wrapped__":  # a wrapper's stays what its closure calls
+            setattr(old, k, v)
     return changed
 
 
@@ -520,17 +572,26 @@ def _inner_code(code):
 
 
 def _wrapped_pairs(old, new):
-    if hasattr(old, "__wrapped__") and hasattr(new, "__wrapped__"):
-        yield old.__wrapped__, new.__wrapped__
+    """What a wrapper's closure holds, old and new: (old function, new
+    function) for functions, (old cell, new value) for other values that
+    changed. A function's own class cell (__class__) is left alone."""
+    if not old.__closure__ or not new.__closure__ or old.__code__.co_freevars != new.__code__.co_freevars:
+        if callable(getattr(old, "__wrapped__", None)) and callable(getattr(new, "__wrapped__", None)):
+            yield old.__wrapped__, new.__wrapped__
         return
-    if old.__closure__ and new.__closure__ and old.__code__.co_freevars == new.__code__.co_freevars:
-        for a, b in zip(old.__closure__, new.__closure__):
-            try:
-                o, n = a.cell_contents, b.cell_contents
-            except ValueError:
-                continue
-            if o is not n and isinstance(o, types.FunctionType) and isinstance(n, types.FunctionType):
-                yield o, n
+    for name, a, b in zip(old.__code__.co_freevars, old.__closure__, new.__closure__):
+        if name == "__class__":
+            continue
+        try:
+            o, n = a.cell_contents, b.cell_contents
+        except ValueError:
+            continue
+        if o is n:
+            continue
+        if isinstance(o, types.FunctionType) and isinstance(n, types.FunctionType):
+            yield o, n
+        elif not isinstance(o, type):
+            yield a, n
 
 
 def _same_code(a, b):

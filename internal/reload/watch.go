@@ -44,11 +44,11 @@ type Watcher struct {
 	once   sync.Once
 
 	// The goroutine's own.
-	seen    map[*record]*file // every record sync looked at
-	files   map[string]*file  // path -> the file watched there
-	dirs    map[string]bool   // watched directories
-	pending map[string]time.Time
-	saved   map[string]time.Time // path -> first event of the pending change
+	seen    map[*record]*file   // every record sync looked at
+	files   map[string]*file    // path -> the file watched there
+	dirs    map[string]bool     // watched directories
+	pending map[*file]time.Time // when a changed file is quiet enough
+	saved   map[*file]time.Time // the first event of the pending change
 	timer   *time.Timer
 }
 
@@ -96,7 +96,7 @@ func Start(cfg Config) (*Watcher, error) {
 		cfg: cfg, fw: fw,
 		kick: make(chan struct{}, 1), done: make(chan struct{}),
 		seen: map[*record]*file{}, files: map[string]*file{}, dirs: map[string]bool{},
-		pending: map[string]time.Time{}, saved: map[string]time.Time{},
+		pending: map[*file]time.Time{}, saved: map[*file]time.Time{},
 		timer: time.NewTimer(time.Hour),
 	}
 	w.timer.Stop()
@@ -186,16 +186,29 @@ func (w *Watcher) sync() {
 				continue
 			}
 		}
-		dir := filepath.Dir(f.path)
-		if !w.dirs[dir] {
-			if err := w.fw.Add(dir); err != nil {
-				f.missing = true
-				w.say(fmt.Sprintf("duet reload: %s: not watched: %v", f.path, err))
-				continue
-			}
-			w.dirs[dir] = true
+		// A symbolic link is watched where it is and where it points: an
+		// editor writes the file it points to.
+		paths := []string{f.path}
+		if real, err := filepath.EvalSymlinks(f.path); err == nil && real != f.path {
+			paths = append(paths, real)
 		}
-		w.files[f.path] = f // a module loaded again from the same file replaces the old record
+		watched := false
+		for _, p := range paths {
+			dir := filepath.Dir(p)
+			if !w.dirs[dir] {
+				if err := w.fw.Add(dir); err != nil {
+					w.say(fmt.Sprintf("duet reload: %s: not watched: %v", p, err))
+					continue
+				}
+				w.dirs[dir] = true
+			}
+			w.files[p] = f // a module loaded again from the same file replaces the old record
+			watched = true
+		}
+		if !watched {
+			f.missing = true
+			continue
+		}
 		names = append(names, filepath.Base(f.path))
 	}
 	if len(names) > 0 {
@@ -284,22 +297,26 @@ func (w *Watcher) event(ev fsnotify.Event) {
 		for p, f := range w.files {
 			if filepath.Dir(p) == name {
 				delete(w.files, p)
+				delete(w.pending, f)
+				delete(w.saved, f)
 				f.missing = true
 				gone = append(gone, filepath.Base(p))
 			}
 		}
 		slices.Sort(gone)
+		gone = slices.Compact(gone)
 		w.say(fmt.Sprintf("duet reload: %s was removed: %s no longer watched (restart to watch again)", name, strings.Join(gone, ", ")))
 		return
 	}
-	if w.files[name] == nil || !ev.Has(fsnotify.Create|fsnotify.Write|fsnotify.Remove|fsnotify.Rename) {
+	f := w.files[name]
+	if f == nil || !ev.Has(fsnotify.Create|fsnotify.Write|fsnotify.Remove|fsnotify.Rename) {
 		return
 	}
 	now := time.Now()
-	if _, ok := w.pending[name]; !ok {
-		w.saved[name] = now
+	if _, ok := w.pending[f]; !ok {
+		w.saved[f] = now
 	}
-	w.pending[name] = now.Add(w.cfg.Debounce)
+	w.pending[f] = now.Add(w.cfg.Debounce)
 	w.arm()
 }
 
@@ -320,18 +337,16 @@ func (w *Watcher) arm() {
 func (w *Watcher) fire() {
 	now := time.Now()
 	var due []*file
-	for p, t := range w.pending {
+	for f, t := range w.pending {
 		if !t.After(now) {
-			delete(w.pending, p)
-			if f := w.files[p]; f != nil {
-				due = append(due, f)
-			}
+			delete(w.pending, f)
+			due = append(due, f)
 		}
 	}
 	slices.SortFunc(due, func(a, b *file) int { return a.rec.order - b.rec.order })
 	for _, f := range due {
-		saved := w.saved[f.path]
-		delete(w.saved, f.path)
+		saved := w.saved[f]
+		delete(w.saved, f)
 		b, err := os.ReadFile(f.path)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
