@@ -597,6 +597,8 @@ const thingPy = `from gi.repository import GObject
 
 
 class Thing(GObject.Object):
+    """A thing, v1."""
+
     __gsignals__ = {"poked": (GObject.SignalFlags.RUN_FIRST, None, (int,))}
     seen = []
 

@@ -336,56 +336,10 @@ class _Reload:
         for k, new in ns.items():
             if k in _BODY_SKIP or k in _DECLARED or k == "__slots__":
                 continue
-            # What type() makes of these functions in a class body.
-            if k in ("__init_subclass__", "__class_getitem__") and isinstance(new, types.FunctionType):
-                new = classmethod(new)
-            elif k == "__new__" and isinstance(new, types.FunctionType):
-                new = staticmethod(new)
-            tmpl = sys.modules.get("gi._gtktemplate")
-            if tmpl is not None and isinstance(new, tmpl.CallThing):
-                # A Gtk.Template callback: the decorator (which did not run
-                # again) made the class attribute its function.
-                handler = new._name or k
-                if handler not in getattr(cls, "__gtktemplate_methods__", {}):
-                    self.say(owner, "template callback '%s' added" % handler)
-                    continue
-                new = new._func
-            elif tmpl is not None and isinstance(new, tmpl.Child):
-                if (new._name or k) not in getattr(cls, "__gtktemplate_widgets__", {}):
-                    self.say(owner, "template child '%s' added" % (new._name or k))
-                continue
-            old = cls.__dict__.get(k, _MISSING)
-            if gobject and _is_gproperty(new):
-                self.take_gproperty(old, new)
-                continue
-            if gobject and _is_gsignal(new):
-                if _is_gsignal(old) and callable(old.func) and callable(new.func):
-                    kept, changed = self.take(old.func, new.func)
-                    self.methods += changed
-                continue
-            if k == "__init__" and isinstance(old, types.FunctionType) and isinstance(new, types.FunctionType) \
-                    and not _same_code(_code(old), new.__code__):
-                n = _instances(cls)
-                if n:
-                    self.say(owner, "__init__ changed (the %d made already keep what the old one did)" % n)
-            elif k == "__init__" and (old is _MISSING) != (new is _MISSING) and _instances(cls):
-                self.say(owner, "__init__ changed (those made already keep what the old one did)")
-            if old is not _MISSING:
-                kept, changed = self.take_attr(old, new)
-                if kept:
-                    self.methods += changed
-                    continue
-                if callable(new) and k.startswith("do_") and gobject and _vfunc(cls, k) and k not in generated:
-                    self.say(owner, "%s can no longer be changed in place: GTK keeps calling the old one" % k)
-                    continue
-                _set(cls, k, new)
-                continue
-            if gobject and k.startswith("do_") and callable(new) and _vfunc(cls, k):
-                self.say(owner, "%s is new: GTK calls it only in a new process" % k)
-                continue
-            _set(cls, k, new)
-            if callable(new) or isinstance(new, (staticmethod, classmethod, property)):
-                self.added += 1
+            try:
+                self.patch_attr(cls, owner, k, new, gobject, generated)
+            except Exception as e:
+                self.say(owner, "%s could not be applied: %s: %s" % (k, type(e).__name__, e))
         for k, old in list(cls.__dict__.items()):
             if k in ns or k in generated or not self.defined_here(cls, k, old):
                 continue
@@ -394,8 +348,64 @@ class _Reload:
                 continue
             if k == "__init__" and _instances(cls):
                 self.say(owner, "__init__ removed (those made already keep what the old one did)")
-            delattr(cls, k)
+            try:
+                delattr(cls, k)
+            except Exception as e:
+                self.say(owner, "%s could not be removed: %s: %s" % (k, type(e).__name__, e))
+                continue
             self.removed += 1
+
+    def patch_attr(self, cls, owner, k, new, gobject, generated):
+        # What type() makes of these functions in a class body.
+        if k in ("__init_subclass__", "__class_getitem__") and isinstance(new, types.FunctionType):
+            new = classmethod(new)
+        elif k == "__new__" and isinstance(new, types.FunctionType):
+            new = staticmethod(new)
+        tmpl = sys.modules.get("gi._gtktemplate")
+        if tmpl is not None and isinstance(new, tmpl.CallThing):
+            # A Gtk.Template callback: the decorator (which did not run
+            # again) made the class attribute its function.
+            handler = new._name or k
+            if handler not in getattr(cls, "__gtktemplate_methods__", {}):
+                self.say(owner, "template callback '%s' added" % handler)
+                return
+            new = new._func
+        elif tmpl is not None and isinstance(new, tmpl.Child):
+            if (new._name or k) not in getattr(cls, "__gtktemplate_widgets__", {}):
+                self.say(owner, "template child '%s' added" % (new._name or k))
+            return
+        old = cls.__dict__.get(k, _MISSING)
+        if gobject and _is_gproperty(new):
+            self.take_gproperty(old, new)
+            return
+        if gobject and _is_gsignal(new):
+            if _is_gsignal(old) and callable(old.func) and callable(new.func):
+                kept, changed = self.take(old.func, new.func)
+                self.methods += changed
+            return
+        if k == "__init__" and isinstance(old, types.FunctionType) and isinstance(new, types.FunctionType) \
+                and not _same_code(_code(old), new.__code__):
+            n = _instances(cls)
+            if n:
+                self.say(owner, "__init__ changed (the %d made already keep what the old one did)" % n)
+        elif k == "__init__" and (old is _MISSING) != (new is _MISSING) and _instances(cls):
+            self.say(owner, "__init__ changed (those made already keep what the old one did)")
+        if old is not _MISSING:
+            kept, changed = self.take_attr(old, new)
+            if kept:
+                self.methods += changed
+                return
+            if callable(new) and k.startswith("do_") and gobject and _vfunc(cls, k) and k not in generated:
+                self.say(owner, "%s can no longer be changed in place: GTK keeps calling the old one" % k)
+                return
+            _set(cls, k, new)
+            return
+        if gobject and k.startswith("do_") and callable(new) and _vfunc(cls, k):
+            self.say(owner, "%s is new: GTK calls it only in a new process" % k)
+            return
+        _set(cls, k, new)
+        if callable(new) or isinstance(new, (staticmethod, classmethod, property)):
+            self.added += 1
 
     def take_attr(self, old, new):
         if isinstance(old, property) and isinstance(new, property):
@@ -474,6 +484,10 @@ _MISSING = object()
 
 
 def _set(cls, k, v):
+    if k == "__doc__":
+        # type's own setter: PyGObject's metaclass has a read-only __doc__.
+        type.__dict__["__doc__"].__set__(cls, v)
+        return
     setattr(cls, k, v)
     set_name = getattr(type(v), "__set_name__", None)
     if set_name is not None:
@@ -516,15 +530,17 @@ def _walk_block(stmts, out):
 
 def _code(fn):
     """The code fn runs: its target's when it forwards."""
-    if fn.__code__.co_name == _FORWARD and fn.__kwdefaults__ and _TARGET in fn.__kwdefaults__:
-        return fn.__kwdefaults__[_TARGET].__code__
-    return fn.__code__
+    target = _target(fn)
+    return fn.__code__ if target is None else target.__code__
 
 
 def _swap(old, new):
     """Makes old run new's code; says whether the code changed (not only
     moved)."""
     changed = not _same_code(_code(old), new.__code__)
+    target = _target(old)  # the function old forwards to, if it does
+    if target is not None and old.__dict__.get("__wrapped__") is target:
+        del old.__wrapped__
     if old.__code__.co_freevars == new.__code__.co_freevars:
         old.__code__ = new.__code__
         old.__defaults__ = new.__defaults__
@@ -535,12 +551,20 @@ def _swap(old, new):
         old.__code__ = _forward(old.__code__.co_freevars)
         old.__defaults__ = None
         old.__kwdefaults__ = {_TARGET: new}
+        if "__wrapped__" not in old.__dict__:
+            old.__wrapped__ = new  # inspect.signature(old) is new's
     old.__doc__ = new.__doc__
     old.__annotations__ = new.__annotations__
     for k, v in new.__dict__.items():
         if k != "__wrapped__":  # a wrapper's stays what its closure calls
             setattr(old, k, v)
     return changed
+
+
+def _target(fn):
+    if fn.__code__.co_name == _FORWARD and fn.__kwdefaults__ and _TARGET in fn.__kwdefaults__:
+        return fn.__kwdefaults__[_TARGET]
+    return None
 
 
 def _forward(freevars):

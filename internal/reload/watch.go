@@ -202,7 +202,13 @@ func (w *Watcher) sync() {
 				}
 				w.dirs[dir] = true
 			}
-			w.files[p] = f // a module loaded again from the same file replaces the old record
+			if old := w.files[p]; old != nil && old != f {
+				// A module loaded again from the same file: the new
+				// record replaces the old one, and its pending change.
+				delete(w.pending, old)
+				delete(w.saved, old)
+			}
+			w.files[p] = f
 			watched = true
 		}
 		if !watched {
