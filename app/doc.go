@@ -87,8 +87,10 @@
 //     function added or removed, __init__ changed while instances exist
 //     (they keep what the old one did).
 //   - A save that does not compile or raises while the module runs
-//     changes nothing: the old code keeps running, and the error is said
-//     with its traceback; the next good save applies.
+//     changes nothing of the module: the old code keeps running, and the
+//     error is said with its traceback; the next good save applies. (What
+//     its code did to other objects before it raised stays done, and a
+//     Python thread running meanwhile may see the module half-way.)
 //
 // Each reload says one line on stderr ("duet reload: feed.py: applied (1
 // function, 2 methods)", "...: kept the old code: SyntaxError: ...

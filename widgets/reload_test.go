@@ -875,3 +875,26 @@ func TestReloadFindsLoadFSFilesOnDisk(t *testing.T) {
 		until(t, r, nil, "m.f()", strings.TrimSuffix(strings.TrimPrefix(strings.Split(files[c.file], "'")[1], ""), "1")+"2")
 	}
 }
+
+// The directory of a watched file removed: said (its files are no longer
+// watched); the code loaded keeps running.
+func TestReloadDirectoryRemoved(t *testing.T) {
+	looptest.FailOnPythonExceptions(t)
+	dir := filepath.Join(t.TempDir(), "gone")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	path := filepath.Join(dir, "reload_rmdir.py")
+	require.NoError(t, os.WriteFile(path, []byte("def f():\n    return 1\n"), 0o644))
+	r := &reloading{t: t, path: path, out: &syncBuffer{}}
+	looptest.Do(t, func(t testing.TB) {
+		var err error
+		r.mod, err = widgets.LoadFile(path)
+		require.NoError(t, err)
+	})
+	w, err := reload.Start(reload.Config{Out: r.out, Debounce: 20 * time.Millisecond})
+	require.NoError(t, err)
+	defer w.Close()
+	r.waitWatching("reload_rmdir.py")
+	require.NoError(t, os.RemoveAll(dir))
+	r.waitOut(dir + " was removed: reload_rmdir.py no longer watched")
+	assert.Equal(t, int64(1), evalAs[int64](t, r, nil, "m.f()"))
+}

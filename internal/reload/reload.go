@@ -17,6 +17,24 @@
 //     running process is reported as needing a restart; a module that does
 //     not compile or raises leaves the old code running. Each reload says
 //     one line on stderr (and logs with log/slog).
+//
+// The new source runs in the module's own dict, which is put back as it
+// was (a snapshot) if the code raises, rather than in a copy of it: a
+// function the new code makes and keeps somewhere (a dispatch table, a
+// registry a decorator fills, a lambda given to a widget) then has the
+// module's globals, sees what later reloads change and sets the module's
+// state; made in a copy, it would read the copy for ever (widgets'
+// TestReloadFunctionsKeepTheModulesGlobals). The price: a Python thread
+// running the module's functions during the reload may see the module
+// half-way. Class statements are intercepted with a __build_class__ of a
+// copy of the builtins that only the module's own frame uses (the
+// functions it makes take the real builtins: see reload.py).
+//
+// A function whose new code needs other closure cells than the old one
+// (the new code calls super() where the old did not) cannot take the code
+// itself: it forwards to the new function instead, so what holds it still
+// runs the new code (PyGObject's vfunc closure included), where rebinding
+// the name would leave them the old code.
 package reload
 
 import (
