@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +23,7 @@ import (
 	"github.com/duet-gtk/duet/internal/diag"
 	"github.com/duet-gtk/duet/internal/hooks"
 	"github.com/duet-gtk/duet/internal/lifetime"
+	"github.com/duet-gtk/duet/internal/reload"
 	"github.com/duet-gtk/duet/internal/report"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/widgets"
@@ -63,6 +66,17 @@ type Options struct {
 	// "app.census" with the accelerator Ctrl+Shift+C, as GTK's inspector is
 	// on Ctrl+Shift+D; DUET_CENSUS=1 does the same without a rebuild.
 	Census bool
+	// Reload turns on the development mode that applies edits of the
+	// app's Python files to the running app (see "Reloading" in the
+	// package doc); DUET_RELOAD=1 does the same without a rebuild. Off, it
+	// costs nothing: no watcher, no thread, no wakeup.
+	Reload bool
+	// ReloadDir is the directory on disk that the files widgets.LoadFS
+	// loaded come from (the directory holding the go:embed directive's
+	// files), for Reload. Empty: the directory of the code that called
+	// LoadFS, then that of the source file that called Main or New (where
+	// go run builds from), checked against the files' contents.
+	ReloadDir string
 }
 
 // App is a GTK application that Go and Python share: one GApplication,
@@ -80,6 +94,11 @@ type App struct {
 	// activateFailed: Main's activate returned an error (the app is
 	// quitting; DUET_EXPLORE's run does not start).
 	activateFailed atomic.Bool
+
+	// reload: Options.Reload or DUET_RELOAD; reloadGuess: the directory of
+	// the program's source file that made the app.
+	reload      bool
+	reloadGuess string
 }
 
 // onMain runs fn on the main thread: directly when called there, through the
@@ -100,6 +119,10 @@ func New(opts Options) (*App, error) {
 		opts.FinalizeTimeout = 5 * time.Second
 	}
 	a := &App{opts: opts}
+	if opts.Reload || envOn("DUET_RELOAD") {
+		a.reload = true
+		a.reloadGuess = programDir()
+	}
 	if opts.CrashReport && forensics.CrashReportPath() == "" {
 		if _, err := forensics.EnableCrashReports(""); err != nil {
 			return nil, err
@@ -182,6 +205,31 @@ func New(opts Options) (*App, error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// programDir is the directory of the program's source file that called
+// New (or Main): the first caller outside this package. With go run, that
+// is on the developer's disk, next to the files go:embed took.
+func programDir() string {
+	var pcs [16]uintptr
+	n := runtime.Callers(2, pcs[:])
+	frames := runtime.CallersFrames(pcs[:n])
+	for {
+		f, more := frames.Next()
+		if !strings.HasPrefix(f.Function, "github.com/duet-gtk/duet/app.") && f.File != "" {
+			if !filepath.IsAbs(f.File) {
+				return "" // built with -trimpath: no source directory
+			}
+			dir := filepath.Dir(f.File)
+			if st, err := os.Stat(dir); err == nil && st.IsDir() {
+				return dir
+			}
+			return ""
+		}
+		if !more {
+			return ""
+		}
+	}
 }
 
 func envOn(name string) bool {
@@ -494,6 +542,14 @@ func (a *App) Run(ctx context.Context, args []string) int {
 			return 1
 		}
 	}
+	var watcher *reload.Watcher
+	if a.reload {
+		var err error
+		watcher, err = reload.Start(reload.Config{Dir: a.opts.ReloadDir, Guess: a.reloadGuess})
+		if err != nil {
+			report.Print("app: reload", err) // development mode: the app runs on without it
+		}
+	}
 	err := eventloop.Drive(ctx, func() {
 		r, err := a.py.CallMethod("run", args)
 		if err != nil {
@@ -507,6 +563,9 @@ func (a *App) Run(ctx context.Context, args []string) int {
 		}
 		status = int(n)
 	}, a.Quit, loopOptions(a.opts)...)
+	if watcher != nil {
+		watcher.Close()
+	}
 	restoreSIGINT()
 	var se *eventloop.SignalError
 	switch {

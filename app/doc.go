@@ -56,6 +56,52 @@
 // was doing (cmd/duetexplore). DUET_EXPLORE=replay=FILE replays a recorded
 // trace instead. Unset, DUET_EXPLORE costs one lookup of the environment.
 //
+// # Reloading
+//
+// Options.Reload, or DUET_RELOAD=1 without a rebuild, is a development
+// mode: while Run runs, duet watches the Python files the app loaded
+// (widgets.LoadFile's, and widgets.LoadFS's on disk: in Options.ReloadDir,
+// else found next to the code that called LoadFS or Main, which is where
+// go:embed took them from under go run) with the OS's file notifications
+// (fsnotify; no polling), and applies each save to the running app, on the
+// UI thread between two events:
+//
+//   - The module runs again, in its own namespace. Functions keep their
+//     identity and take the new code (fn.__code__), so what holds them, a
+//     signal connection, a bound method, a Go-connected widget's handler,
+//     runs the new code at its next call. Other module values are rebound,
+//     as importlib.reload does (state meant to survive a reload reads
+//     itself back: cache = globals().get("cache", {})); module-level code
+//     runs again, side effects included (a signal it connects is connected
+//     once more).
+//   - A class the module has already, GObject subclasses included, stays
+//     the same class (its GType stays registered, its instances stay what
+//     they are): its methods, do_* virtual functions (GTK calls them
+//     through closures PyGObject made when the class was registered),
+//     static and class methods, property getters and Gtk.Template
+//     callbacks take the new code; new plain methods are added, removed
+//     ones deleted, class attributes set; its decorators do not run again.
+//   - What a running process cannot take is said in the same line as
+//     needing a restart, and left as it is: a property or signal added,
+//     removed or changed, __gtype_name__ or the bases changed, a virtual
+//     function added or removed, __init__ changed while instances exist
+//     (they keep what the old one did).
+//   - A save that does not compile or raises while the module runs
+//     changes nothing of the module: the old code keeps running, and the
+//     error is said with its traceback; the next good save applies. (What
+//     its code did to other objects before it raised stays done, and a
+//     Python thread running meanwhile may see the module half-way.)
+//
+// Each reload says one line on stderr ("duet reload: feed.py: applied (1
+// function, 2 methods)", "...: kept the old code: SyntaxError: ...
+// (traceback follows)", "...: restart needed: FeedRow: property 'count'
+// added") and logs it with slog.Default() (unless that is Go's default
+// logger writing to stderr: the line is there already). Off, reloading
+// costs nothing: no watcher, no goroutine, no wakeup (the loaders keep a
+// small record per file either way). widgets.LoadSource's modules have no
+// file and are not watched; .ui files, rebuilding widgets made before a
+// change, and an in-window banner are not done yet.
+//
 // # API
 //
 //   - Making it: [Main] (the whole main function of a typical app), or
@@ -69,6 +115,9 @@
 //   - Forensics: Options.CrashReport (crash reports, see package
 //     forensics) and Options.Census (the census window on Ctrl+Shift+C;
 //     DUET_CENSUS=1 without a rebuild).
+//   - Development: Options.Reload and Options.ReloadDir (Python files
+//     applied to the running app as they are saved; DUET_RELOAD=1 without
+//     a rebuild; see Reloading).
 //
 // Threads: Main, New and Run run on the main thread; Hold and Release on
 // the UI thread (elsewhere they return an error wrapping

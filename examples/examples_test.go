@@ -181,6 +181,15 @@ func TestQuotes(t *testing.T) {
 	checkScreenshot(t, path, "quotes.png")
 }
 
+// Quotes is reloadable: with DUET_RELOAD=1 it watches feed.py where it is
+// in the tree (next to the main.go that embeds it), and says so; off, it
+// says nothing (TestQuotes).
+func TestQuotesReloadable(t *testing.T) {
+	out, errOut := runEnv(t, "quotes", []string{"DUET_RELOAD=1"}, "-script")
+	assert.Contains(t, out, "fetched 5 quotes")
+	assert.Equal(t, "duet reload: watching feed.py\n", errOut)
+}
+
 // Builder: a .ui file whose handlers are Go funcs, one given another
 // widget of the file as its argument.
 func TestBuilder(t *testing.T) {

@@ -18,7 +18,11 @@
 // connects signals to Go funcs and calls methods, each checked for the UI
 // thread; its Object field is the PyGObject object itself, for everything
 // else pygi offers (unchecked: GTK's thread rule is then the caller's).
-// Python exceptions come back as *pygi.Error with the traceback.
+// Python exceptions come back as *pygi.Error with the traceback. In
+// development (app.Options.Reload, DUET_RELOAD=1), a module loaded with
+// LoadFile or LoadFS is applied to the running app whenever its file is
+// saved: its classes and functions stay the same objects and take the new
+// code (see "Reloading" in package app).
 // [DefineClass] makes a GObject class from Go: a subclass of a GTK or
 // Python class whose methods and do_* virtual functions are Go funcs, with
 // its own signals and properties. [LoadUI] builds a GtkBuilder file whose

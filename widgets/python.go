@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/internal/pyobj"
+	"github.com/duet-gtk/duet/internal/reload"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -33,7 +36,12 @@ func LoadFile(file string) (*Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	return load(moduleName(file), string(src), file)
+	name := moduleName(file)
+	m, err := load(name, string(src), file)
+	if err == nil {
+		reload.LoadedFile(name, file, string(src))
+	}
+	return m, err
 }
 
 // LoadFS loads a Python source file from a file system, for example one
@@ -46,7 +54,19 @@ func LoadFS(fsys fs.FS, file string) (*Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	return load(moduleName(file), string(src), file)
+	name := moduleName(file)
+	m, err := load(name, string(src), file)
+	if err == nil {
+		// Where the files of an fs.FS are on disk is the reload watcher's
+		// guess; the directory of the code that loads them is a good one
+		// (go:embed's files are next to the code that embeds them).
+		var dir string
+		if _, caller, _, ok := runtime.Caller(1); ok && filepath.IsAbs(caller) {
+			dir = filepath.Dir(caller)
+		}
+		reload.LoadedFS(name, fsys, file, string(src), dir)
+	}
+	return m, err
 }
 
 // LoadSource loads Python source text as a module called name.
@@ -54,7 +74,11 @@ func LoadSource(name, src string) (*Module, error) {
 	if err := eventloop.RequireMain("widgets.LoadSource"); err != nil {
 		return nil, err
 	}
-	return load(name, src, "<"+name+">")
+	m, err := load(name, src, "<"+name+">")
+	if err == nil {
+		reload.Unloaded(name)
+	}
+	return m, err
 }
 
 func moduleName(file string) string {

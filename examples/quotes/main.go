@@ -5,6 +5,7 @@
 //
 //	go run ./examples/quotes            # press Fetch; close the window to quit
 //	go run ./examples/quotes -script    # fetch once from Go, print, exit 0
+//	DUET_RELOAD=1 go run ./examples/quotes  # edit feed.py while it runs: the next Fetch runs the new code
 package main
 
 import (
