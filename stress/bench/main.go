@@ -74,7 +74,8 @@ func run() error {
 	}
 	defer os.RemoveAll(tmp)
 	progs := map[string]string{}
-	for p, dir := range map[string]string{"duet": "startup/duet", "gotk4": "startup/gotk4", "latency": "latency"} {
+	for p, dir := range map[string]string{"duet": "startup/duet", "gotk4": "startup/gotk4", "latency": "latency",
+		"scroll-duet": "scroll/duet", "scroll-gotk4": "scroll/gotk4"} {
 		bin := filepath.Join(tmp, p)
 		fmt.Fprintf(os.Stderr, "building the %s program...\n", p)
 		if out, err := exec.Command("go", "build", "-o", bin, "./"+filepath.Join(rel(here), dir)).CombinedOutput(); err != nil {
@@ -150,6 +151,9 @@ func run() error {
 			func() error { return idleWakeups(progs["duet"], []string{"idle"}, t.idle, 0) },
 			func() error { return idleWakeups(*python, []string{script, "idle"}, t.idle, 1) },
 			func() error { return idleWakeups(progs["gotk4"], []string{"idle"}, t.idle, 2) },
+			func() error { return scroll(progs["scroll-duet"], nil, t, 0) },
+			func() error { return scroll(*python, []string{script, "scroll"}, t, 1) },
+			func() error { return scroll(progs["scroll-gotk4"], nil, t, 2) },
 		}
 		for _, s := range steps {
 			if err := s(); err != nil {
@@ -469,6 +473,33 @@ func latency(bin string, t *benchTable) error {
 			c.add(prefix+"p50", p50)
 			c.add(prefix+"p99", p99)
 		}
+	}
+	return nil
+}
+
+// scroll runs a scrolling program (see stress/bench/scroll) over
+// count(100000) items and adds its line of figures to a side of the
+// scrolling rows.
+func scroll(bin string, args []string, t *benchTable, side int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, append(args, fmt.Sprint(count(100000)))...)
+	cmd.Env = append(os.Environ(), "GTK_A11Y=none")
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("%s %v: %w", bin, args, err)
+	}
+	// frames, total ms, p50 ms, p99 ms, over 16 ms, CPU p50 ms, CPU p99
+	// ms, CPU over 16 ms, interval p50, p99, longest ms, binds, setups,
+	// handler ns/bind (scroll.Recorder.Line)
+	f := strings.Fields(string(out))
+	if len(f) != 14 {
+		return fmt.Errorf("%s %v: want 14 figures, got %q", bin, args, out)
+	}
+	num := func(i int) float64 { v, _ := strconv.ParseFloat(f[i], 64); return v }
+	for c, i := range map[*comparison]int{t.scrollP50: 2, t.scrollP99: 3, t.scrollOver: 4, t.scrollTotal: 1,
+		t.scrollCPU50: 5, t.scrollCPU99: 6, t.scrollOverCPU: 7, t.scrollHandlers: 13} {
+		c.add(c.sides[side], num(i))
 	}
 	return nil
 }

@@ -51,9 +51,12 @@ func median(v []float64) float64 {
 // benchTable is every row make bench prints, in order.
 type benchTable struct {
 	emitC, emitCObj, emitCFloor, emit, emitFloor, emitHandler, emitGotk4, call, call3, back, backObj, createFree, create, start, rss, invoke, flood, idle, callBatch *comparison
-	ring, provenance                                                                                                         *comparison // forensics' costs
-	await                                                                                                                    *comparison
-	load                                                                                                                     []*comparison // 0, 1, 2, 4 busy goroutines
+	ring, provenance                                                                                                                                                 *comparison // forensics' costs
+	await                                                                                                                                                            *comparison
+	load                                                                                                                                                             []*comparison // 0, 1, 2, 4 busy goroutines
+
+	// scrolling a long list (see stress/bench/scroll)
+	scrollP50, scrollP99, scrollOver, scrollTotal, scrollCPU50, scrollCPU99, scrollOverCPU, scrollHandlers *comparison
 }
 
 var busyCounts = []int{0, 1, 2, 4}
@@ -105,6 +108,20 @@ func newTable() *benchTable {
 		idle: &comparison{title: "wakeups of an idle app (window shown, nothing happening): voluntary context switches of all threads", unit: "per second",
 			aim: "≤ 1/s", sides: []string{"duet app", "PyGObject script", "gotk4 program"}},
 	}
+	scrollSides := []string{"duet: Go factory", "PyGObject: Python factory", "gotk4: Go factory"}
+	scrollRow := func(title, unit, aim string) *comparison {
+		return &comparison{title: title, unit: unit, aim: aim, sides: scrollSides}
+	}
+	t.scrollP50 = scrollRow("scrolling a long list: a Gtk.ListView over 100 000 strings in a 400×600 window, moved 5 pages a frame by a tick callback from top to bottom, "+
+		"its factory's setup/bind/unbind Go funcs through duet (setting the label through pygi), Python functions, gotk4 funcs; each side its own process: "+
+		"frame time p50 (the frame clock's before-paint to after-paint)", "ms", "")
+	t.scrollP99 = scrollRow("the same scroll: frame time p99", "ms", "≤ 0.8× the Python factory")
+	t.scrollOver = scrollRow("the same scroll: frames over 16 ms", "frames", "none the Python factory does not also have")
+	t.scrollTotal = scrollRow("the same scroll: total time, first frame to last (the frame clock paces frames at 60 Hz)", "ms", "")
+	t.scrollCPU50 = scrollRow("the same scroll: the UI thread's CPU time per frame, p50 (the same span without waits and preemption: what the frame cost this process)", "ms", "")
+	t.scrollCPU99 = scrollRow("the same scroll: the UI thread's CPU time per frame, p99", "ms", "")
+	t.scrollOverCPU = scrollRow("the same scroll: frames whose UI-thread CPU time alone was over 16 ms (the rest of the frames over 16 ms waited: for the CPU, shared here, or for the renderer)", "frames", "")
+	t.scrollHandlers = scrollRow("the same scroll: time inside the factory's handlers per row bound (setup + bind + unbind, by the handler's own clock: not the crossing into it)", "ns/row", "")
 	for _, n := range busyCounts {
 		c := &comparison{title: fmt.Sprintf("Invoke round trip running a Python call on the UI thread, %d goroutines busy in Python (plain loops / loops with gc.collect(); 300)", n),
 			unit: "ms", sides: []string{"p50", "p99", "gc p50", "gc p99"}}
@@ -128,7 +145,8 @@ func newTable() *benchTable {
 
 func (t *benchTable) rows() []*comparison {
 	return append([]*comparison{t.emitC, t.emitCObj, t.emitCFloor, t.emit, t.emitFloor, t.emitHandler, t.emitGotk4, t.call, t.callBatch, t.call3, t.back, t.backObj, t.createFree, t.create,
-		t.ring, t.provenance, t.await, t.start, t.rss, t.invoke}, append(t.load, t.flood, t.idle)...)
+		t.ring, t.provenance, t.await, t.start, t.rss, t.invoke}, append(t.load, t.flood, t.idle,
+		t.scrollP50, t.scrollP99, t.scrollOver, t.scrollTotal, t.scrollCPU50, t.scrollCPU99, t.scrollOverCPU, t.scrollHandlers)...)
 }
 
 // render writes the table. Rows with one side show its median; rows with
