@@ -62,6 +62,32 @@ func TestTrivialCallsDoNotAllocate(t *testing.T) {
 	}
 }
 
+// BenchmarkCallAfterLongList: f("x") after a list of 30 000 strings went
+// through the pooled encoders once. It costs what BenchmarkCallOneArg does:
+// the encoders' values hold no Go pointers, so cgo's pointer check does
+// not walk the array the long list grew (it did, 113 µs a call).
+func BenchmarkCallAfterLongList(b *testing.B) {
+	f, err := Eval("lambda x: x", nil)
+	require.NoError(b, err)
+	long := make([]string, 30000)
+	for i := range long {
+		long[i] = "item"
+	}
+	for range 4 { // into every pooled encoder
+		l, err := New(long)
+		require.NoError(b, err)
+		l.Close()
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := f.Call("x")
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.Close()
+	}
+}
+
 // BenchmarkCallOneArg: one int argument and an int result (a new Object).
 func BenchmarkCallOneArg(b *testing.B) {
 	f, err := Eval("lambda x: x", nil)

@@ -79,14 +79,21 @@ type Val struct {
 	N    int64 // length, item count, or for KindSlot the generation
 	I    int64
 	F    float64
-	P    unsafe.Pointer // for KindSlot the duet_slot*; never a Go pointer
+	// P is for KindSlot the duet_slot*: C memory, never a Go pointer, so
+	// held as an integer. That makes []Val pointer-free for Go: cgo's
+	// pointer check has nothing to walk in it (it walks the whole backing
+	// array of a slice that may hold pointers, so a pooled encoder's
+	// array, grown once by a long list, cost every later call time in
+	// proportion), and the garbage collector does not scan it.
+	P uintptr
 }
 
 // SlotVal encodes a (borrowed) reference to r's object.
-func SlotVal(r Ref) Val { return Val{Kind: KindSlot, P: r.S, N: int64(r.Gen)} }
+func SlotVal(r Ref) Val { return Val{Kind: KindSlot, P: uintptr(r.S), N: int64(r.Gen)} }
 
-// Ref returns the reference a KindSlot value carries.
-func (v Val) Ref() Ref { return Ref{S: v.P, Gen: uint64(v.N)} }
+// Ref returns the reference a KindSlot value carries. The slot is C memory,
+// which never moves: reading the integer back as a pointer is sound.
+func (v Val) Ref() Ref { return Ref{S: *(*unsafe.Pointer)(unsafe.Pointer(&v.P)), Gen: uint64(v.N)} }
 
 // Compile-time checks that the Go mirrors agree in size with C (duet.c
 // checks the field offsets).
