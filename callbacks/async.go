@@ -179,11 +179,13 @@ func startAsync(fv reflect.Value, name string, split func([]reflect.Value) (any,
 		}
 		// Settled on the loop's thread, where the future lives (through the
 		// loop when it runs; here when it has stopped: nobody awaits then).
-		// Not waited for: the goroutine ends here, and the UI thread does
-		// not wake it again once the future is settled.
-		lifetime.PostUI(func() {
+		// Waited for, so that a loop stopping first leaves nothing queued
+		// for a loop that may never come (the future, and what the result
+		// holds, would stay until then).
+		lifetime.OnUI(func() error {
 			defer fut.Close()
 			settle(fut, name, value, err)
+			return nil
 		})
 	}()
 	return token, nil

@@ -16,9 +16,11 @@
 // call, no Python involved) and InvokeWait waits for it with a context.
 // The loop runs queued work in order, in turns of about 2 ms: a flood of
 // Invokes from busy goroutines does not keep the UI thread from its input,
-// timers and redraws, which run between two turns (while work is left over,
-// the invoke source waits below GTK's redraw priority; once the queue is
-// empty it is back at the default one). A round trip still waits for the
+// timers and redraws, which run between two turns (while work is left
+// over, the invoke source waits just below GTK's redraw priority, for at
+// most 4 ms: whatever stays ready above that cannot keep Invokes waiting
+// longer; once the queue is empty it is back at the default priority). A
+// round trip still waits for the
 // work queued before it: a goroutine that must not flood the loop waits for
 // it (InvokeWait) rather than queueing without bound.
 // After and Every are timers backed by GLib timeout sources; Cancel is safe

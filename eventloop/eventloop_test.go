@@ -463,3 +463,79 @@ def schedule():
 	looptest.Turn(t)
 	assert.EqualValues(t, 1, before.Load(), "the Invoke ran before the second redraw-priority idle")
 }
+
+// Whatever stays ready below the invoke source's priority (an idle that
+// always returns True, an asyncio task that yields with sleep(0), a tick
+// callback slower than a frame) gets turns between two batches of a
+// flood, and never keeps later Invokes from running: a batch that left
+// work makes the source sit out one turn, no more.
+func TestInvokeAfterFloodIsNotStarved(t *testing.T) {
+	defer watchdog(t, 2*time.Minute)()
+	for _, tc := range []struct{ name, start string }{
+		{"an idle at HIGH_IDLE that stays ready", `GLib.idle_add(lambda: not state["stop"], priority=GLib.PRIORITY_HIGH_IDLE)`},
+		{"an idle at GTK's redraw priority", `GLib.idle_add(lambda: not state["stop"], priority=GLib.PRIORITY_HIGH_IDLE + 20)`},
+		{"an asyncio task yielding with sleep(0)", `asyncio.ensure_future(crunch())`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b pygi.Block
+			g := b.Globals(nil)
+			b.Exec(`import asyncio
+from gi.repository import GLib
+state = {"stop": False}
+async def crunch():
+    while not state["stop"]:
+        await asyncio.sleep(0)
+def start():
+    `+tc.start+`
+def stop():
+    state["stop"] = True`, g)
+			start, stop := b.Item(g, "start"), b.Item(g, "stop")
+			require.NoError(t, b.Err())
+			looptest.Do(t, func(t testing.TB) {
+				r, err := start.Call()
+				require.NoError(t, err)
+				r.Close()
+				for range 64 { // a brief flood: batches cut short
+					eventloop.Invoke(func() {
+						for end := time.Now().Add(100 * time.Microsecond); time.Now().Before(end); {
+						}
+					})
+				}
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			err := eventloop.InvokeWait(ctx, func() error { r, err := stop.Call(); r.Close(); return err })
+			if err != nil {
+				r, _ := stop.Call() // let the loop go for the other tests
+				r.Close()
+			}
+			require.NoError(t, err, "an Invoke after the flood ran")
+			looptest.Turn(t)
+		})
+	}
+}
+
+// A turn of the flood ends once it has taken the budget, whatever its
+// items cost: items of 5 ms run one or two to a dispatch, not a dozen
+// (counted with the loop's dispatch counter, not timed).
+func TestInvokeTurnsEndAfterTheirBudget(t *testing.T) {
+	defer watchdog(t, 2*time.Minute)()
+	const n = 24
+	turns := make([]int64, n) // the loop thread's only
+	looptest.Do(t, func(testing.TB) {
+		for i := range n {
+			eventloop.Invoke(func() {
+				turns[i] = forensics.ReadStats().Loop.Dispatches
+				time.Sleep(5 * time.Millisecond)
+			})
+		}
+	})
+	looptest.Turn(t)
+	per := map[int64]int{}
+	for _, d := range turns {
+		per[d]++
+	}
+	for d, k := range per {
+		assert.LessOrEqual(t, k, 2, "dispatch %d ran %d items of 5 ms", d, k)
+	}
+}

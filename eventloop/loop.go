@@ -159,7 +159,7 @@ func Drive(ctx context.Context, run func(), quit func(), opts ...Option) error {
 	// GTK objects must be finalised on this thread: Python references are
 	// released here, and Python's cycle collector runs here too.
 	stopped := make(chan struct{})
-	lifetime.LoopStarted(func(fn func()) error { return onLoop(stopped, fn) }, Invoke, func() { Invoke(drainReleases) })
+	lifetime.LoopStarted(func(fn func()) error { return onLoop(stopped, fn) }, func() { Invoke(drainReleases) })
 	defer func() {
 		lifetime.LoopStopped()
 		close(stopped)
@@ -330,8 +330,9 @@ var carry struct {
 }
 
 // batchBudget bounds one dispatch: a flood of Invokes runs in turns of about
-// this long, with the loop's other sources (input, timers, redraw: see
-// internal/capi/loop.c) served between two turns. Neither all at once (a
+// this long (one item may take longer: the clock is read after each), with
+// the loop's other sources (input, timers, redraw: see internal/capi/loop.c)
+// served between two turns. Neither all at once (a
 // backlog of 100 000 would keep the UI thread for a tenth of a second) nor
 // one per wake-up (each turn of the loop costs more than a small Invoke).
 const batchBudget = 2 * time.Millisecond
@@ -360,8 +361,7 @@ func dispatch() (more bool) {
 			if err := runGuarded("eventloop.Invoke", func() error { fn(); return nil }); err != nil {
 				reportError("", err)
 			}
-			// The clock is read every few items: most take less than it.
-			if carry.next%16 == 0 && carry.next < len(items) && time.Since(began) > batchBudget {
+			if carry.next < len(items) && time.Since(began) > batchBudget {
 				return true
 			}
 		}

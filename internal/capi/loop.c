@@ -15,13 +15,18 @@
 // loop again instead of being lost. No allocation per post.
 //
 // Go runs the queue in bounded batches (eventloop's dispatch says how much).
-// When it leaves work for the next turn, the source stays ready but drops to
-// a priority just below GTK's redraw, so that what a user sees and feels
-// between two batches (input and timers at the default priority, layout and
-// paint at theirs) keeps its pace; it comes back to the default priority once
-// the queue is empty. A source's priority may change while it is attached.
+// While a batch leaves work, the source waits just below GTK's redraw
+// priority, so that what a user sees and feels keeps its pace between two
+// batches: sources at the default priority (input, timers), then layout and
+// paint at theirs. Waiting there is bounded: a second source at the default
+// priority (the restorer) puts it back at the default priority after
+// BACKLOG_WAIT_US, so that whatever stays ready above the backlog's
+// priority (an idle that always returns True, an asyncio task yielding with
+// sleep(0), a tick slower than a frame) cannot keep Invokes from running.
+// An empty queue puts it back at once. Both sources live for the process.
 
 #define INVOKE_BACKLOG_PRIORITY (G_PRIORITY_HIGH_IDLE + 21) // GDK_PRIORITY_REDRAW + 1
+#define BACKLOG_WAIT_US 4000
 
 typedef struct {
 	GSource base;
@@ -30,6 +35,7 @@ typedef struct {
 } invoke_source;
 
 static invoke_source *invoker;
+static GSource *restorer;
 
 static gboolean inv_prepare(GSource *s, gint *timeout) {
 	*timeout = -1;
@@ -38,19 +44,36 @@ static gboolean inv_prepare(GSource *s, gint *timeout) {
 
 static gboolean inv_check(GSource *s) { return g_atomic_int_get(&((invoke_source *)s)->pending); }
 
+static void set_backlog(invoke_source *inv, int on) {
+	if (on) g_source_set_ready_time(restorer, g_get_monotonic_time() + BACKLOG_WAIT_US);
+	if (on == inv->backlog) return;
+	inv->backlog = on;
+	g_source_set_priority(&inv->base, on ? INVOKE_BACKLOG_PRIORITY : G_PRIORITY_DEFAULT);
+	if (!on) g_source_set_ready_time(restorer, -1);
+}
+
 static gboolean inv_dispatch(GSource *s, GSourceFunc cb, gpointer data) {
 	invoke_source *inv = (invoke_source *)s;
 	g_atomic_int_set(&inv->pending, 0);
 	int more = duetLoopDispatch();
 	if (more) g_atomic_int_set(&inv->pending, 1); // the rest, next turn
-	if (more != inv->backlog) {
-		inv->backlog = more;
-		g_source_set_priority(s, more ? INVOKE_BACKLOG_PRIORITY : G_PRIORITY_DEFAULT);
-	}
+	set_backlog(inv, more);
 	return G_SOURCE_CONTINUE;
 }
 
 static GSourceFuncs invoke_funcs = {inv_prepare, inv_check, inv_dispatch, NULL, NULL, NULL};
+
+// The restorer is ready only at its ready time (no prepare or check).
+static gboolean restore_dispatch(GSource *s, GSourceFunc cb, gpointer data) {
+	g_source_set_ready_time(s, -1);
+	if (invoker->backlog) {
+		invoker->backlog = 0;
+		g_source_set_priority(&invoker->base, G_PRIORITY_DEFAULT);
+	}
+	return G_SOURCE_CONTINUE;
+}
+
+static GSourceFuncs restore_funcs = {NULL, NULL, restore_dispatch, NULL, NULL, NULL};
 
 void duet_loop_setup(void) {
 	if (invoker) return;
@@ -58,6 +81,10 @@ void duet_loop_setup(void) {
 	g_source_set_priority(&s->base, G_PRIORITY_DEFAULT);
 	g_source_set_name(&s->base, "duet invoke");
 	g_source_attach(&s->base, NULL);
+	restorer = g_source_new(&restore_funcs, sizeof(GSource));
+	g_source_set_priority(restorer, G_PRIORITY_DEFAULT);
+	g_source_set_name(restorer, "duet invoke backlog");
+	g_source_attach(restorer, NULL); // as the invoke source: for the process
 	invoker = s; // keeps the reference g_source_new gave: lives for the process
 }
 

@@ -31,18 +31,15 @@ var ui struct {
 	running  atomic.Bool                        // the loop runs: collections on the UI thread, OnUI hops there
 	confined atomic.Bool                        // a loop has run: releases on the UI thread only, from then on
 	exec     atomic.Pointer[func(func()) error] // runs a function on the UI thread and waits
-	post     atomic.Pointer[func(func())]       // queues a function for the UI thread
 	onDirty  atomic.Pointer[func()]             // schedules a drain on the loop
 }
 
 // LoopStarted is called by the event loop, on the UI thread, when it starts
 // running: exec runs a function on the loop and waits for it (an error when
-// it cannot), post queues one for it; onDirty schedules a drain of the
-// release queue on the loop.
-func LoopStarted(exec func(func()) error, post func(func()), onDirty func()) {
+// it cannot); onDirty schedules a drain of the release queue on the loop.
+func LoopStarted(exec func(func()) error, onDirty func()) {
 	capi.MarkUIThread(true)
 	ui.exec.Store(&exec)
-	ui.post.Store(&post)
 	ui.onDirty.Store(&onDirty)
 	ui.confined.Store(true)
 	ui.running.Store(true)
@@ -57,7 +54,6 @@ func LoopStopped() {
 	ui.running.Store(false)
 	ui.onDirty.Store(nil)
 	ui.exec.Store(nil)
-	ui.post.Store(nil)
 }
 
 // LoopRunning reports whether the event loop runs.
@@ -79,21 +75,6 @@ func OnUI(fn func() error) error {
 		return xerr
 	}
 	return err
-}
-
-// PostUI runs fn on the UI thread without waiting for it: through the loop
-// while it runs (queued work that the loop's end leaves waits for the next
-// loop), here when it does not or this is the UI thread. What hands a
-// result to the UI thread and needs nothing back uses it: the caller's
-// thread is not woken again once fn has run.
-func PostUI(fn func()) {
-	if ui.running.Load() && !capi.OnUIThread() {
-		if post := ui.post.Load(); post != nil {
-			(*post)(fn)
-			return
-		}
-	}
-	fn()
 }
 
 // ---- error causes ---------------------------------------------------------------
