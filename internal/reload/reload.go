@@ -59,7 +59,17 @@ type record struct {
 	dirs   []string // LoadFS: directories the fs.FS may have come from
 
 	applied string // the source of the code that runs (guarded by registry.mu)
+
+	// A file that is not a Python module (a .ui file, LoadedUIFS): what
+	// applies its new source, instead of the Python helper.
+	rebuild Rebuild
 }
+
+// A Rebuild applies the new source of a file that is not a Python module
+// (widgets' .ui files), on the UI thread: objects is how many placed
+// objects it replaced, restart what it could not (said as needing a
+// restart); an error leaves what runs as it was.
+type Rebuild func(src string) (objects int, restart []string, err error)
 
 func (r *record) source() string {
 	registry.mu.Lock()
@@ -96,6 +106,29 @@ func LoadedFS(name string, fsys fs.FS, file, src, callerDir string) {
 		dirs = append(dirs, callerDir)
 	}
 	put(&record{name: name, filename: file, fsPath: file, dirs: dirs, applied: src})
+}
+
+// LoadedUIFS records that the interface file in fsys (a .ui file) was
+// loaded with src, under key (one record per key: a later load replaces
+// it); rebuild applies its changes. As LoadedFS, callerDir is a guess of
+// where the file is on disk.
+func LoadedUIFS(key string, fsys fs.FS, file, src, callerDir string, rebuild Rebuild) {
+	var dirs []string
+	if root, ok := dirFSRoot(fsys); ok {
+		dirs = append(dirs, root)
+	}
+	if callerDir != "" {
+		dirs = append(dirs, callerDir)
+	}
+	put(&record{name: key, filename: file, fsPath: file, dirs: dirs, applied: src, rebuild: rebuild})
+}
+
+// Watching reports whether a watcher runs (development mode): widgets
+// keeps what a .ui file's reload needs only then.
+func Watching() bool {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	return registry.w != nil
 }
 
 // Unloaded forgets module name (loaded again from no file: LoadSource).
