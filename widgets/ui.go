@@ -116,11 +116,38 @@ func buildUI(xml string, handlers map[string]any) (*pygi.Object, error) {
 	return builder, nil
 }
 
-// LoadUIFS is LoadUI for a file in a file system (go:embed, say). In
-// development mode (a reload watcher runs: app.Options.Reload,
+// LoadUIFS is LoadUI for a file in a file system (go:embed, say).
+//
+// In development mode (a reload watcher runs: app.Options.Reload,
 // DUET_RELOAD=1) the file is watched on disk, found as LoadFS's files are,
-// and a save rebuilds the interface (see "Reloading .ui files" in the
-// package doc).
+// and each save rebuilds the interface, on the UI thread between two
+// events, with the same handlers, checked as here: a handler name with no
+// Go func, a Go func no longer named, XML that does not parse or build is
+// said (stderr, slog, the banner) and the old interface stays. Built, each
+// of its top-level objects that the old interface's is placed (a widget
+// with a parent, a window shown) takes that one's place:
+//
+//   - in its parent, at the same place: a Gtk.Box after the same sibling,
+//     a Gtk.Grid in the same cells, a Gtk.Paned's or Gtk.CenterBox's same
+//     slot, a Gtk.Stack's page of the same name and title (last in the
+//     stack: Gtk.Stack has no insert), an overlay's overlay, the child of
+//     a single-child widget (window, frame, scrolled window, viewport,
+//     button, revealer, popover...); in any other parent the old object
+//     stays, said as needing a restart;
+//   - a window shown stays the window the app shows (its size, place,
+//     title and what Go code connected to it or holds of it stay good):
+//     its child, and its titlebar if the file gives one, are the new
+//     window's, which is destroyed unshown.
+//
+// The old objects are unparented and the old builder let go: they are
+// freed, with their connections, unless something else holds them. What
+// the app's Go code holds (a *Widget from Object) stays the old object, out
+// of the window: read it again through Object, which gives the new one
+// after a reload (the shown window itself for a window). Builder is
+// replaced too (the old one is closed): read the field again rather than
+// keep it. Objects that are not placed (a dialog not shown, an adjustment)
+// are simply the new builder's. In development mode duet keeps each UI
+// loaded from a file, and its builder, for the rest of the run.
 func LoadUIFS(fsys fs.FS, file string, handlers map[string]any) (*UI, error) {
 	xml, err := fs.ReadFile(fsys, file)
 	if err != nil {
@@ -175,6 +202,10 @@ func (f *uiFile) rebuild(xml string) (int, []string, error) {
 		if err != nil {
 			for _, b := range builders[:i] {
 				b.Close()
+			}
+			var pe *pygi.Error
+			if errors.As(err, &pe) {
+				err = pe // the exception, without the helper's call
 			}
 			return 0, nil, err
 		}

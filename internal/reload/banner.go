@@ -18,10 +18,6 @@ var bannerHelper = pyEmbed.Module("duet_reload_banner", "banner.py", pysrc.UIThr
 // failing is the line of each file whose last reload failed (UI thread).
 var failing = map[string]string{}
 
-// BannerOverlay is the widget name of the Gtk.Overlay a window's child is
-// put in while the banner shows (widgets' .ui reload looks through it).
-const BannerOverlay = "duet-reload-banner"
-
 func banner(res *Result) {
 	if !Watching() {
 		return
