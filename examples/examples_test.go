@@ -199,6 +199,14 @@ func TestBuilder(t *testing.T) {
 	assert.Empty(t, errOut)
 }
 
+// Builder is reloadable: with DUET_RELOAD=1 it watches builder.ui where it
+// is in the tree (next to the main.go that embeds it).
+func TestBuilderReloadable(t *testing.T) {
+	out, errOut := runEnv(t, "builder", []string{"DUET_RELOAD=1"}, "-script")
+	assert.Equal(t, "Hello, Go!\nclosed by on_close_clicked\n", out)
+	assert.Equal(t, "duet reload: watching builder.ui\n", errOut)
+}
+
 // Subclass: GTK runs a virtual function written in Go.
 func TestSubclass(t *testing.T) {
 	out, errOut := run(t, "subclass", "-script")
