@@ -302,3 +302,105 @@ func TestReloadBannerShowsTheError(t *testing.T) {
 		assert.True(t, py[bool](t, "__import__('duet_reload_banner').text(win) is None and win.get_child() is child", vars))
 	})
 }
+
+const labelsUI = `<interface>
+  <object class="GtkLabel" id="in_grid"><property name="label">old</property></object>
+  <object class="GtkLabel" id="in_paned"><property name="label">old</property></object>
+  <object class="GtkLabel" id="in_stack"><property name="label">old</property></object>
+  <object class="GtkLabel" id="in_scrolled"><property name="label">old</property></object>
+  <object class="GtkLabel" id="in_center"><property name="label">old</property></object>
+  <object class="GtkLabel" id="in_overlay"><property name="label">old</property></object>
+  <object class="GtkLabel" id="in_expander"><property name="label">old</property></object>
+  <object class="GtkLabel" id="in_list"><property name="label">old</property></object>
+  <object class="GtkLabel" id="in_notebook"><property name="label">old</property></object>
+  <object class="GtkLabel" id="unplaced"><property name="label">old</property></object>
+</interface>`
+
+// Where the app put the interface's objects, in each kind of container a
+// reload knows, the new ones are put at the same place; in a notebook
+// (which it does not know) the old one stays, said as needing a restart.
+func TestReloadUIPutsBackInEachContainer(t *testing.T) {
+	looptest.FailOnPythonExceptions(t)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "reload_labels.ui"), []byte(labelsUI), 0o644))
+	_, out := startWatcher(t, dir)
+	looptest.Do(t, func(t testing.TB) {
+		u, err := widgets.LoadUIFS(os.DirFS(dir), "reload_labels.ui", nil)
+		require.NoError(t, err)
+		g, err := pygi.NewGlobals()
+		require.NoError(t, err)
+		defer g.Close()
+		get := func(id string) *pygi.Object {
+			o, err := u.Object(id)
+			require.NoError(t, err)
+			return o.Object
+		}
+		for _, id := range []string{"in_grid", "in_paned", "in_stack", "in_scrolled", "in_center", "in_overlay", "in_expander", "in_list", "in_notebook", "unplaced"} {
+			require.NoError(t, g.SetItem(id, get(id)))
+		}
+		require.NoError(t, pygi.Exec(`from gi.repository import Gtk
+grid = Gtk.Grid()
+grid.attach(Gtk.Label(label="corner"), 0, 0, 1, 1)
+grid.attach(in_grid, 1, 2, 2, 1)
+paned = Gtk.Paned(start_child=Gtk.Label(label="start"), end_child=in_paned)
+stack = Gtk.Stack()
+stack.add_named(Gtk.Label(label="first"), "first")
+stack.add_titled(in_stack, "page", "Page")
+stack.set_visible_child(in_stack)
+scrolled = Gtk.ScrolledWindow(child=in_scrolled)
+center = Gtk.CenterBox()
+center.set_center_widget(in_center)
+overlay = Gtk.Overlay(child=Gtk.Label(label="under"))
+overlay.add_overlay(in_overlay)
+expander = Gtk.Expander(child=in_expander, expanded=True)  # folded, its child is in no tree
+listbox = Gtk.ListBox()
+listbox.append(Gtk.Label(label="row 0"))
+listbox.append(in_list)
+notebook = Gtk.Notebook()
+notebook.append_page(in_notebook)
+box = Gtk.Box()
+for w in (grid, paned, stack, scrolled, center, overlay, expander, listbox, notebook):
+    box.append(w)
+win = Gtk.Window(child=box)
+win.present()
+`, g))
+		defer pygi.Exec("win.destroy()", g)
+		for _, id := range []string{"in_grid", "in_paned", "in_stack", "in_scrolled", "in_center", "in_overlay", "in_expander", "in_list", "in_notebook", "unplaced"} {
+			require.NoError(t, pygi.Exec("del "+id, g))
+		}
+
+		res, err := reload.Now("ui:reload_labels.ui", strings.ReplaceAll(labelsUI, ">old<", ">new<"), out)
+		require.NoError(t, err)
+		assert.Equal(t, reload.Restart, res.Outcome, res.Line)
+		assert.Equal(t, 8, res.Objects)
+		assert.Equal(t, []string{"in_notebook: in a GtkNotebook, which a reload cannot put a new child in: the old one stays"}, res.Restart)
+		assert.Equal(t, "duet reload: reload_labels.ui: applied (8 objects rebuilt); restart needed: in_notebook: in a GtkNotebook, which a reload cannot put a new child in: the old one stays", res.Line)
+
+		for _, id := range []string{"in_grid", "in_paned", "in_stack", "in_scrolled", "in_center", "in_overlay", "in_expander", "in_list", "in_notebook", "unplaced"} {
+			require.NoError(t, g.SetItem(id, get(id)))
+		}
+		for expr, want := range map[string]any{
+			"in_grid.get_label(), tuple(grid.query_child(in_grid))":                          []any{"new", []any{int64(1), int64(2), int64(2), int64(1)}},
+			"paned.get_end_child() is in_paned and in_paned.get_label() == 'new'":            true,
+			"stack.get_visible_child() is in_stack and stack.get_page(in_stack).get_title()": "Page",
+			"in_scrolled.get_parent().get_parent() is scrolled and in_scrolled.get_label()":  "new",
+			"center.get_center_widget() is in_center and in_center.get_label()":              "new",
+			"in_overlay.get_parent() is overlay and overlay.get_child().get_label()":         "under",
+			"expander.get_child() is in_expander and in_expander.get_label()":                "new",
+			"listbox.get_row_at_index(1).get_child() is in_list and in_list.get_label()":     "new",
+			"notebook.page_num(in_notebook) == -1 and notebook.get_nth_page(0).get_label()":  "old",
+			"unplaced.get_label()": "new",
+		} {
+			o, err := pygi.Eval(expr, g)
+			require.NoError(t, err, expr)
+			got, err := pygi.As[any](o)
+			require.NoError(t, err)
+			o.Close()
+			if w, ok := want.([]any); ok {
+				assert.Equal(t, w, got, expr)
+			} else {
+				assert.Equal(t, want, got, expr)
+			}
+		}
+	})
+}

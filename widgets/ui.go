@@ -132,8 +132,11 @@ func buildUI(xml string, handlers map[string]any) (*pygi.Object, error) {
 //     slot, a Gtk.Stack's page of the same name and title (last in the
 //     stack: Gtk.Stack has no insert), an overlay's overlay, the child of
 //     a single-child widget (window, frame, scrolled window, viewport,
-//     button, revealer, popover...); in any other parent the old object
-//     stays, said as needing a restart;
+//     button, revealer, expander, popover, list box row...); in any other
+//     parent (a Gtk.Notebook's or Gtk.Assistant's page, say) the old
+//     object stays, said as needing a restart (and a widget that is in no
+//     tree, the child of a folded expander say, is not seen as placed:
+//     the expander keeps the old one);
 //   - a window shown stays the window the app shows (its size, place,
 //     title and what Go code connected to it or holds of it stay good):
 //     its child, and its titlebar if the file gives one, are the new

@@ -136,8 +136,31 @@ def _window_child(win):
     return c, win
 
 
+# Widgets whose children are pages kept in an internal Gtk.Stack: a new
+# child put in that stack would not be one of their pages.
+_PAGED = (Gtk.Notebook, Gtk.Assistant)
+
+
+def _ancestors(w, n=3):
+    for _ in range(n):
+        w = w.get_parent()
+        if w is None:
+            return
+        yield w
+
+
 def _put(old, new, parent):
     """Puts new where old is in parent, or says why not."""
+    # A widget with one child may keep it in an internal widget (an
+    # expander's box, a popover's contents): the widget that says old is
+    # its child takes the new one.
+    for a in _ancestors(old):
+        get, put = getattr(a, "get_child", None), getattr(a, "set_child", None)
+        if get is not None and put is not None and get() is old:
+            put(new)  # a window's, a frame's, a viewport's, a button's... child
+            return None
+        if isinstance(a, _PAGED):
+            return "in a %s, which a reload cannot put a new child in: the old one stays" % type(a).__gtype__.name
     if isinstance(parent, Gtk.Box):
         prev = old.get_prev_sibling()
         parent.remove(old)
@@ -173,10 +196,6 @@ def _put(old, new, parent):
     if isinstance(parent, Gtk.Overlay) and parent.get_child() is not old:
         parent.remove_overlay(old)
         parent.add_overlay(new)
-        return None
-    get, put = getattr(parent, "get_child", None), getattr(parent, "set_child", None)
-    if get is not None and put is not None and get() is old:
-        put(new)  # a window's, a frame's, a scrolled window's... child
         return None
     return "in a %s, which a reload cannot put a new child in: the old one stays" % type(parent).__gtype__.name
 
