@@ -119,8 +119,9 @@
 // window.get_child() is that overlay (widget name "duet-reload-banner"),
 // whose child is the app's, and the app's child is put back when the
 // banner goes (moved twice, it loses the keyboard focus). The banner takes
-// no clicks: what is under it can be used. A window presented after the
-// failure gets the banner at the next reload.
+// no clicks: what is under it can be used. A window made and shown while
+// the failure stands gets the banner too (once the callback that made it
+// returns; one made then and shown later, at the next reload).
 //
 // # API
 //

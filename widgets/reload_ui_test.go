@@ -1,6 +1,7 @@
 package widgets_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -262,8 +263,8 @@ func TestReloadUIShownWindowThroughWatcher(t *testing.T) {
 }
 
 // The banner: a syntax error shows the error line over each visible
-// window's content; the fix takes it away and the window's child is the
-// app's again.
+// window's content, and over a window made and shown while it stands; the
+// fix takes it away and the windows' children are the app's again.
 func TestReloadBannerShowsTheError(t *testing.T) {
 	looptest.FailOnPythonExceptions(t)
 	dir := t.TempDir()
@@ -276,30 +277,61 @@ func TestReloadBannerShowsTheError(t *testing.T) {
 		require.NoError(t, err)
 	})
 	_, out := startWatcher(t, dir)
-	looptest.Do(t, func(t testing.TB) {
+	vars := map[string]*pygi.Object{}
+	window := func(t testing.TB, name string) {
 		G := Gtk(t)
 		child, err := G.CallMethod("Label", pygi.Kw{"label": "the app's"})
 		require.NoError(t, err)
-		defer child.Close()
 		win, err := G.CallMethod("Window", pygi.Kw{"child": child})
 		require.NoError(t, err)
-		defer func() { win.CallMethod("destroy"); win.Close() }()
 		_, err = win.CallMethod("present")
 		require.NoError(t, err)
+		vars[name], vars[name+"_child"] = win, child
+	}
+	t.Cleanup(func() {
+		looptest.Do(t, func(t testing.TB) {
+			for _, name := range []string{"win", "late"} {
+				if w := vars[name]; w != nil {
+					w.CallMethod("destroy")
+				}
+			}
+			for _, o := range vars {
+				o.Close()
+			}
+		})
+	})
+	const banner = "__import__('duet_reload_banner').text(%s)"
+	looptest.Do(t, func(t testing.TB) {
+		window(t, "win")
 		res, err := reload.Now(mod.Name, "def f(:\n    return 2\n", out)
 		require.NoError(t, err)
 		require.Equal(t, reload.KeptOld, res.Outcome)
-		vars := map[string]*pygi.Object{"win": win, "child": child}
-		lines := py[[]string](t, "__import__('duet_reload_banner').text(win)", vars)
+		lines := py[[]string](t, fmt.Sprintf(banner, "win"), vars)
 		require.Len(t, lines, 1)
 		assert.Contains(t, lines[0], "duet reload: reload_banner.py: kept the old code: SyntaxError")
 		assert.NotContains(t, lines[0], "traceback follows")
-		assert.True(t, py[bool](t, "win.get_child().get_child() is child", vars), "the app's child is in the banner's overlay")
-
-		res, err = reload.Now(mod.Name, "def f():\n    return 3\n", out)
+		assert.True(t, py[bool](t, "win.get_child().get_child() is win_child", vars), "the app's child is in the banner's overlay")
+		window(t, "late")
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var lines []string
+		looptest.Do(t, func(t testing.TB) { lines = py[[]string](t, fmt.Sprintf(banner, "late")+" or []", vars) })
+		if len(lines) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the window made while the error stands never showed the banner")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	looptest.Do(t, func(t testing.TB) {
+		res, err := reload.Now(mod.Name, "def f():\n    return 3\n", out)
 		require.NoError(t, err)
 		require.Equal(t, reload.Applied, res.Outcome)
-		assert.True(t, py[bool](t, "__import__('duet_reload_banner').text(win) is None and win.get_child() is child", vars))
+		for _, name := range []string{"win", "late"} {
+			assert.True(t, py[bool](t, fmt.Sprintf(banner, name)+" is None and "+name+".get_child() is "+name+"_child", vars), name)
+		}
 	})
 }
 

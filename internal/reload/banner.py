@@ -7,7 +7,7 @@
 # overlay (named "duet-reload-banner"), whose child is the app's. The
 # banner itself takes no input (can_target off): what is under it can be
 # clicked through it.
-from gi.repository import Gdk, Gtk, Pango
+from gi.repository import GLib, Gtk, Pango
 
 OVERLAY = "duet-reload-banner"
 BOX = "duet-reload-banner-box"
@@ -79,9 +79,40 @@ def _hide(win):
     win.set_child(child)
 
 
+# While the banner shows: the lines, and the connection that shows them
+# in windows made meanwhile.
+_state = {"lines": [], "watch": None}
+
+
+def _toplevels_changed(model, position, removed, added):
+    if added:
+        # A window is a toplevel from its construction, shown later: most
+        # often in the same callback, so once it returned.
+        GLib.idle_add(_again)
+
+
+def _again():
+    if _state["lines"]:
+        _apply(_state["lines"])
+    return GLib.SOURCE_REMOVE
+
+
 def update(lines):
-    """Shows lines (the failed reloads' errors) in each visible window, or
-    takes the banners away when there are none."""
+    """Shows lines (the failed reloads' errors) in each visible window, and
+    in windows shown while they stand, or takes the banners away when there
+    are none."""
+    _state["lines"] = list(lines)
+    model = Gtk.Window.get_toplevels()
+    if lines and _state["watch"] is None:
+        _state["watch"] = (model, model.connect("items-changed", _toplevels_changed))
+    elif not lines and _state["watch"] is not None:
+        m, hid = _state["watch"]
+        m.disconnect(hid)
+        _state["watch"] = None
+    _apply(lines)
+
+
+def _apply(lines):
     for win in Gtk.Window.list_toplevels():
         if not isinstance(win, Gtk.Window):
             continue
