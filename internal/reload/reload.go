@@ -2,7 +2,7 @@
 // files the app's Python modules were loaded from are watched, and a save
 // is applied to the running program (app.Options.Reload, DUET_RELOAD=1).
 //
-// Three parts, each next to its code:
+// Four parts, each next to its code:
 //
 //   - The registry (this file): widgets' loaders record each module they
 //     load from a file (LoadFile, LoadFS), always: a few fields per load,
@@ -16,7 +16,12 @@
 //     its functions and its classes in place; what cannot change in a
 //     running process is reported as needing a restart; a module that does
 //     not compile or raises leaves the old code running. Each reload says
-//     one line on stderr (and logs with log/slog).
+//     one line on stderr (and logs with log/slog). A record of a file
+//     that is not a Python module (widgets' .ui files, LoadedUIFS, keyed
+//     "ui:" and the file's path in its fs.FS) carries the Go func that
+//     applies it instead.
+//   - The banner (banner.go, banner.py): while a watcher runs and the last
+//     reload of some file failed, each visible window shows the error.
 //
 // The new source runs in the module's own dict, which is put back as it
 // was (a snapshot) if the code raises, rather than in a copy of it: a
