@@ -10,7 +10,7 @@ HEADLESS := $(if $(DISPLAY)$(WAYLAND_DISPLAY),,1)
 XRUN := $(if $(HEADLESS),xvfb-run -a -s "-screen 0 1280x800x24",)
 OUT := $(CURDIR)/out
 
-.PHONY: help deps test vet sanitize run stress bench gallery-lines
+.PHONY: help deps test vet sanitize run stress bench gallery-lines reload-shots
 
 help:
 	@echo "make run    start the showcase app (under Xvfb with a screenshot when there is no display)"
@@ -19,6 +19,7 @@ help:
 	@echo "make stress every stress scenario for STRESS_DURATION (default 60s); report and plot in out/stress"
 	@echo "make bench  duet side by side with pure PyGObject and gotk4; the table goes to out/bench.md"
 	@echo "make gallery-lines  the gallery's Go against its PyGObject twin, in lines"
+	@echo "make reload-shots  the README's pictures of a .ui file reloaded (before, broken, after) in out/"
 
 deps:
 	@scripts/deps.sh $(DEB_PACKAGES)
@@ -69,6 +70,12 @@ ifeq ($(HEADLESS),1)
 else
 	$(GO) run ./examples/showcase
 endif
+
+# A .ui file reloaded in a running app, headless: out/reload-before.png,
+# reload-broken.png (the banner), reload-after.png.
+reload-shots: deps
+	@mkdir -p $(OUT)
+	$(XRUN) $(GO) run ./examples/internal/reloadshot -out $(OUT)
 
 STRESS_DURATION ?= 60s
 stress: deps

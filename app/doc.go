@@ -99,8 +99,29 @@
 // logger writing to stderr: the line is there already). Off, reloading
 // costs nothing: no watcher, no goroutine, no wakeup (the loaders keep a
 // small record per file either way). widgets.LoadSource's modules have no
-// file and are not watched; .ui files, rebuilding widgets made before a
-// change, and an in-window banner are not done yet.
+// file and are not watched, nor are widgets.LoadUI's interfaces (XML
+// text); rebuilding Python widgets made before a change is not done.
+//
+// A .ui file loaded with widgets.LoadUIFS is watched the same way (found
+// on disk as LoadFS's files are): a save builds it again with the same Go
+// handlers, checked as at load (a handler name with no Go func, or a Go
+// func it no longer names, keeps the old interface), and each of its
+// top-level objects that is placed (a widget with a parent, a window
+// shown) is replaced by the new one where it is: a shown window stays and
+// takes the new window's child; UI.Object then gives the new objects,
+// while a *widgets.Widget the app kept is the old one, out of the window
+// (see widgets.LoadUIFS). The line says "applied (2 objects rebuilt)".
+//
+// While the last reload of some file failed, each visible window shows a
+// small red banner over the top of its content with the error line (one
+// per failing file), until the file is fixed. It is a Gtk.Overlay put
+// between the window and its child only while the banner shows: meanwhile
+// window.get_child() is that overlay (widget name "duet-reload-banner"),
+// whose child is the app's, and the app's child is put back when the
+// banner goes (moved twice, it loses the keyboard focus). The banner takes
+// no clicks: what is under it can be used. A window made and shown while
+// the failure stands gets the banner too (once the callback that made it
+// returns; one made then and shown later, at the next reload).
 //
 // # API
 //

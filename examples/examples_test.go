@@ -4,6 +4,7 @@ package examples_test
 
 import (
 	"context"
+	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -198,6 +199,14 @@ func TestBuilder(t *testing.T) {
 	assert.Empty(t, errOut)
 }
 
+// Builder is reloadable: with DUET_RELOAD=1 it watches builder.ui where it
+// is in the tree (next to the main.go that embeds it).
+func TestBuilderReloadable(t *testing.T) {
+	out, errOut := runEnv(t, "builder", []string{"DUET_RELOAD=1"}, "-script")
+	assert.Equal(t, "Hello, Go!\nclosed by on_close_clicked\n", out)
+	assert.Equal(t, "duet reload: watching builder.ui\n", errOut)
+}
+
 // Subclass: GTK runs a virtual function written in Go.
 func TestSubclass(t *testing.T) {
 	out, errOut := run(t, "subclass", "-script")
@@ -234,4 +243,33 @@ func TestWeak(t *testing.T) {
 	assert.Equal(t, "bumped 2 times\nthe window's label is finalised\nbumped again: still 2 bumps, the handler was skipped\n", out)
 	assert.Contains(t, errOut, "DEBUG duet: weak capture gone, handler skipped type=GtkLabel")
 	assert.Equal(t, 1, strings.Count(errOut, "\n"), "nothing else on stderr: %s", errOut)
+}
+
+// The README's reload pictures (examples/internal/reloadshot, make
+// reload-shots): a .ui file reloaded in a running app, broken (the banner
+// shows, red over the top of the window) and then fixed (no banner).
+func TestReloadScreenshots(t *testing.T) {
+	dir := t.TempDir()
+	out, errOut := run(t, "internal/reloadshot", "-out", dir)
+	for _, name := range []string{"reload-before.png", "reload-broken.png", "reload-after.png"} {
+		assert.Contains(t, out, "screenshot: "+filepath.Join(dir, name))
+		checkScreenshot(t, filepath.Join(dir, name), name)
+	}
+	assert.Contains(t, errOut, "duet reload: form.ui: kept the old code: the interface names handlers with no Go func: on_wave; Go funcs the interface never names: on_greet\n")
+	assert.Contains(t, errOut, "duet reload: form.ui: applied (1 object rebuilt)\n")
+	for name, banner := range map[string]bool{"reload-before.png": false, "reload-broken.png": true, "reload-after.png": false} {
+		assert.Equal(t, banner, reddish(t, filepath.Join(dir, name), 2, 2), "%s: the banner's colour at its top left", name)
+	}
+}
+
+// reddish says whether the pixel at x, y of the PNG is the banner's red.
+func reddish(t *testing.T, path string, x, y int) bool {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	img, err := png.Decode(f)
+	require.NoError(t, err)
+	r, g, b, _ := img.At(x, y).RGBA()
+	return r > 2*g && r > 2*b
 }

@@ -22,7 +22,9 @@
 // development (app.Options.Reload, DUET_RELOAD=1), a module loaded with
 // LoadFile or LoadFS is applied to the running app whenever its file is
 // saved: its classes and functions stay the same objects and take the new
-// code (see "Reloading" in package app).
+// code (see "Reloading" in package app); an interface loaded with
+// LoadUIFS is rebuilt and put back where the app placed it, its Go
+// handlers bound again by name (see LoadUIFS).
 // [DefineClass] makes a GObject class from Go: a subclass of a GTK or
 // Python class whose methods and do_* virtual functions are Go funcs, with
 // its own signals and properties. [LoadUI] builds a GtkBuilder file whose

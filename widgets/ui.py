@@ -107,3 +107,140 @@ def build(xml, handlers):
     if scope.errors:
         raise RuntimeError("; ".join(scope.errors))
     return builder
+
+
+# A reload of a .ui file (duet's development mode): the new interface is
+# built, then each top-level object of the old one that is placed (a
+# widget with a parent, a window shown) is replaced by the new one with
+# the same id, where it is.
+
+BANNER = "duet-reload-banner"  # internal/reload's banner overlay
+
+
+def top_ids(xml):
+    """The ids of the interface's top-level objects, in order."""
+    return [e.get("id") for e in ET.fromstring(xml) if e.tag == "object" and e.get("id")]
+
+
+def get_object(builder, kept, oid):
+    """The interface's object oid: the one a reload kept in place (a shown
+    window), else the builder's."""
+    o = kept.get(oid) if kept is not None else None
+    return o if o is not None else builder.get_object(oid)
+
+
+def _window_child(win):
+    c = win.get_child()
+    if c is not None and c.get_name() == BANNER and isinstance(c, Gtk.Overlay):
+        return c.get_child(), c
+    return c, win
+
+
+# Widgets whose children are pages kept in an internal Gtk.Stack: a new
+# child put in that stack would not be one of their pages.
+_PAGED = (Gtk.Notebook, Gtk.Assistant)
+
+
+def _ancestors(w, n=3):
+    for _ in range(n):
+        w = w.get_parent()
+        if w is None:
+            return
+        yield w
+
+
+def _put(old, new, parent):
+    """Puts new where old is in parent, or says why not."""
+    # A widget with one child may keep it in an internal widget (an
+    # expander's box, a popover's contents): the widget that says old is
+    # its child takes the new one.
+    for a in _ancestors(old):
+        get, put = getattr(a, "get_child", None), getattr(a, "set_child", None)
+        if get is not None and put is not None and get() is old:
+            put(new)  # a window's, a frame's, a viewport's, a button's... child
+            return None
+        if isinstance(a, _PAGED):
+            return "in a %s, which a reload cannot put a new child in: the old one stays" % type(a).__gtype__.name
+    if isinstance(parent, Gtk.Box):
+        prev = old.get_prev_sibling()
+        parent.remove(old)
+        parent.insert_child_after(new, prev)
+        return None
+    if isinstance(parent, Gtk.Paned):
+        if parent.get_start_child() is old:
+            parent.set_start_child(new)
+        else:
+            parent.set_end_child(new)
+        return None
+    if isinstance(parent, Gtk.CenterBox):
+        for get, put in ((parent.get_start_widget, parent.set_start_widget),
+                         (parent.get_center_widget, parent.set_center_widget),
+                         (parent.get_end_widget, parent.set_end_widget)):
+            if get() is old:
+                put(new)
+                return None
+    if isinstance(parent, Gtk.Grid):
+        col, row, w, h = parent.query_child(old)
+        parent.remove(old)
+        parent.attach(new, col, row, w, h)
+        return None
+    if isinstance(parent, Gtk.Stack):
+        page = parent.get_page(old)
+        name, title, shown = page.get_name(), page.get_title(), parent.get_visible_child() is old
+        parent.remove(old)
+        # Gtk.Stack has no insert: the new page comes last.
+        parent.add_titled(new, name, title) if title is not None else parent.add_named(new, name)
+        if shown:
+            parent.set_visible_child(new)
+        return None
+    if isinstance(parent, Gtk.Overlay) and parent.get_child() is not old:
+        parent.remove_overlay(old)
+        parent.add_overlay(new)
+        return None
+    return "in a %s, which a reload cannot put a new child in: the old one stays" % type(parent).__gtype__.name
+
+
+def replace(old_builder, kept, new_builder, xml, old_xml):
+    """Puts the new builder's top-level objects where the old builder's
+    are placed. Returns [replaced, problems]; kept (a dict) gets the ids of
+    shown windows, which stay: their child is replaced."""
+    replaced, problems = 0, []
+    new_ids = top_ids(xml)
+    for oid in top_ids(old_xml):
+        old = get_object(old_builder, kept, oid)
+        if not isinstance(old, Gtk.Widget):
+            continue
+        new = new_builder.get_object(oid) if oid in new_ids else None
+        placed = old.get_visible() if isinstance(old, Gtk.Window) else old.get_parent() is not None
+        if not placed:
+            kept.pop(oid, None)
+            continue
+        if new is None or not isinstance(new, Gtk.Widget):
+            problems.append("%s: placed, and no longer a widget of the file: the old one stays" % oid)
+            continue
+        if isinstance(old, Gtk.Window):
+            if not isinstance(new, Gtk.Window):
+                problems.append("%s: a shown window, no longer a window in the file: the old one stays" % oid)
+                continue
+            # The window the app shows stays (its size, position, title,
+            # what the app connected to it); its child and titlebar are
+            # the new window's, which is destroyed.
+            child = new.get_child()
+            new.set_child(None)
+            _, holder = _window_child(old)
+            holder.set_child(child)
+            titlebar = new.get_titlebar()
+            if titlebar is not None:
+                new.set_titlebar(None)
+                old.set_titlebar(titlebar)
+            new.destroy()
+            kept[oid] = old
+            replaced += 1
+            continue
+        why = _put(old, new, old.get_parent())
+        if why is not None:
+            problems.append("%s: %s" % (oid, why))
+            continue
+        kept.pop(oid, None)
+        replaced += 1
+    return [replaced, problems]

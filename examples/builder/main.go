@@ -7,6 +7,7 @@
 //
 //	go run ./examples/builder            # type a name; Close quits
 //	go run ./examples/builder -script    # type and close by program, exit 0
+//	DUET_RELOAD=1 go run ./examples/builder  # edit builder.ui: saved, it is in the window
 package main
 
 import (

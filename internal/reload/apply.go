@@ -19,10 +19,13 @@ import (
 	"github.com/duet-gtk/duet/pygi"
 )
 
-//go:embed reload.py
+//go:embed *.py
 var pyFiles embed.FS
 
-var helper = pysrc.Embed("internal/reload", pyFiles).Module("duet_reload", "reload.py", pysrc.UIThread())
+var (
+	pyEmbed = pysrc.Embed("internal/reload", pyFiles)
+	helper  = pyEmbed.Module("duet_reload", "reload.py", pysrc.UIThread())
+)
 
 // Outcomes of a reload.
 const (
@@ -38,13 +41,14 @@ type Result struct {
 	Module, Path string
 	Outcome      string
 	// Counts of what was applied: module functions and class methods whose
-	// code changed, methods added and removed.
-	Functions, Methods, Added, Removed int
-	Restart                            []string // "Owner: what", one per owner
-	Error, Traceback                   string   // KeptOld: the exception, its traceback
-	Saved                              time.Time
-	Took                               time.Duration // the reload itself, on the UI thread
-	Line                               string        // what it said on stderr (the traceback follows a KeptOld)
+	// code changed, methods added and removed; for a .ui file, the placed
+	// objects replaced by the new interface's.
+	Functions, Methods, Added, Removed, Objects int
+	Restart                                     []string // "Owner: what", one per owner
+	Error, Traceback                            string   // KeptOld: the exception, its traceback
+	Saved                                       time.Time
+	Took                                        time.Duration // the reload itself, on the UI thread
+	Line                                        string        // what it said on stderr (the traceback follows a KeptOld)
 }
 
 var observers struct {
@@ -110,6 +114,7 @@ func run(r *record, path, src string, saved time.Time, out io.Writer) Result {
 		io.WriteString(out, strings.TrimRight(res.Traceback, "\n")+"\n")
 	}
 	logResult(&res)
+	banner(&res)
 	observers.mu.Lock()
 	fns := make([]func(Result), 0, len(observers.fns))
 	for _, fn := range observers.fns {
@@ -123,6 +128,23 @@ func run(r *record, path, src string, saved time.Time, out io.Writer) Result {
 }
 
 func apply(r *record, src string, res *Result) {
+	if r.rebuild != nil {
+		n, restart, err := r.rebuild(src)
+		if err != nil {
+			res.Outcome = KeptOld
+			res.Error = err.Error()
+			return
+		}
+		registry.mu.Lock()
+		r.applied = src
+		registry.mu.Unlock()
+		res.Objects, res.Restart = n, restart
+		res.Outcome = Applied
+		if len(restart) > 0 {
+			res.Outcome = Restart
+		}
+		return
+	}
 	registry.mu.Lock()
 	old := r.applied
 	registry.mu.Unlock()
@@ -215,6 +237,9 @@ func (res *Result) counts() string {
 	}
 	if res.Removed > 0 {
 		parts = append(parts, fmt.Sprintf("%d removed", res.Removed))
+	}
+	if res.Objects > 0 {
+		parts = append(parts, plural(res.Objects, "object", "objects")+" rebuilt")
 	}
 	if len(parts) == 0 {
 		return noChange

@@ -2,7 +2,7 @@
 // files the app's Python modules were loaded from are watched, and a save
 // is applied to the running program (app.Options.Reload, DUET_RELOAD=1).
 //
-// Three parts, each next to its code:
+// Four parts, each next to its code:
 //
 //   - The registry (this file): widgets' loaders record each module they
 //     load from a file (LoadFile, LoadFS), always: a few fields per load,
@@ -16,7 +16,12 @@
 //     its functions and its classes in place; what cannot change in a
 //     running process is reported as needing a restart; a module that does
 //     not compile or raises leaves the old code running. Each reload says
-//     one line on stderr (and logs with log/slog).
+//     one line on stderr (and logs with log/slog). A record of a file
+//     that is not a Python module (widgets' .ui files, LoadedUIFS, keyed
+//     "ui:" and the file's path in its fs.FS) carries the Go func that
+//     applies it instead.
+//   - The banner (banner.go, banner.py): while a watcher runs and the last
+//     reload of some file failed, each visible window shows the error.
 //
 // The new source runs in the module's own dict, which is put back as it
 // was (a snapshot) if the code raises, rather than in a copy of it: a
@@ -59,7 +64,17 @@ type record struct {
 	dirs   []string // LoadFS: directories the fs.FS may have come from
 
 	applied string // the source of the code that runs (guarded by registry.mu)
+
+	// A file that is not a Python module (a .ui file, LoadedUIFS): what
+	// applies its new source, instead of the Python helper.
+	rebuild Rebuild
 }
+
+// A Rebuild applies the new source of a file that is not a Python module
+// (widgets' .ui files), on the UI thread: objects is how many placed
+// objects it replaced, restart what it could not (said as needing a
+// restart); an error leaves what runs as it was.
+type Rebuild func(src string) (objects int, restart []string, err error)
 
 func (r *record) source() string {
 	registry.mu.Lock()
@@ -96,6 +111,29 @@ func LoadedFS(name string, fsys fs.FS, file, src, callerDir string) {
 		dirs = append(dirs, callerDir)
 	}
 	put(&record{name: name, filename: file, fsPath: file, dirs: dirs, applied: src})
+}
+
+// LoadedUIFS records that the interface file in fsys (a .ui file) was
+// loaded with src, under key (one record per key: a later load replaces
+// it); rebuild applies its changes. As LoadedFS, callerDir is a guess of
+// where the file is on disk.
+func LoadedUIFS(key string, fsys fs.FS, file, src, callerDir string, rebuild Rebuild) {
+	var dirs []string
+	if root, ok := dirFSRoot(fsys); ok {
+		dirs = append(dirs, root)
+	}
+	if callerDir != "" {
+		dirs = append(dirs, callerDir)
+	}
+	put(&record{name: key, filename: file, fsPath: file, dirs: dirs, applied: src, rebuild: rebuild})
+}
+
+// Watching reports whether a watcher runs (development mode): widgets
+// keeps what a .ui file's reload needs only then.
+func Watching() bool {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	return registry.w != nil
 }
 
 // Unloaded forgets module name (loaded again from no file: LoadSource).

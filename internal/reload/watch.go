@@ -122,6 +122,9 @@ func (w *Watcher) Close() error {
 		err = w.fw.Close() // ends fsnotify's goroutine, then run's loop
 		<-w.done
 		running.Add(-1)
+		if eventloop.Running() {
+			clearBanner()
+		}
 	})
 	return err
 }
