@@ -154,6 +154,6 @@ func TestReloadUIInAnApp(t *testing.T) {
 	assert.Contains(t, r.out, `before: [] "old text"`)
 	assert.Regexp(t, `broken: \["duet reload: reload_app.ui: kept the old code: [^"]*ParseError[^"]*"\] "old text"`, r.out)
 	assert.Contains(t, r.out, `fixed: [] "new text", the Go handler ran: true`)
-	assert.Contains(t, r.err, "duet reload: watching reload_app.ui\n")
+	assert.Regexp(t, `duet reload: watching /\S+/reload_app.ui\n`, r.err)
 	assert.Contains(t, r.err, "duet reload: reload_app.ui: applied (1 object rebuilt)\n")
 }

@@ -218,7 +218,7 @@ func (w *Watcher) sync() {
 			f.missing = true
 			continue
 		}
-		names = append(names, filepath.Base(f.path))
+		names = append(names, f.path)
 	}
 	if len(names) > 0 {
 		w.say("duet reload: watching " + strings.Join(names, ", "))
@@ -238,27 +238,23 @@ func (w *Watcher) candidates(r *record) []string {
 }
 
 // find looks for a LoadFS file on disk: at its fs path under each
-// candidate directory, preferring the file that holds the source loaded
-// (the binary was built from it); failing that, a file of the same name
-// and source below a candidate (an fs.Sub of the embedded files); failing
-// that, the first file at its fs path.
+// candidate directory, the file that holds the source loaded (the binary
+// was built from it); failing that, a file of the same name and source
+// below a candidate (an fs.Sub of the embedded files). A file that holds
+// something else is taken only from the directory the program named
+// (app.Options.ReloadDir): a guessed directory may since be another's (a
+// build directory removed, and made again by another user), and a reload
+// runs what the file holds.
 func (w *Watcher) find(r *record, src string) string {
-	var first string
 	for _, dir := range w.candidates(r) {
 		p := filepath.Join(dir, filepath.FromSlash(r.fsPath))
-		b, err := os.ReadFile(p)
+		b, err := readSource(p)
 		if err != nil {
 			continue
 		}
-		if string(b) == src {
+		if string(b) == src || w.cfg.Dir != "" {
 			return p
 		}
-		if first == "" {
-			first = p
-		}
-	}
-	if first != "" {
-		return first
 	}
 	for _, dir := range w.candidates(r) {
 		if p := search(dir, filepath.Base(r.fsPath), src); p != "" {
@@ -287,7 +283,7 @@ func search(dir, base, src string) string {
 		if d.Name() != base {
 			return nil
 		}
-		if b, err := os.ReadFile(p); err == nil && bytes.Equal(b, []byte(src)) {
+		if b, err := readSource(p); err == nil && bytes.Equal(b, []byte(src)) {
 			found = p
 			return filepath.SkipAll
 		}
@@ -356,7 +352,7 @@ func (w *Watcher) fire() {
 	for _, f := range due {
 		saved := w.saved[f]
 		delete(w.saved, f)
-		b, err := os.ReadFile(f.path)
+		b, err := readSource(f.path)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			if !f.missing {
