@@ -36,7 +36,7 @@
 //     (the explorer writes its report, with the action that never
 //     returned last, and says so on DUET_EXPLORE_TRACE: the program is
 //     ended at once, its report is the finding);
-//   - no progress: the process, once it has streamed its first line,
+//   - no progress: the process, once it has streamed its first heartbeat,
 //     streams neither an action nor its heartbeat for -hang plus 3 s
 //     before its end line (the whole process is stuck: stopped,
 //     or its Go runtime wedged, so that the explorer cannot report; "no

@@ -588,7 +588,7 @@ wait:
 			switch {
 			case w.end == "hang":
 				killed = "the explorer reported a hang and the program did not end"
-			case w.end == "" && !w.last.IsZero() && time.Since(w.last) > stuck:
+			case w.end == "" && w.beats && time.Since(w.last) > stuck:
 				// Beating, then silent: neither an action nor a
 				// heartbeat (once a second) for longer than the
 				// explorer itself waits for the UI thread.

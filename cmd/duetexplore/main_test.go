@@ -275,6 +275,8 @@ func TestUsage(t *testing.T) {
 	assert.Equal(t, exitUsage, status)
 	status, _ = drive(t, "clean", "-test=./testdata/no-such-dir", "-exe", plantedExe)
 	assert.Equal(t, exitUsage, status)
+	status, _ = drive(t, "clean", "-leak-every", "-1", "-exe", plantedExe)
+	assert.Equal(t, exitUsage, status)
 }
 
 func TestDdmin(t *testing.T) {

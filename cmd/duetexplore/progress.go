@@ -22,11 +22,13 @@ const (
 )
 
 // traceWatch follows a child's DUET_EXPLORE_TRACE as it grows: when it
-// last did, and its end line ({"end": "done"} or {"end": "hang"}).
+// last did, whether it beats, and its end line ({"end": "done"} or
+// {"end": "hang"}).
 type traceWatch struct {
 	path    string
 	f       *os.File
 	last    time.Time // when a line last came; zero before the first
+	beats   bool      // a heartbeat came: silence means no progress
 	end     string
 	read    int64 // bytes read so far
 	partial []byte
@@ -54,6 +56,7 @@ func (w *traceWatch) poll() {
 		}
 		line := data[:i]
 		data = data[i+1:]
+		w.beats = w.beats || bytes.HasPrefix(line, []byte(`{"beat":`))
 		if bytes.HasPrefix(line, []byte(`{"end":`)) {
 			var e struct{ End string }
 			if json.Unmarshal(line, &e) == nil {

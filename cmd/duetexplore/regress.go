@@ -295,7 +295,7 @@ wait:
 			switch {
 			case bytes.Contains(stream, []byte(` + "`" + `{"end":"hang"}` + "`" + `)):
 				killed = "the explorer reported a hang"
-			case !bytes.Contains(stream, []byte(` + "`" + `{"end":"done"}` + "`" + `)) && time.Since(grew) > stuck:
+			case bytes.Contains(stream, []byte(` + "`" + `{"beat":` + "`" + `)) && !bytes.Contains(stream, []byte(` + "`" + `{"end":"done"}` + "`" + `)) && time.Since(grew) > stuck:
 				killed = "no progress for " + time.Since(grew).Round(time.Second).String()
 			default:
 				continue
