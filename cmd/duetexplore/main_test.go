@@ -494,3 +494,23 @@ func TestReadTrace(t *testing.T) {
 	assert.Len(t, trace, 1)
 	assert.Empty(t, findings)
 }
+
+// Package app's stream, as the driver reads it: the actions, a heartbeat
+// a second beside them (from the start: the driver's no-progress clock
+// needs one), and the end line last.
+func TestTraceBeatsAndEnds(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	cmd := exec.Command(plantedExe)
+	cmd.Env = append(os.Environ(), "PLANTED=clean", "GTK_A11Y=none", "DUET_EXPLORE=seed=1,duration=1500ms", "DUET_EXPLORE_TRACE="+path)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	assert.Contains(t, lines, `{"beat":0}`)
+	assert.Contains(t, lines, `{"beat":1}`)
+	assert.Equal(t, `{"end":"done"}`, lines[len(lines)-1])
+	trace, findings := readTrace(path, -1)
+	assert.NotEmpty(t, trace)
+	assert.Empty(t, findings)
+}
