@@ -300,6 +300,15 @@ func TestDdmin(t *testing.T) {
 	assert.Equal(t, []int{7, 31}, ddmin(c, has))
 }
 
+// skipSanitized skips, under make sanitize (-asan), a long test of the
+// driver's logic: the -race pass runs it, and the shorter tests still
+// drive the planted app there (the sanitizers are for duet's C code).
+func skipSanitized(t *testing.T) {
+	if sanitized {
+		t.Skip("-asan: a long test of the driver's logic; the -race pass runs it")
+	}
+}
+
 // plantedCopy copies the planted app into a new directory inside the
 // module (so that a test written there can build it) and returns it.
 func plantedCopy(t *testing.T) string {
@@ -360,6 +369,7 @@ var plantedKinds = []struct {
 // tests (which replay the shrunk trace) fail while the bugs are there and
 // pass once they are fixed.
 func TestFindsEveryKind(t *testing.T) {
+	skipSanitized(t)
 	dir := plantedCopy(t)
 	// The copy, built once: a leak's place is its file in its directory,
 	// the same in the exploration and in the regression test.
@@ -440,6 +450,7 @@ func TestFindsEveryKind(t *testing.T) {
 // an exception (A then B), yields both, each confirmed, shrunk, written
 // and, with -test, a regression test.
 func TestKeepGoingFindsEveryBug(t *testing.T) {
+	skipSanitized(t)
 	dir := plantedCopy(t)
 	out := filepath.Join(t.TempDir(), "found")
 	status, stdout := driveWindows(t, "exception,crash", "-seed", "3", "-duration", "6s", "-keep-going", "-exe", plantedExe, "-o", out, "-test="+dir)
