@@ -264,9 +264,9 @@ func {{.Func}}(t *testing.T) {
 	go func() { exited <- cmd.Wait() }()
 	// The program is killed when it will not end by itself: the explorer
 	// reported a hang ({"end":"hang"} on DUET_EXPLORE_TRACE), the program
-	// makes no progress (neither an action nor the explorer's heartbeat,
-	// once a second, for longer than the explorer waits for the UI
-	// thread, and a margin: the process is stopped, or its Go runtime
+	// makes no progress (neither an action nor its heartbeat, package
+	// app's, once a second, for longer than the explorer waits for the
+	// UI thread, and a margin: the process is stopped, or its Go runtime
 	// stuck), or it still runs long after its replay's time.
 	const late, stuck = time.Duration({{.Late}}), time.Duration({{.Stuck}})
 	lateTimer := time.NewTimer(late)
