@@ -10,7 +10,7 @@ HEADLESS := $(if $(DISPLAY)$(WAYLAND_DISPLAY),,1)
 XRUN := $(if $(HEADLESS),xvfb-run -a -s "-screen 0 1280x800x24",)
 OUT := $(CURDIR)/out
 
-.PHONY: help deps test vet sanitize run stress bench gallery-lines reload-shots
+.PHONY: help deps test vet sanitize run stress bench gallery-lines reload-shots explore
 
 help:
 	@echo "make run    start the showcase app (under Xvfb with a screenshot when there is no display)"
@@ -20,6 +20,7 @@ help:
 	@echo "make bench  duet side by side with pure PyGObject and gotk4; the table goes to out/bench.md"
 	@echo "make gallery-lines  the gallery's Go against its PyGObject twin, in lines"
 	@echo "make reload-shots  the README's pictures of a .ui file reloaded (before, broken, after) in out/"
+	@echo "make explore  duetexplore on every example for EXPLORE_DURATION each (default 5m); logs and traces in out/explore"
 
 deps:
 	@scripts/deps.sh $(DEB_PACKAGES)
@@ -92,3 +93,33 @@ gallery-lines:
 	@go=$$(grep -v '^[[:space:]]*$$' examples/gallery/main.go | grep -cv '^[[:space:]]*//'); \
 	py=$$(grep -v '^[[:space:]]*$$' examples/gallery/gallery.py | grep -cv '^[[:space:]]*#'); \
 	echo "examples/gallery: Go $$go lines, PyGObject $$py lines, ratio $$(awk "BEGIN { printf \"%.2f\", $$go / $$py }") (aim <= 1.5)"
+
+# duetexplore on every example, one after the other, EXPLORE_DURATION each
+# (-keep-going: every finding of the run, each confirmed and shrunk). Each
+# example's log and its findings' traces go to out/explore/NAME.log and
+# out/explore/NAME/; it fails if any example gave a finding (or could not
+# be explored). duetexplore runs itself under Xvfb when there is no display.
+EXPLORE_DURATION ?= 5m
+EXPLORE_EXAMPLES := hello awaker gallery goroutines quotes showcase builder subclass typed weak
+explore: deps
+	@mkdir -p $(OUT)/explore
+	@$(GO) build -o $(OUT)/explore/duetexplore ./cmd/duetexplore
+	@set -u; total=$(words $(EXPLORE_EXAMPLES)); i=0; summary=""; bad=0; \
+	for ex in $(EXPLORE_EXAMPLES); do \
+		i=$$((i+1)); args=""; \
+		case $$ex in gallery) args="-file examples/gallery/gallery.py";; esac; \
+		echo "== explore [$$i/$$total] $$ex for $(EXPLORE_DURATION) (log: $(OUT)/explore/$$ex.log)"; \
+		rm -rf $(OUT)/explore/$$ex; \
+		env -u DUET_SCREENSHOT $(OUT)/explore/duetexplore -duration $(EXPLORE_DURATION) -keep-going \
+			-o $(OUT)/explore/$$ex ./examples/$$ex $$args 2>&1 | tee $(OUT)/explore/$$ex.log | grep --line-buffered '^duetexplore: \|^explore: '; \
+		status=$${PIPESTATUS[0]}; \
+		case $$status in \
+		0) what="nothing found";; \
+		3) what="$$(grep -o '[0-9]* distinct findings' $(OUT)/explore/$$ex.log | tail -1): $(OUT)/explore/$$ex/"; bad=1;; \
+		*) what="failed (status $$status): $(OUT)/explore/$$ex.log"; bad=1;; \
+		esac; \
+		echo "== $$ex: $$what"; \
+		summary="$$summary$$(printf '  %-11s %s' $$ex "$$what")\n"; \
+	done; \
+	echo "== make explore ($(EXPLORE_DURATION) each):"; printf "$$summary"; \
+	exit $$bad

@@ -50,9 +50,13 @@
 // it as JSON lines to the file DUET_EXPLORE_OUT names, if set, draws the
 // run as SVG (actions, live callbacks, RSS and findings on one timeline:
 // explore.Report.WritePlot) to the file DUET_EXPLORE_PLOT names, if set,
-// and Run returns 3 when it found something. DUET_EXPLORE_TRACE, if set,
-// names a file that gets each action as JSON lines as it goes (before it is
-// done and once done), for a parent that must know what a crashed process
+// and Run returns 3 when it found something. DUET_EXPLORE_TRACE, if set, names a
+// file that gets each action as JSON lines as it goes (before it is done
+// and once done), each finding when it is made, a heartbeat every second
+// ({"beat": n}, from a goroutine of its own: it stops only when the whole
+// process does) and, last, {"end": "done"} once the report is written or
+// {"end": "hang"} after a hang the explorer reported (the program may
+// never end), for a parent that must know what a crashed or stuck process
 // was doing (cmd/duetexplore). DUET_EXPLORE=replay=FILE replays a recorded
 // trace instead. Unset, DUET_EXPLORE costs one lookup of the environment.
 //

@@ -28,6 +28,9 @@ type exploring struct {
 	trace  *os.File // DUET_EXPLORE_TRACE: each action as it starts
 	cancel context.CancelFunc
 
+	traceMu   sync.Mutex // one line at a time on trace
+	beats     chan struct{}
+	beatOnce  sync.Once
 	once      sync.Once
 	printOnce sync.Once
 	started   bool
@@ -48,20 +51,27 @@ func (a *App) startExploring(ctx context.Context, spec string) (*exploring, erro
 	x := &exploring{app: a, opts: opts, out: os.Getenv("DUET_EXPLORE_OUT"), plot: os.Getenv("DUET_EXPLORE_PLOT"), done: make(chan struct{})}
 	if path := os.Getenv("DUET_EXPLORE_TRACE"); path != "" {
 		// One unbuffered write per action before it is done, one after
-		// ({"n": index, "action": ...}, the last line of an index wins):
-		// what a crash or a hang was doing is in the file when the
-		// process is gone (a parent such as cmd/duetexplore reads it).
+		// ({"n": index, "action": ...}, the last line of an index wins),
+		// one per finding when it is made ({"finding": ..., "upto":
+		// actions}): what a crash or a hang was doing, and what the run
+		// had found by then, is in the file when the process is gone (a
+		// parent such as cmd/duetexplore reads it). A heartbeat, {"beat":
+		// n} every second, says the process is alive when there is
+		// nothing to act on. The last line is {"end": "done"} once the
+		// run is over and its report written, or {"end": "hang"} after
+		// a hang the explorer reported (the report is written; the
+		// process may never end).
 		if x.trace, err = os.Create(path); err != nil {
 			return nil, fmt.Errorf("DUET_EXPLORE_TRACE: %w", err)
 		}
 		x.opts.OnAction = func(n int, act explore.Action) {
-			var line bytes.Buffer
-			enc := json.NewEncoder(&line)
-			enc.SetEscapeHTML(false) // as the JSON lines of DUET_EXPLORE_OUT
-			if enc.Encode(map[string]any{"n": n, "action": act}) == nil {
-				x.trace.Write(line.Bytes())
-			}
+			x.traceLine(map[string]any{"n": n, "action": act})
 		}
+		x.opts.OnFinding = func(f explore.Finding, upto int) {
+			x.traceLine(map[string]any{"finding": f, "upto": upto})
+		}
+		x.beats = make(chan struct{})
+		go x.beat()
 	}
 	ctx, x.cancel = context.WithCancel(ctx)
 	err = a.connect("activate", func(*pygi.Object) {
@@ -77,6 +87,8 @@ func (a *App) startExploring(ctx context.Context, spec string) (*exploring, erro
 					// The UI thread may never come back: the loop would
 					// not end and finish would never print. Now, then.
 					x.print()
+					x.stopBeating()
+					x.traceLine(map[string]any{"end": "hang"})
 				}
 				a.Quit()
 			}()
@@ -85,6 +97,7 @@ func (a *App) startExploring(ctx context.Context, spec string) (*exploring, erro
 	if err != nil {
 		x.cancel()
 		if x.trace != nil {
+			x.stopBeating()
 			x.trace.Close()
 		}
 		return nil, err
@@ -92,12 +105,59 @@ func (a *App) startExploring(ctx context.Context, spec string) (*exploring, erro
 	return x, nil
 }
 
+// beatEvery is the heartbeat's period on DUET_EXPLORE_TRACE.
+const beatEvery = time.Second
+
+// beat writes the heartbeat, from its own goroutine: one line at once,
+// then one a second until stopBeating. It needs neither the UI thread nor
+// Python, so it goes on while the explorer waits for a UI thread that is
+// away (the explorer says that itself, as a hang), and stops only when
+// the whole process does (stopped, or its Go runtime stuck): for a
+// parent, a process that neither acts nor beats makes no progress.
+func (x *exploring) beat() {
+	t := time.NewTicker(beatEvery)
+	defer t.Stop()
+	for n := 0; ; n++ {
+		x.traceLine(map[string]any{"beat": n})
+		select {
+		case <-x.beats:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (x *exploring) stopBeating() {
+	if x.beats != nil {
+		x.beatOnce.Do(func() { close(x.beats) })
+	}
+}
+
+// traceLine writes v as one line of DUET_EXPLORE_TRACE, unbuffered.
+func (x *exploring) traceLine(v any) {
+	var line bytes.Buffer
+	enc := json.NewEncoder(&line)
+	enc.SetEscapeHTML(false) // as the JSON lines of DUET_EXPLORE_OUT
+	if enc.Encode(v) != nil {
+		return
+	}
+	x.traceMu.Lock()
+	defer x.traceMu.Unlock()
+	x.trace.Write(line.Bytes())
+}
+
 // finish waits for the run (the loop has ended), prints what it found on
 // stderr, writes the JSON lines, and says whether it found anything.
 func (x *exploring) finish() (found bool) {
 	x.cancel()
 	if x.trace != nil {
-		defer x.trace.Close()
+		defer func() {
+			// The run is over, its report written: what is left is the
+			// program's own end, which a parent gives its own time.
+			x.stopBeating()
+			x.traceLine(map[string]any{"end": "done"})
+			x.trace.Close()
+		}()
 	}
 	if !x.started {
 		if !x.app.activateFailed.Load() { // that failure was said already

@@ -104,20 +104,29 @@ func TestGallery(t *testing.T) {
 	assert.Equal(t, "all 9 sections ran: action binding draw file filter+sort idle list tick timeout\n", string(py))
 }
 
-// The explorer, switched on with DUET_EXPLORE, reports nothing on the
-// examples in a short run (run exits 0 only then). hello has nothing to act
-// on but its window; the gallery has its list, its action and its
-// drawing area.
+// The explorer, switched on with DUET_EXPLORE, reports nothing on any
+// example in a short run (run exits 0 only then; make explore runs each
+// for minutes). hello has nothing to act on but its window; the gallery
+// has its list, its action and its drawing area; the builder's Close
+// button ends its run at once.
 func TestExploreExamples(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		args []string
 	}{
 		{"hello", nil},
+		{"awaker", nil},
 		{"gallery", []string{"-file", "gallery/gallery.py"}},
+		{"goroutines", nil},
+		{"quotes", nil},
+		{"showcase", nil},
+		{"builder", nil},
+		{"subclass", nil},
+		{"typed", nil},
+		{"weak", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, errOut := runEnv(t, tc.name, []string{"DUET_EXPLORE=seed=1,duration=4s,gc=20ms"}, tc.args...)
+			_, errOut := runEnv(t, tc.name, []string{"DUET_EXPLORE=seed=1,duration=3s,gc=20ms", "DUET_SCREENSHOT="}, tc.args...)
 			assert.Contains(t, errOut, "explore: seed 1: ")
 			assert.Contains(t, errOut, "nothing found")
 			t.Log(strings.TrimSpace(errOut))

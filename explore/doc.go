@@ -118,10 +118,17 @@
 // DUET_EXPLORE_TRACE).
 //
 // cmd/duetexplore runs a program in a child process, where a crash
-// (KindCrash) and a program that never ends are findings too, replays a
+// (KindCrash) and a program that never ends are findings too, and so is
+// one that stops making progress (neither an action nor package app's
+// heartbeat on DUET_EXPLORE_TRACE for the hang's time and a margin: the
+// whole process stuck, the explorer with it; KindHang), replays a
 // finding's trace in a fresh process to confirm it, and shrinks it by
 // delta debugging to a short trace that still gives it, and (-test)
-// writes that as a Go regression test in the app's package.
+// writes that as a Go regression test in the app's package. With
+// -keep-going it collects every finding of a run (Options.KeepGoing in
+// the child, whose findings Options.OnFinding streams; a fresh child, with
+// the next seed, after a crash or a hang), then confirms, shrinks and
+// writes each.
 //
 // # The report
 //

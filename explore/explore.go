@@ -77,6 +77,13 @@ type Options struct {
 	// streams them to DUET_EXPLORE_TRACE, so that what a crashed process
 	// did, and was doing, is known, and replays.
 	OnAction func(n int, a Action)
+	// OnFinding, when not nil, is called with each finding when it is
+	// first made (not its repeats), on whatever thread saw it, with the
+	// number of actions of the trace that led to it (those OnAction has
+	// seen; f.Trace is empty: the report fills it in when the run ends).
+	// Package app streams them to DUET_EXPLORE_TRACE, so that what a
+	// process found before it crashed is known.
+	OnFinding func(f Finding, actions int)
 	// App is the application whose actions are activated (app.<name>);
 	// nil for Gio.Application.get_default().
 	App *pygi.Object
@@ -579,8 +586,8 @@ func describe(res *pygi.Object) (Action, error) {
 // found records f with the trace so far, or counts it as a repeat.
 func (x *explorer) found(f *Finding) {
 	x.mu.Lock()
-	defer x.mu.Unlock()
 	if x.ended {
+		x.mu.Unlock()
 		return
 	}
 	key := f.key
@@ -589,6 +596,7 @@ func (x *explorer) found(f *Finding) {
 	}
 	if old, ok := x.seen[key]; ok {
 		old.Repeats++
+		x.mu.Unlock()
 		return
 	}
 	// The trace is cut when the run ends: the action under way is
@@ -597,6 +605,12 @@ func (x *explorer) found(f *Finding) {
 	f.At = time.Since(x.start)
 	x.seen[key] = f
 	x.report.Findings = append(x.report.Findings, f)
+	told := *f
+	told.Trace = nil
+	x.mu.Unlock()
+	if x.opts.OnFinding != nil {
+		x.opts.OnFinding(told, told.upto)
+	}
 }
 
 // pythonTrouble makes a Python exception a finding (one the program's code

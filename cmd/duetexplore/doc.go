@@ -8,13 +8,15 @@
 //	go run github.com/duet-gtk/duet/cmd/duetexplore -exe ./built-app [flags]
 //	go run github.com/duet-gtk/duet/cmd/duetexplore -replay trace.jsonl ./path/to/app
 //	go run github.com/duet-gtk/duet/cmd/duetexplore -test ./path/to/app
+//	go run github.com/duet-gtk/duet/cmd/duetexplore -keep-going -duration 5m ./path/to/app
 //
 // The package is built with go build into a temporary directory (-exe
 // takes a program already built). With no DISPLAY and no WAYLAND_DISPLAY,
 // duetexplore runs itself again under xvfb-run -a: one X server for the
 // exploration and every replay. The program runs with DUET_EXPLORE made
 // from the flags, DUET_EXPLORE_OUT (the report's JSON lines) and
-// DUET_EXPLORE_TRACE (each action as it starts and once done) in the
+// DUET_EXPLORE_TRACE (each action as it starts and once done, each
+// finding as it is made, a heartbeat every second; see package app) in the
 // temporary directory, DUET_CRASH_REPORT=1 (unless set: see package
 // forensics), DUET_ALLOW_CRITICALS=1 and fatal-criticals taken out of
 // G_DEBUG, so that a critical is a finding, not an abort.
@@ -26,25 +28,42 @@
 // two only a parent sees: a crash (the process died of a signal, or exited
 // with a status that is neither 0 nor 3; the message names the runtime's
 // "SIGSEGV: segmentation violation" line when there is one, and the crash
-// report's path is printed) and a hang (the process still running -hang
-// plus -grace after its run's time: it gets SIGQUIT, for the Go runtime's
-// goroutine dump in its stderr, then SIGKILL). The temporary directory,
-// with each child's stderr, is kept after a crash or a hang (and with
-// -keep).
+// report's path is printed) and a hang. A hang is said three ways, and
+// each time the process gets SIGQUIT, for the Go runtime's goroutine dump
+// in its stderr, then, 2 s later, SIGKILL:
+//
+//   - the explorer's own: the UI thread did not come back within -hang
+//     (the explorer writes its report, with the action that never
+//     returned last, and says so on DUET_EXPLORE_TRACE: the program is
+//     ended at once, its report is the finding);
+//   - no progress: the process, once it has streamed its first heartbeat,
+//     streams neither an action nor its heartbeat for -hang plus 3 s
+//     before its end line (the whole process is stuck: stopped,
+//     or its Go runtime wedged, so that the explorer cannot report; "no
+//     progress for N s"); a stopped process (SIGSTOP) gets SIGCONT before
+//     the SIGQUIT, which it would only keep pending, and what it writes
+//     once continued is not taken (the streamed trace and findings up to
+//     the silence are);
+//   - late: the process still runs -hang plus -grace after its run's time
+//     (the explorer is done, the program does not end).
+//
+// The temporary directory, with each child's stderr, is kept after a
+// crash or a hang (and with -keep).
 //
 // # Confirming and shrinking
 //
-// The first finding's trace is replayed in a fresh process
-// (DUET_EXPLORE=replay=FILE: each recorded action done again on the widget
-// at its recorded address, with its recorded input, at the same pace and
-// with the same forced collections). When the replay meets the same kind
+// The first finding's trace (each one's, with -keep-going) is replayed in
+// a fresh process (DUET_EXPLORE=replay=FILE: each recorded action done
+// again on the widget at its recorded address, with its recorded input,
+// at the same pace and with the same forced collections). When the replay meets the same kind
 // of finding at the same place (explore.Finding.Same), the trace is shrunk
 // by delta debugging (ddmin: chunks of it are removed as long as the rest,
 // replayed, still meets it), within -shrink-time and -max-replays. The
 // shrunk trace is printed in words and written as a replay file (-o, by
 // default a new duetexplore-KIND-*.jsonl in the temporary directory of
 // os.TempDir). -replay FILE replays a file once and says whether its
-// finding came back. The action a crash interrupted is recorded before it
+// finding came back (with the explorer's options of the flags: give it the
+// -stall, -hang and -leak-* the run had). The action a crash interrupted is recorded before it
 // was done, without its input: a crash in a typed text or a set value is
 // replayed only as far as the action before.
 //
@@ -59,6 +78,22 @@
 // samples: its plot has the actions of the trace it streamed, and the
 // crash or hang at its last action. Without -plot, no plot is drawn.
 //
+// # Every finding of a run
+//
+// With -keep-going the run goes on after a finding to the end of
+// -duration: the child is told keep-going (so are the replays, so that a
+// finding met after another is met again), and after a crash or a hang
+// of the child (or a program that ended by itself before the time was
+// up), a fresh child takes the next seed for the time left (none for less
+// than 1 s; none either once two children in a row ended by themselves
+// without an action). What a child found before it died is known from
+// its streamed findings. Each distinct finding (explore.Finding.Same; the
+// same trouble again counts as a repeat) is then confirmed, shrunk and
+// written (-o names a directory then: duetexplore-KIND-N.jsonl in it),
+// with -test as a regression test each, and a summary lists them all:
+// the shrunk trace in words, when it was first met and with which seed,
+// the files. make explore runs it on every example.
+//
 // # Regression tests
 //
 // With -test, a confirmed and shrunk finding is written into the explored
@@ -68,11 +103,18 @@
 // name read from the directory's Go files) that uses the standard library
 // only. It builds the package, runs it on that file (under xvfb-run -a
 // when there is no display; skipped when there is neither), with the
-// explorer's options the trace was recorded with, and fails while the
-// same kind of finding at the same place comes back (with the finding's
-// words), or the program meets other trouble, crashes or does not end; it
-// fails too, saying the UI changed and the trace is to be recorded again,
-// on a replay error; it passes when the replay runs clean. HASH is the
+// explorer's options the trace was recorded with and the app arguments
+// the exploration was given (a relative path is the test's, in the
+// package's directory), and fails while the same kind of finding at the
+// same place comes back (with the finding's words), or the program meets
+// other trouble, crashes or does not end; it fails too, saying the UI
+// changed and the trace is to be recorded again, on a replay error; it
+// passes when the replay runs clean. Each kind: a crash is the replayed
+// program dying of a signal (or a status other than 0 and 3) again; a
+// hang is the program killed (the explorer reported the hang, or it made
+// no progress for -hang plus 3 s, as above, or it still ran long after
+// its replay's time); the others (a panic, an exception, a log message, a
+// stall, a leak) are the finding in the replay's report. HASH is the
 // start of the trace file's SHA-256.
 //
 // # Flags
@@ -84,9 +126,11 @@
 //	-stall D        a stall's threshold (1s); -hang D a hang's (10s)
 //	-grace D        the margin after the run's time before a hang (30s)
 //	-actions N      bound on the actions (0: none)
-//	-no-leak        no leak check
+//	-no-leak        no leak check; -leak-every N, -leak-rounds N the leak check's census
+//	                period and rounds (the explorer's defaults: 20, 5)
+//	-keep-going     every finding of the run, not just the first
 //	-shrink-time D  bound on shrinking (2m); -max-replays N (200)
-//	-o FILE         where the shrunk trace goes
+//	-o FILE         where the shrunk trace goes (with -keep-going: a directory)
 //	-plot FILE      draw the run as SVG into FILE
 //	-replay FILE    replay FILE once
 //	-test[=DIR]     write the finding as a regression test into the package's directory (or DIR)
@@ -95,7 +139,8 @@
 //
 // # Exit status
 //
-// 0 when nothing was found, 3 when something was, 2 for a usage or build
+// 0 when nothing was found, 3 when something was (with -keep-going: any
+// of the run's findings, confirmed or not), 2 for a usage or build
 // error, 1 when -replay could not replay its file (an address not found)
 // and found nothing.
 package main

@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -77,6 +78,9 @@ type driver struct {
 	grace      time.Duration
 	actions    int
 	leak       string
+	leakEvery  int
+	leakRounds int
+	keepGoing  bool
 	children   int
 	keepTmp    bool
 	shrinkTime time.Duration
@@ -102,6 +106,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&d.grace, "grace", 30*time.Second, "how long the program may still run after its run's time (and -hang) before it is a hang: then SIGQUIT (the goroutine dump), then SIGKILL")
 	fs.IntVar(&d.actions, "actions", 0, "bound on the number of actions (0: none)")
 	noLeak := fs.Bool("no-leak", false, "turn the leak check off")
+	fs.IntVar(&d.leakEvery, "leak-every", 0, "actions between two censuses of the leak check (0: the explorer's default, 20)")
+	fs.IntVar(&d.leakRounds, "leak-rounds", 0, "censuses in a row a row must grow at to be a leak (0: the explorer's default, 5)")
+	fs.BoolVar(&d.keepGoing, "keep-going", false, "go on after a finding to the end of the run (a fresh child with the next seed after a crash or a hang), then confirm, shrink and write each distinct finding")
 	fs.DurationVar(&d.shrinkTime, "shrink-time", 2*time.Minute, "time bound on shrinking a finding's trace")
 	fs.IntVar(&d.maxReplays, "max-replays", 200, "bound on the replays shrinking runs")
 	outFile := fs.String("o", "", "where the shrunk trace goes, as a replay file (default: a new duetexplore-KIND-*.jsonl in the temporary directory)")
@@ -149,6 +156,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
+	if d.leakEvery < 0 || d.leakRounds < 0 {
+		fmt.Fprintln(stderr, "duetexplore: -leak-every and -leak-rounds must not be negative")
+		return exitUsage
+	}
 	tmp, err := os.MkdirTemp("", "duetexplore-")
 	if err != nil {
 		fmt.Fprintln(stderr, "duetexplore:", err)
@@ -194,15 +205,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *replay != "" {
 		return d.replayOnce(ctx, *replay)
 	}
+	if d.keepGoing {
+		return d.exploreAll(ctx, *outFile)
+	}
 	return d.explore(ctx, *outFile)
 }
 
-// An outcome is what one child did: its trace and its first finding.
+// An outcome is what one child did: its trace and its findings.
 type outcome struct {
-	rep     *explore.Report // the explorer's JSON lines; nil when it wrote none
-	trace   []explore.Action
-	finding *explore.Finding // the first: a crash, a hang, or the explorer's
-	stderr  string           // the file that has the child's stderr
+	rep      *explore.Report // the explorer's JSON lines; nil when it wrote none
+	trace    []explore.Action
+	finding  *explore.Finding   // the first: a crash, a hang, or the explorer's
+	findings []*explore.Finding // all: the explorer's (its report's, or as it streamed them), then a crash or a hang
+	cut      bool               // the process crashed or was killed: the run did not go to its end
+	stderr   string             // the file that has the child's stderr
+}
+
+// met is the finding of o that is the same trouble as want (Finding.Same),
+// or nil.
+func (o *outcome) met(want *explore.Finding) *explore.Finding {
+	for _, f := range o.findings {
+		if want.Same(f) {
+			return f
+		}
+	}
+	return nil
 }
 
 func (d *driver) options() string {
@@ -214,6 +241,18 @@ func (d *driver) options() string {
 	}
 	if d.leak != "" {
 		opts = append(opts, d.leak)
+	} else {
+		if d.leakEvery > 0 {
+			opts = append(opts, fmt.Sprintf("leak-every=%d", d.leakEvery))
+		}
+		if d.leakRounds > 0 {
+			opts = append(opts, fmt.Sprintf("leak-rounds=%d", d.leakRounds))
+		}
+	}
+	if d.keepGoing {
+		// Replays too: a finding met after another is met again only if
+		// the replay goes on past the first.
+		opts = append(opts, "keep-going")
 	}
 	return strings.Join(opts, ",")
 }
@@ -242,17 +281,39 @@ func (d *driver) explore(ctx context.Context, outFile string) int {
 	}
 	found := o.finding
 	fmt.Fprintf(d.out, "duetexplore: found after %.1f s, %d actions: %s\n", time.Since(began).Seconds(), len(found.Trace), found)
+	d.settle(ctx, found, d.seed, outFile)
+	return exitFound
+}
+
+// settled is what became of a finding: confirmed or not, shrunk, written.
+type settled struct {
+	found     *explore.Finding // as the exploration met it
+	confirmed bool
+	shrunk    *explore.Finding // with the shrunk trace, once confirmed
+	file      string           // the replay file written ("" when it could not be)
+	test      string           // the regression test written (-test)
+}
+
+// settle confirms a finding by a replay of its trace in a fresh process,
+// shrinks its trace, writes it as a replay file (to path, or a new
+// temporary file) and, with -test, as a regression test; seed is that of
+// the run that met it.
+func (d *driver) settle(ctx context.Context, found *explore.Finding, seed uint64, path string) *settled {
+	s := &settled{found: found}
 	if found.Kind == explore.KindCrash || found.Kind == explore.KindHang {
 		d.keepTmp = true // the child's stderr (the goroutine dump) is there
-		fmt.Fprintln(d.out, "duetexplore:", found.Detail)
+		if found.Detail != "" {
+			fmt.Fprintln(d.out, "duetexplore:", found.Detail)
+		}
 	}
 	// Confirm: the same trace again, in a fresh process.
 	confirmed, again := d.reproduces(ctx, found.Trace, found)
 	if !confirmed {
 		fmt.Fprintf(d.out, "duetexplore: not confirmed: a replay of its %d actions did not meet it again (%s)\n", len(found.Trace), again)
-		d.write(outFile, found, found.Trace)
-		return exitFound
+		s.file = d.write(path, found, found.Trace, seed)
+		return s
 	}
+	s.confirmed = true
 	fmt.Fprintf(d.out, "duetexplore: confirmed by a replay of its %d actions\n", len(found.Trace))
 	shrunk, last, replays := d.shrink(ctx, found)
 	if last == nil {
@@ -260,18 +321,21 @@ func (d *driver) explore(ctx context.Context, outFile string) int {
 	}
 	f := *last
 	f.Trace = shrunk
+	s.shrunk = &f
 	fmt.Fprintf(d.out, "duetexplore: shrunk from %d to %d actions in %d replays:\n  %s\n", len(found.Trace), len(shrunk), replays, &f)
-	d.write(outFile, &f, shrunk)
+	s.file = d.write(path, &f, shrunk, seed)
 	if d.testDir != "" {
-		if err := d.writeTest(d.testDir, &f, shrunk); err != nil {
+		var err error
+		if s.test, err = d.writeTest(d.testDir, &f, shrunk, seed); err != nil {
 			fmt.Fprintln(d.log, "duetexplore: writing the regression test:", err)
 		}
 	}
-	return exitFound
+	return s
 }
 
-// write saves trace, and the finding it leads to, as a replay file.
-func (d *driver) write(path string, f *explore.Finding, trace []explore.Action) {
+// write saves trace, and the finding it leads to, as a replay file, and
+// returns its name ("" when it could not).
+func (d *driver) write(path string, f *explore.Finding, trace []explore.Action, seed uint64) string {
 	var file *os.File
 	var err error
 	if path == "" {
@@ -280,14 +344,15 @@ func (d *driver) write(path string, f *explore.Finding, trace []explore.Action) 
 		file, err = os.Create(path)
 	}
 	if err == nil {
-		rep := &explore.Report{Seed: d.seed, Trace: trace, Findings: []*explore.Finding{f}}
+		rep := &explore.Report{Seed: seed, Trace: trace, Findings: []*explore.Finding{f}}
 		err = errors.Join(rep.WriteJSON(file), file.Close())
 	}
 	if err != nil {
 		fmt.Fprintln(d.log, "duetexplore: writing the trace:", err)
-		return
+		return ""
 	}
 	fmt.Fprintf(d.out, "duetexplore: trace written to %s (duetexplore -replay %s, or DUET_EXPLORE=replay=%s)\n", file.Name(), file.Name(), file.Name())
+	return file.Name()
 }
 
 func (d *driver) replayOnce(ctx context.Context, path string) int {
@@ -324,7 +389,7 @@ func (d *driver) replayOnce(ctx context.Context, path string) int {
 		fmt.Fprintln(d.out, "duetexplore: replay error:", o.rep.ReplayError)
 	}
 	if expect != nil {
-		if expect.Same(o.finding) {
+		if o.met(expect) != nil {
 			fmt.Fprintln(d.out, "duetexplore: the recorded finding came back:", expect.Kind, expect.Message, expect.Where)
 		} else {
 			fmt.Fprintln(d.out, "duetexplore: the recorded finding did not come back:", expect)
@@ -376,8 +441,8 @@ func (d *driver) reproduces(ctx context.Context, trace []explore.Action, want *e
 	if err != nil {
 		return false, err.Error()
 	}
-	if want.Same(o.finding) {
-		return true, o.finding.String()
+	if f := o.met(want); f != nil {
+		return true, f.String()
 	}
 	switch {
 	case o.finding != nil:
@@ -400,11 +465,14 @@ func (d *driver) shrink(ctx context.Context, found *explore.Finding) ([]explore.
 		}
 		replays++
 		o, err := d.replay(ctx, c, found)
-		if err != nil || !found.Same(o.finding) {
+		if err != nil {
 			return false
 		}
-		last = o.finding
-		return true
+		if f := o.met(found); f != nil {
+			last = f
+			return true
+		}
+		return false
 	}
 	return ddmin(found.Trace, test), last, replays
 }
@@ -464,9 +532,14 @@ var (
 	signalLine = regexp.MustCompile(`(?m)^(SIG[A-Z]+: .*|fatal error: .*|panic: .*)$`)
 )
 
-// child runs the program once with DUET_EXPLORE=spec, waits for it (at
-// most run + -hang + -grace: then SIGQUIT, and SIGKILL), and reads what it
-// left: the JSON lines, the streamed trace, its exit.
+// child runs the program once with DUET_EXPLORE=spec, waits for it, and
+// reads what it left: the JSON lines, the streamed trace and findings, its
+// exit. It is ended (SIGQUIT, for the Go runtime's goroutine dump, then
+// SIGKILL) when it makes no progress for -hang plus progressMargin (it
+// streams neither an action nor a heartbeat: the process is stopped, or
+// its Go runtime is stuck), when the explorer said it hung (the program
+// may never end), or when it still runs -hang plus -grace after its run's
+// time.
 func (d *driver) child(ctx context.Context, spec string, run time.Duration) (*outcome, error) {
 	d.children++
 	base := filepath.Join(d.tmp, fmt.Sprintf("child-%d", d.children))
@@ -493,39 +566,86 @@ func (d *driver) child(ctx context.Context, spec string, run time.Duration) (*ou
 	limit := run + d.hang + d.grace
 	timer := time.NewTimer(limit)
 	defer timer.Stop()
-	killed := false
-	select {
-	case <-exited:
-	case <-ctx.Done():
-		cmd.Process.Kill()
-		<-exited
-		return nil, ctx.Err()
-	case <-timer.C:
-		killed = true
-		cmd.Process.Signal(syscall.SIGQUIT) // the Go runtime's goroutine dump
+	poll := time.NewTicker(progressPoll)
+	defer poll.Stop()
+	w := &traceWatch{path: trace}
+	defer w.close()
+	stuck := d.hang + progressMargin
+	var killed string   // why the driver ended it
+	stopped := false    // it was stopped (SIGSTOP) when it was ended
+	var seen int64 = -1 // no progress: how much of the trace came before it
+wait:
+	for {
 		select {
 		case <-exited:
-		case <-time.After(childStopGap):
+			break wait
+		case <-ctx.Done():
 			cmd.Process.Kill()
 			<-exited
+			return nil, ctx.Err()
+		case <-timer.C:
+			killed = fmt.Sprintf("the program was still running %v after its run's time", d.hang+d.grace)
+			stopped = end(cmd.Process, exited)
+			break wait
+		case <-poll.C:
+			w.poll()
+			switch {
+			case w.end == "hang":
+				killed = "the explorer reported a hang and the program did not end"
+			case w.end == "" && w.beats && time.Since(w.last) > stuck:
+				// Beating, then silent: neither an action nor a
+				// heartbeat (once a second) for longer than the
+				// explorer itself waits for the UI thread.
+				killed = fmt.Sprintf("no progress for %.0f s: no action and no heartbeat on DUET_EXPLORE_TRACE (more than -hang %v and a %v margin)", time.Since(w.last).Seconds(), d.hang, progressMargin)
+			default:
+				continue
+			}
+			if w.end == "" {
+				seen = w.read
+			}
+			stopped = end(cmd.Process, exited)
+			break wait
 		}
 	}
-	o := &outcome{stderr: errPath, trace: readTrace(trace)}
+	var streamed []*explore.Finding
+	o := &outcome{stderr: errPath}
+	o.trace, streamed = readTrace(trace, seen)
+	// Without progress, what the process went on to write once continued
+	// (SIGCONT, for its goroutine dump) is not this run's: not its report.
 	if f, err := os.Open(out); err == nil {
-		o.rep, _ = explore.ReadReport(f)
+		if seen < 0 {
+			o.rep, _ = explore.ReadReport(f)
+		}
 		f.Close()
 	}
+	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	o.cut = killed != "" || ws.Signaled() || ws.ExitStatus() != 0 && ws.ExitStatus() != exitFound
 	if o.rep != nil && len(o.rep.Findings) > 0 {
-		o.finding = o.rep.Findings[0]
+		// The explorer's report: its findings with their traces (an
+		// explorer that reported its hang first, too).
+		o.findings = o.rep.Findings
+		o.finding = o.findings[0]
 		o.trace = o.rep.Trace
+		for _, f := range o.findings {
+			if killed != "" && f.Kind == explore.KindHang && f.Detail == "" {
+				f.Detail = "its stderr (the goroutine dump, the UI thread's stack in it): " + errPath
+			}
+		}
 		return o, nil
 	}
+	if o.rep == nil {
+		o.findings = streamed // what it had found before it died
+	}
 	stderr, _ := os.ReadFile(errPath)
-	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	var f *explore.Finding
 	switch {
-	case killed:
-		o.finding = &explore.Finding{Kind: explore.KindHang,
-			Message: fmt.Sprintf("the program was still running %v after its run's time (killed: SIGQUIT, then SIGKILL)", d.hang+d.grace),
+	case killed != "":
+		how := "killed: SIGQUIT, then SIGKILL"
+		if stopped {
+			how = "it was stopped (SIGSTOP): SIGCONT and SIGQUIT, then SIGKILL"
+		}
+		f = &explore.Finding{Kind: explore.KindHang,
+			Message: fmt.Sprintf("%s (%s)", killed, how),
 			Detail:  "its stderr (the goroutine dump): " + errPath}
 	case ws.Signaled() || ws.ExitStatus() != 0 && ws.ExitStatus() != exitFound:
 		how := fmt.Sprintf("exited with status %d", ws.ExitStatus())
@@ -540,10 +660,14 @@ func (d *driver) child(ctx context.Context, spec string, run time.Duration) (*ou
 		if m := reportLine.FindSubmatch(stderr); m != nil {
 			detail = "crash report: " + string(m[1]) + "; " + detail
 		}
-		o.finding = &explore.Finding{Kind: explore.KindCrash, Message: msg, Detail: detail}
+		f = &explore.Finding{Kind: explore.KindCrash, Message: msg, Detail: detail}
 	}
-	if o.finding != nil {
-		o.finding.Trace = o.trace
+	if f != nil {
+		f.Trace = o.trace
+		o.findings = append(o.findings, f)
+	}
+	if len(o.findings) > 0 {
+		o.finding = o.findings[0]
 	}
 	return o, nil
 }
@@ -590,29 +714,53 @@ func signalName(s syscall.Signal) string {
 }
 
 // readTrace reads DUET_EXPLORE_TRACE's lines: the last line of each index
-// is the action (done, or under way when the process ended).
-func readTrace(path string) []explore.Action {
+// is the action (done, or under way when the process ended); each finding
+// line is a finding as the explorer made it, given the trace up to it. The
+// heartbeat and the end line are skipped.
+// Only its first limit bytes are read, unless limit is negative.
+func readTrace(path string, limit int64) ([]explore.Action, []*explore.Finding) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	defer f.Close()
+	var r io.Reader = f
+	if limit >= 0 {
+		r = io.LimitReader(f, limit)
+	}
 	var trace []explore.Action
-	sc := bufio.NewScanner(f)
+	type found struct {
+		f    *explore.Finding
+		upto int
+	}
+	var founds []found
+	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, 16<<20)
 	for sc.Scan() {
 		var line struct {
-			N      int
-			Action *explore.Action
+			N       int
+			Action  *explore.Action
+			Finding *explore.Finding
+			Upto    int
 		}
-		if json.Unmarshal(sc.Bytes(), &line) != nil || line.Action == nil || line.N < 0 || line.N > len(trace) {
+		if json.Unmarshal(sc.Bytes(), &line) != nil {
 			continue // a line cut short by the end of the process
 		}
-		if line.N == len(trace) {
+		switch {
+		case line.Finding != nil:
+			founds = append(founds, found{line.Finding, line.Upto})
+		case line.Action == nil || line.N < 0 || line.N > len(trace):
+			// a heartbeat, the end, or a line out of order
+		case line.N == len(trace):
 			trace = append(trace, *line.Action)
-		} else {
+		default:
 			trace[line.N] = *line.Action
 		}
 	}
-	return trace
+	var findings []*explore.Finding
+	for _, fd := range founds {
+		fd.f.Trace = slices.Clone(trace[:min(max(fd.upto, 0), len(trace))])
+		findings = append(findings, fd.f)
+	}
+	return trace, findings
 }

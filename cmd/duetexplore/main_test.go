@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"go/format"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,12 +48,38 @@ func TestMain(m *testing.M) {
 func drive(t *testing.T, mode string, args ...string) (status int, stdout string) {
 	t.Helper()
 	t.Setenv("PLANTED", mode) // not parallel: the children inherit it
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+	return driveArgs(t, args...)
+}
+
+// driveWindows is drive for tests that run in parallel: the planted
+// app's windows are its argument (-planted, after args), not PLANTED.
+func driveWindows(t *testing.T, windows string, args ...string) (status int, stdout string) {
+	t.Helper()
+	return driveArgs(t, append(args, "--", "-planted="+windows)...)
+}
+
+func driveArgs(t *testing.T, args ...string) (status int, stdout string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var out, errb bytes.Buffer
 	status = run(ctx, args, &out, &errb)
-	t.Logf("duetexplore %s (PLANTED=%s): status %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), mode, status, out.String(), errb.String())
+	t.Logf("duetexplore %s (PLANTED=%s): status %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), os.Getenv("PLANTED"), status, out.String(), errb.String())
 	return status, out.String()
+}
+
+// panicLine is where the planted panic is: "main.go:N".
+func panicLine(t *testing.T) string {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("testdata", "planted", "main.go"))
+	require.NoError(t, err)
+	for i, line := range strings.Split(string(src), "\n") {
+		if strings.Contains(line, `m["b"]++`) {
+			return fmt.Sprintf("main.go:%d", i+1)
+		}
+	}
+	t.Fatal("no planted panic in testdata/planted/main.go")
+	return ""
 }
 
 func readFile(t *testing.T, path string) *explore.Report {
@@ -75,7 +103,7 @@ func TestFindsConfirmsAndShrinksAPanic(t *testing.T) {
 	require.Len(t, rep.Findings, 1)
 	f := rep.Findings[0]
 	assert.Equal(t, explore.KindPanic, f.Kind)
-	assert.Equal(t, "main.go:23", f.Where)
+	assert.Equal(t, panicLine(t), f.Where)
 	var words []string
 	for _, a := range rep.Trace {
 		words = append(words, a.String())
@@ -84,7 +112,7 @@ func TestFindsConfirmsAndShrinksAPanic(t *testing.T) {
 	require.GreaterOrEqual(t, len(words), 2, "%q", words)
 	assert.Equal(t, "click 'A' in 'panic'", words[0])
 	assert.Equal(t, "click 'B' in 'panic'", words[len(words)-1])
-	assert.Contains(t, stdout, "click 'A' in 'panic', click 'B' in 'panic' → Go panic: assignment to entry in nil map (main.go:23)")
+	assert.Contains(t, stdout, "click 'A' in 'panic', click 'B' in 'panic' → Go panic: assignment to entry in nil map ("+panicLine(t)+")")
 
 	// Replaying the shrunk file twice: the same trace each time, the same
 	// finding.
@@ -193,7 +221,7 @@ func TestWritesARegressionTest(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), src, 0o666))
 	pkg := "./" + filepath.ToSlash(dir)
 
-	status, stdout := drive(t, "panic", "-seed", "11", "-duration", "10s", "-test", pkg)
+	status, stdout := drive(t, "panic", "-seed", "5", "-duration", "10s", "-test", pkg)
 	require.Equal(t, exitFound, status)
 	tests, _ := filepath.Glob(filepath.Join(dir, "duetexplore_panic_*_test.go"))
 	require.Len(t, tests, 1)
@@ -205,7 +233,7 @@ func TestWritesARegressionTest(t *testing.T) {
 	assert.Contains(t, stdout, "regression test written: "+abs)
 	rep := readFile(t, traceFile)
 	require.Len(t, rep.Findings, 1)
-	assert.Equal(t, "main.go:23", rep.Findings[0].Where)
+	assert.Equal(t, panicLine(t), rep.Findings[0].Where)
 	assert.Len(t, rep.Trace, 2)
 	code, err := os.ReadFile(tests[0])
 	require.NoError(t, err)
@@ -226,7 +254,7 @@ func TestWritesARegressionTest(t *testing.T) {
 	out, err := goTest("panic")
 	assert.Error(t, err, "the bug is there: the test fails")
 	assert.Contains(t, out, "the bug is still there")
-	assert.Contains(t, out, "assignment to entry in nil map main.go:23")
+	assert.Contains(t, out, "assignment to entry in nil map "+panicLine(t))
 	out, err = goTest("fixed")
 	assert.NoError(t, err, "the bug is fixed: the test passes")
 	assert.Contains(t, out, "ok  ")
@@ -246,6 +274,8 @@ func TestUsage(t *testing.T) {
 	status, _ = drive(t, "clean", "-test", "-exe", plantedExe) // no package: no directory
 	assert.Equal(t, exitUsage, status)
 	status, _ = drive(t, "clean", "-test=./testdata/no-such-dir", "-exe", plantedExe)
+	assert.Equal(t, exitUsage, status)
+	status, _ = drive(t, "clean", "-leak-every", "-1", "-exe", plantedExe)
 	assert.Equal(t, exitUsage, status)
 }
 
@@ -268,4 +298,230 @@ func TestDdmin(t *testing.T) {
 		return false
 	}
 	assert.Equal(t, []int{7, 31}, ddmin(c, has))
+}
+
+// skipSanitized skips, under make sanitize (-asan), a long test of the
+// driver's logic: the -race pass runs it, and the shorter tests still
+// drive the planted app there (the sanitizers are for duet's C code).
+func skipSanitized(t *testing.T) {
+	if sanitized {
+		t.Skip("-asan: a long test of the driver's logic; the -race pass runs it")
+	}
+}
+
+// plantedCopy copies the planted app into a new directory inside the
+// module (so that a test written there can build it) and returns it.
+func plantedCopy(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("testdata", "regress-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	src, err := os.ReadFile(filepath.Join("testdata", "planted", "main.go"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), src, 0o666))
+	return dir
+}
+
+// words is a trace in words.
+func words(trace []explore.Action) []string {
+	var w []string
+	for _, a := range trace {
+		w = append(w, a.String())
+	}
+	return w
+}
+
+// plantedKinds are the planted bugs of every kind but the panic (which
+// TestFindsConfirmsAndShrinksAPanic and TestWritesARegressionTest have):
+// the flags that find them fast, a seed whose run meets the bug a few
+// actions in (so that shrinking has work, and not much), and the trace
+// it must shrink to. The leak needs repetitions: with a census after
+// every action (-leak-every 1) and growth at 2 censuses in a row, its
+// shortest trace is A, then B twice (the census after A sees none, each
+// B one more live callback); the crash is the one click.
+var plantedKinds = []struct {
+	kind    explore.Kind
+	seed    string
+	flags   []string
+	message string
+	shrunk  []string
+}{
+	{kind: explore.KindException, seed: "5", message: "RuntimeError: planted: B after A",
+		shrunk: []string{"click 'A' in 'exception'", "click 'B' in 'exception'"}},
+	{kind: explore.KindLog, seed: "5", message: "Gtk-CRITICAL: gtk_box_remove: assertion",
+		shrunk: []string{"click 'A' in 'log'", "click 'B' in 'log'"}},
+	{kind: explore.KindStall, seed: "5", flags: []string{"-stall", "300ms"}, message: "the action kept the UI thread for 1.",
+		shrunk: []string{"click 'A' in 'stall'", "click 'B' in 'stall'"}},
+	{kind: explore.KindLeak, seed: "31", flags: []string{"-leak-every", "1", "-leak-rounds", "2"}, message: `live Go callback`,
+		shrunk: []string{"click 'A' in 'leak'", "click 'B' in 'leak'", "click 'B' in 'leak'"}},
+	{kind: explore.KindHang, seed: "5", flags: []string{"-hang", "1s"}, message: "the UI thread did not come back from the action within 1s",
+		shrunk: []string{"click 'A' in 'hang'", "click 'B' in 'hang'"}},
+	// The whole process stops: the explorer cannot say it, the driver
+	// sees no progress.
+	{kind: "wedge", seed: "12", flags: []string{"-hang", "1s"}, message: "no progress for ",
+		shrunk: []string{"click 'A' in 'wedge'", "click 'B' in 'wedge'"}},
+	{kind: explore.KindCrash, seed: "5", message: "SIGSEGV: segmentation violation",
+		shrunk: []string{"click 'crash' in 'crash'"}},
+}
+
+// Every kind of planted bug is found, confirmed by a replay and shrunk to
+// its shortest trace; -test writes each as a regression test, and those
+// tests (which replay the shrunk trace) fail while the bugs are there and
+// pass once they are fixed.
+func TestFindsEveryKind(t *testing.T) {
+	skipSanitized(t)
+	dir := plantedCopy(t)
+	// The copy, built once: a leak's place is its file in its directory,
+	// the same in the exploration and in the regression test.
+	exe := filepath.Join(t.TempDir(), "planted")
+	build, err := exec.Command("go", "build", "-o", exe, "./"+filepath.ToSlash(dir)).CombinedOutput()
+	require.NoError(t, err, "%s", build)
+	t.Setenv("PLANTED", "") // the windows are each run's -planted
+	var windows []string
+	t.Run("explore", func(t *testing.T) {
+		for _, tc := range plantedKinds {
+			mode := string(tc.kind)
+			windows = append(windows, mode)
+			t.Run(mode, func(t *testing.T) {
+				t.Parallel() // two at a time on two cores: hangs and stalls mostly wait
+				want := tc.kind
+				if want == "wedge" {
+					want = explore.KindHang
+				}
+				out := filepath.Join(t.TempDir(), mode+".jsonl")
+				args := append([]string{"-seed", tc.seed, "-duration", "20s", "-exe", exe, "-o", out, "-test=" + dir}, tc.flags...)
+				status, stdout := driveWindows(t, mode, args...)
+				require.Equal(t, exitFound, status)
+				assert.Contains(t, stdout, "duetexplore: found after ")
+				assert.Contains(t, stdout, "confirmed by a replay")
+				assert.Regexp(t, `shrunk from \d+ to \d+ actions`, stdout)
+				rep := readFile(t, out)
+				require.Len(t, rep.Findings, 1)
+				f := rep.Findings[0]
+				assert.Equal(t, want, f.Kind)
+				assert.Contains(t, f.Message, tc.message)
+				assert.Equal(t, tc.shrunk, words(rep.Trace), "shrunk to the shortest trace")
+				assert.Contains(t, stdout, "regression test written: ")
+				switch tc.kind {
+				case explore.KindLeak:
+					assert.Contains(t, f.Where, "main.go:")
+				case "wedge":
+					assert.Contains(t, f.Message, "it was stopped (SIGSTOP): SIGCONT and SIGQUIT, then SIGKILL")
+				case explore.KindCrash:
+					assert.Regexp(t, `crash report: /\S+`, stdout, "the crash report's path is printed")
+				}
+			})
+		}
+	})
+	if t.Failed() {
+		return
+	}
+	tests, _ := filepath.Glob(filepath.Join(dir, "duetexplore_*_test.go"))
+	require.Len(t, tests, len(plantedKinds), "one regression test a kind")
+	// Each test runs its window (-planted, as the exploration did); with
+	// PLANTED=fixed, fixed. Both runs at once: they mostly wait.
+	goTest := func(planted string, out *string, err *error) {
+		cmd := exec.Command("go", "test", "-count=1", "-v", "./"+filepath.ToSlash(dir))
+		cmd.Env = append(os.Environ(), "PLANTED="+planted)
+		b, e := cmd.CombinedOutput()
+		*out, *err = string(b), e
+	}
+	var bugOut, fixedOut string
+	var bugErr, fixedErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { goTest("", &bugOut, &bugErr) })
+	wg.Go(func() { goTest("fixed", &fixedOut, &fixedErr) })
+	wg.Wait()
+	t.Logf("go test %s, the bugs there: %v\n%s", dir, bugErr, bugOut)
+	t.Logf("go test %s, PLANTED=fixed: %v\n%s", dir, fixedErr, fixedOut)
+	// The bugs there: each test fails, each saying its bug is still there.
+	assert.Error(t, bugErr)
+	assert.Equal(t, len(plantedKinds), strings.Count(bugOut, "--- FAIL: TestDuetexplore"), "every regression test fails")
+	assert.Equal(t, len(plantedKinds), strings.Count(bugOut, "the bug is still there"), "each on its bug")
+	assert.Contains(t, bugOut, "the program crashed again")
+	assert.Contains(t, bugOut, "did not end (a hang: no progress for ")
+	// Every bug fixed: each passes.
+	assert.NoError(t, fixedErr)
+	assert.Equal(t, len(plantedKinds), strings.Count(fixedOut, "--- PASS: TestDuetexplore"), "every regression test passes")
+}
+
+// -keep-going goes on after a finding, in a fresh child with the next seed
+// after a crash: the planted app with two windows, a crash (one click) and
+// an exception (A then B), yields both, each confirmed, shrunk, written
+// and, with -test, a regression test.
+func TestKeepGoingFindsEveryBug(t *testing.T) {
+	skipSanitized(t)
+	dir := plantedCopy(t)
+	out := filepath.Join(t.TempDir(), "found")
+	status, stdout := driveWindows(t, "exception,crash", "-seed", "3", "-duration", "6s", "-keep-going", "-exe", plantedExe, "-o", out, "-test="+dir)
+	require.Equal(t, exitFound, status)
+	assert.Contains(t, stdout, "duetexplore: 2 distinct findings")
+	assert.Regexp(t, `finding 1, after [0-9.]+ s \(seed 3\)`, stdout)
+	assert.Regexp(t, `finding 2, after [0-9.]+ s \(seed [4-9]\)`, stdout, "found by a fresh child, after the first crashed")
+	assert.Contains(t, stdout, "crash: SIGSEGV: segmentation violation")
+	files, _ := filepath.Glob(filepath.Join(out, "*.jsonl"))
+	require.Len(t, files, 2)
+	shrunk := map[explore.Kind][]string{}
+	for _, file := range files {
+		rep := readFile(t, file)
+		require.Len(t, rep.Findings, 1)
+		shrunk[rep.Findings[0].Kind] = words(rep.Trace)
+	}
+	assert.Equal(t, map[explore.Kind][]string{
+		explore.KindCrash:     {"click 'crash' in 'crash'"},
+		explore.KindException: {"click 'A' in 'exception'", "click 'B' in 'exception'"},
+	}, shrunk)
+	tests, _ := filepath.Glob(filepath.Join(dir, "duetexplore_*_test.go"))
+	assert.Len(t, tests, 2, "a regression test each")
+}
+
+// The streamed trace: the last line of an index is the action, a finding
+// line is a finding with the trace up to it, heartbeats and the end line
+// are skipped, a line cut short is dropped; read up to a limit, only what
+// came before it counts.
+func TestReadTrace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	lines := []string{
+		`{"beat":0}`,
+		`{"n":0,"action":{"verb":"click","address":"a","label":"A"}}`,
+		`{"n":0,"action":{"verb":"click","address":"a","label":"A","value":"done"}}`,
+		`{"beat":1}`,
+		`{"finding":{"kind":"exception","message":"E","trace":null},"upto":1}`,
+		`{"n":1,"action":{"verb":"type","address":"e","label":"E"}}`,
+		`{"end":"hang"}`,
+	}
+	data := strings.Join(lines, "\n") + "\n" + `{"n":2,"action":{"verb":"cl`
+	require.NoError(t, os.WriteFile(path, []byte(data), 0o666))
+	trace, findings := readTrace(path, -1)
+	require.Len(t, trace, 2)
+	assert.Equal(t, "done", trace[0].Value, "the last line of an index wins")
+	require.Len(t, findings, 1)
+	assert.Equal(t, explore.KindException, findings[0].Kind)
+	require.Len(t, findings[0].Trace, 1)
+	assert.Equal(t, "done", findings[0].Trace[0].Value)
+
+	limit := int64(len(strings.Join(lines[:4], "\n")) + 1)
+	trace, findings = readTrace(path, limit)
+	assert.Len(t, trace, 1)
+	assert.Empty(t, findings)
+}
+
+// Package app's stream, as the driver reads it: the actions, a heartbeat
+// a second beside them (from the start: the driver's no-progress clock
+// needs one), and the end line last.
+func TestTraceBeatsAndEnds(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	cmd := exec.Command(plantedExe)
+	cmd.Env = append(os.Environ(), "PLANTED=clean", "GTK_A11Y=none", "DUET_EXPLORE=seed=1,duration=1500ms", "DUET_EXPLORE_TRACE="+path)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	assert.Contains(t, lines, `{"beat":0}`)
+	assert.Contains(t, lines, `{"beat":1}`)
+	assert.Equal(t, `{"end":"done"}`, lines[len(lines)-1])
+	trace, findings := readTrace(path, -1)
+	assert.NotEmpty(t, trace)
+	assert.Empty(t, findings)
 }

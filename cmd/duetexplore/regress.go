@@ -94,15 +94,15 @@ func packageName(dir string) (string, error) {
 
 // writeTest writes the shrunk trace into DIR/testdata and a Go test in
 // DIR that replays it and fails while its finding comes back.
-func (d *driver) writeTest(dir string, f *explore.Finding, trace []explore.Action) error {
+func (d *driver) writeTest(dir string, f *explore.Finding, trace []explore.Action, seed uint64) (string, error) {
 	pkg, err := packageName(dir)
 	if err != nil {
-		return err
+		return "", err
 	}
 	var jsonl bytes.Buffer
-	rep := &explore.Report{Seed: d.seed, Trace: trace, Findings: []*explore.Finding{f}}
+	rep := &explore.Report{Seed: seed, Trace: trace, Findings: []*explore.Finding{f}}
 	if err := rep.WriteJSON(&jsonl); err != nil {
-		return err
+		return "", err
 	}
 	sum := sha256.Sum256(jsonl.Bytes())
 	hash := hex.EncodeToString(sum[:4])
@@ -120,36 +120,39 @@ func (d *driver) writeTest(dir string, f *explore.Finding, trace []explore.Actio
 		"File":     base,
 		"Finding":  oneLine(f.String()),
 		"Words":    words,
-		"Seed":     d.seed,
+		"Seed":     seed,
 		"Kind":     strconv.Quote(string(f.Kind)),
 		"Where":    strconv.Quote(f.Where),
 		"Message":  strconv.Quote(f.Message),
 		"Options":  strconv.Quote(fmt.Sprintf("duration=%s,%s", limit, d.options())),
 		"Timeout":  int((limit + d.hang + d.grace + 2*time.Minute).Round(time.Minute).Minutes()),
+		"Late":     int64(limit + d.hang + d.grace),
+		"Stuck":    int64(d.hang + progressMargin),
 		"Recorded": len(trace),
+		"Args":     goStrings(d.appArgs),
 	}
 	var src bytes.Buffer
 	if err := regressionTest.Execute(&src, data); err != nil {
-		return err
+		return "", err
 	}
 	code, err := format.Source(src.Bytes())
 	if err != nil {
-		return fmt.Errorf("formatting the test: %w", err)
+		return "", fmt.Errorf("formatting the test: %w", err)
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "testdata"), 0o777); err != nil {
-		return err
+		return "", err
 	}
 	traceFile := filepath.Join(dir, "testdata", base)
 	testFile := filepath.Join(dir, "duetexplore_"+string(f.Kind)+"_"+hash+"_test.go")
 	if err := os.WriteFile(traceFile, jsonl.Bytes(), 0o666); err != nil {
-		return err
+		return "", err
 	}
 	if err := os.WriteFile(testFile, code, 0o666); err != nil {
-		return err
+		return "", err
 	}
 	fmt.Fprintf(d.out, "duetexplore: regression test written: %s\n", testFile)
 	fmt.Fprintf(d.out, "duetexplore: its trace: %s\n", traceFile)
-	return nil
+	return testFile, nil
 }
 
 var regressionTest = template.Must(template.New("test").Parse(`package {{.Package}}
@@ -181,6 +184,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -224,7 +228,7 @@ func {{.Func}}(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := append(wrap, exe)
+	args := append(append(wrap, exe), {{.Args}}...)
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	var env []string
 	for _, kv := range os.Environ() {
@@ -246,19 +250,71 @@ func {{.Func}}(t *testing.T) {
 	if os.Getenv("GTK_A11Y") == "" && os.Getenv("DBUS_SESSION_BUS_ADDRESS") == "" {
 		env = append(env, "GTK_A11Y=none")
 	}
-	cmd.Env = append(env, "DUET_ALLOW_CRITICALS=1", "DUET_EXPLORE=replay="+file+","+options, "DUET_EXPLORE_OUT="+out)
+	trail := filepath.Join(tmp, "trace.jsonl")
+	cmd.Env = append(env, "DUET_ALLOW_CRITICALS=1", "DUET_EXPLORE=replay="+file+","+options, "DUET_EXPLORE_OUT="+out, "DUET_EXPLORE_TRACE="+trail)
 	cmd.Stdout, cmd.Stderr = errFile, errFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	kill := func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.Cancel = kill
 	cmd.WaitDelay = 5 * time.Second
-	runErr := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("running the program: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	// The program is killed when it will not end by itself: the explorer
+	// reported a hang ({"end":"hang"} on DUET_EXPLORE_TRACE), the program
+	// makes no progress (neither an action nor its heartbeat, package
+	// app's, once a second, for longer than the explorer waits for the
+	// UI thread, and a margin: the process is stopped, or its Go runtime
+	// stuck), or it still runs long after its replay's time.
+	const late, stuck = time.Duration({{.Late}}), time.Duration({{.Stuck}})
+	lateTimer := time.NewTimer(late)
+	defer lateTimer.Stop()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	var runErr error
+	killed := ""
+	size, grew := int64(-1), time.Time{}
+wait:
+	for {
+		select {
+		case runErr = <-exited:
+			break wait
+		case <-lateTimer.C:
+			killed = "it was still running " + late.String() + " after it started"
+		case <-tick.C:
+			st, err := os.Stat(trail)
+			if err != nil {
+				continue // not yet
+			}
+			if st.Size() != size {
+				size, grew = st.Size(), time.Now()
+			}
+			stream, _ := os.ReadFile(trail)
+			switch {
+			case bytes.Contains(stream, []byte(` + "`" + `{"end":"hang"}` + "`" + `)):
+				killed = "the explorer reported a hang"
+			case bytes.Contains(stream, []byte(` + "`" + `{"beat":` + "`" + `)) && !bytes.Contains(stream, []byte(` + "`" + `{"end":"done"}` + "`" + `)) && time.Since(grew) > stuck:
+				killed = "no progress for " + time.Since(grew).Round(time.Second).String()
+			default:
+				continue
+			}
+		}
+		kill()
+		runErr = <-exited
+		break
+	}
+	if killed == "" && ctx.Err() != nil {
+		killed = "the test's time ran out"
+	}
 	errFile.Close()
 	stderr, _ := os.ReadFile(errPath)
 	status := 0
 	var ee *exec.ExitError
 	if errors.As(runErr, &ee) {
 		status = ee.ExitCode()
-	} else if runErr != nil {
+	} else if runErr != nil && killed == "" {
 		t.Fatalf("running the program: %v", runErr)
 	}
 
@@ -298,15 +354,22 @@ func {{.Func}}(t *testing.T) {
 		}
 		return f.Where != "" || f.Kind == "stall" || f.Kind == "hang" || f.Message == wantMessage
 	}
+	var again *finding
+	for i := range found {
+		if same(found[i]) {
+			again = &found[i]
+			break
+		}
+	}
 	switch {
-	case len(found) > 0 && same(found[0]):
-		t.Fatalf("the bug is still there: the replay of %s met it again: %s: %s %s\n%s", trace, found[0].Kind, found[0].Message, found[0].Where, found[0].Detail)
+	case again != nil:
+		t.Fatalf("the bug is still there: the replay of %s met it again: %s: %s %s\n%s", trace, again.Kind, again.Message, again.Where, again.Detail)
 	case len(found) > 0:
 		t.Fatalf("the replay of %s met other trouble than the recorded %s (%s): %s: %s %s\n%s", trace, wantKind, wantMessage, found[0].Kind, found[0].Message, found[0].Where, found[0].Detail)
-	case ctx.Err() != nil && wantKind == "hang":
-		t.Fatalf("the bug is still there: the replay of %s did not end (a hang)\n%s", trace, stderr)
-	case ctx.Err() != nil:
-		t.Fatalf("the replay of %s did not end\n%s", trace, stderr)
+	case (killed != "" || ctx.Err() != nil) && wantKind == "hang":
+		t.Fatalf("the bug is still there: the replay of %s did not end (a hang: %s)\n%s", trace, killed, stderr)
+	case killed != "" || ctx.Err() != nil:
+		t.Fatalf("the replay of %s did not end (%s)\n%s", trace, killed, stderr)
 	case status != 0 && status != 3 && wantKind == "crash":
 		t.Fatalf("the bug is still there: the program crashed again replaying %s (exit status %d; recorded: %s)\n%s", trace, status, wantMessage, stderr)
 	case status != 0:
@@ -319,6 +382,15 @@ func {{.Func}}(t *testing.T) {
 	t.Logf("replayed %d actions from %s: the recorded %s did not come back", summary.Replayed, trace, wantKind)
 }
 `))
+
+// goStrings is ss as a Go []string literal.
+func goStrings(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = strconv.Quote(s)
+	}
+	return "[]string{" + strings.Join(q, ", ") + "}"
+}
 
 // oneLine makes s fit a line comment.
 func oneLine(s string) string {

@@ -106,7 +106,11 @@ func activate(a *app.App) error {
 	})
 	// a tick callback
 	b.CallMethod(box, "add_tick_callback", func(_, _ *pygi.Object) bool { mark("tick"); return false })
-	b.CallMethod(GLib, "timeout_add_seconds", 20, func() { fmt.Fprintln(os.Stderr, "timed out:", done); os.Exit(1) })
+	if *script {
+		// A scripted run that never gets every section ends: the window
+		// someone uses stays.
+		b.CallMethod(GLib, "timeout_add_seconds", 20, func() { fmt.Fprintln(os.Stderr, "timed out:", done); os.Exit(1) })
+	}
 	b.CallMethod(win, "present")
 	return b.Err()
 }

@@ -1,52 +1,147 @@
-// Command planted is a small app with a bug planted in it, for
-// duetexplore's tests: PLANTED=panic (button "B" panics once "A" was
-// clicked), fixed (the same window, the bug fixed), crash (button "crash"
-// writes through a null pointer in C) or clean (no bug, no A or B). Each
-// window has unrelated buttons and toggles too, for a longer search.
+// Command planted is a small app with bugs planted in it, for
+// duetexplore's tests. PLANTED (or the -planted flag, which wins) is a
+// comma separated list of windows, each titled by its kind, with its bug
+// behind a short sequence:
+//
+//   - panic: "B" after "A" panics (a nil map);
+//   - exception: "B" after "A" raises a Python exception;
+//   - log: "B" after "A" removes from a box a label that is not its child
+//     (a Gtk-CRITICAL);
+//   - stall: "B" after "A" keeps the UI thread for a second;
+//   - leak: each "B" after "A" connects one more Go func to the window,
+//     which lives for good (one more live callback a click);
+//   - hang: "B" after "A" blocks the UI thread for good (Python sleeps for
+//     an hour; the rest of the process goes on);
+//   - wedge: "B" after "A" stops the whole process (SIGSTOP to itself:
+//     the explorer cannot say anything);
+//   - crash: "crash" writes through a null pointer in C;
+//   - clean: no bug, no A or B;
+//
+// and fixed: each window the same, its bug fixed (PLANTED=fixed alone is
+// panic's window fixed; with -planted, PLANTED=fixed fixes its windows). Each window has unrelated buttons and toggles
+// too, for a longer search.
 package main
 
 import (
+	"flag"
 	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
 
 	"github.com/duet-gtk/duet/app"
+	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/pygi"
 )
 
+// bugs is each kind's part of its window: Python run with add_button,
+// on_a (it sets armed[0]) and the Go handlers in scope; bug() says whether
+// the bug is on (armed, not fixed).
+var bugs = map[string]string{
+	"panic": `add_button("A", on_a)
+add_button("B", on_b_panic)`,
+	"exception": `def on_b(button):
+    if bug():
+        raise RuntimeError("planted: B after A")
+add_button("A", on_a)
+add_button("B", on_b)`,
+	"log": `def on_b(button):
+    if bug():
+        box.remove(Gtk.Label(label="not a child"))
+add_button("A", on_a)
+add_button("B", on_b)`,
+	"stall": `import time
+def on_b(button):
+    if bug():
+        time.sleep(1)
+add_button("A", on_a)
+add_button("B", on_b)`,
+	"leak": `def on_b(button):
+    if bug():
+        on_b_leak(win)
+add_button("A", on_a)
+add_button("B", on_b)`,
+	"hang": `import time
+def on_b(button):
+    if bug():
+        time.sleep(3600)
+add_button("A", on_a)
+add_button("B", on_b)`,
+	"wedge": `def on_b(button):
+    if bug():
+        on_b_wedge()
+add_button("A", on_a)
+add_button("B", on_b)`,
+	// A write through a null pointer, in C: the process dies of SIGSEGV.
+	"crash": `import ctypes
+def on_crash(button):
+    if not fixed:
+        ctypes.memset(0, 1, 1)
+add_button("crash", on_crash)`,
+	"clean": ``,
+}
+
 func main() {
+	planted := flag.String("planted", "", "the windows, as PLANTED gives them")
+	flag.Parse()
 	mode := os.Getenv("PLANTED")
-	var clickedA bool
-	handlers := pygi.Kw{
-		"on_a": func(*pygi.Object) { clickedA = true },
-		"on_b": func(*pygi.Object) {
-			if clickedA && mode != "fixed" {
+	if *planted != "" {
+		if slices.Contains(strings.Split(mode, ","), "fixed") {
+			*planted += ",fixed"
+		}
+		mode = *planted
+	}
+	var kinds []string
+	fixed := false
+	for k := range strings.SplitSeq(mode, ",") {
+		switch _, ok := bugs[k]; {
+		case k == "fixed":
+			fixed = true
+		case ok:
+			kinds = append(kinds, k)
+		default:
+			os.Stderr.WriteString("planted: PLANTED=panic, exception, log, stall, leak, hang, wedge, crash, clean or fixed, comma separated\n")
+			os.Exit(2)
+		}
+	}
+	if len(kinds) == 0 && fixed {
+		kinds = []string{"panic"}
+	}
+	os.Exit(app.Main(app.Options{ID: "org.duet.Planted", NonUnique: true}, func(a *app.App) error {
+		for _, kind := range kinds {
+			if err := window(a, kind, fixed); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+}
+
+func window(a *app.App, kind string, fixed bool) error {
+	var armed bool
+	vars := pygi.Kw{
+		"application": a.Python(), "title": kind, "fixed": fixed,
+		"on_a": func(*pygi.Object) { armed = true },
+		"bug":  func() bool { return armed && !fixed },
+		"on_b_panic": func(*pygi.Object) {
+			if armed && !fixed {
 				var m map[string]int
 				m["b"]++ // the planted bug: a nil map
 			}
 		},
+		"on_b_leak": func(win *pygi.Object) {
+			// The planted bug: a handler for good on a window that stays.
+			callbacks.Connect(win, "notify::default-width", func() {})
+		},
+		"on_b_wedge": func() {
+			// The planted bug: the process stops, the explorer with it.
+			syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+			time.Sleep(time.Second) // once continued (by SIGCONT)
+		},
 	}
-	var src string
-	switch mode {
-	case "panic", "fixed":
-		src = `add_button("A", on_a)
-add_button("B", on_b)`
-	case "crash":
-		// A write through a null pointer, in C: the process dies of
-		// SIGSEGV.
-		src = `import ctypes
-add_button("crash", lambda b: ctypes.memset(0, 1, 1))`
-	case "clean":
-	default:
-		os.Stderr.WriteString("planted: PLANTED=panic, crash or clean\n")
-		os.Exit(2)
-	}
-	os.Exit(app.Main(app.Options{ID: "org.duet.Planted", NonUnique: true}, func(a *app.App) error {
-		vars := handlers
-		vars["application"], vars["title"] = a.Python(), mode
-		if mode == "fixed" {
-			vars["title"] = "panic" // the window the trace names
-		}
-		var b pygi.Block
-		b.Exec(`from gi.repository import Gtk
+	var b pygi.Block
+	b.Exec(`from gi.repository import Gtk
 win = Gtk.ApplicationWindow(application=application, title=title)
 box = Gtk.Box(orientation=Gtk.Orientation.VERTICAL)
 win.set_child(box)
@@ -64,8 +159,7 @@ for i in range(3):
     box.append(Gtk.CheckButton(label="check %d" % i))
 box.append(Gtk.ToggleButton(label="toggle"))
 box.append(Gtk.Entry())
-`+src+`
+`+bugs[kind]+`
 win.present()`, b.Globals(vars))
-		return b.Err()
-	}))
+	return b.Err()
 }

@@ -1,0 +1,5 @@
+//go:build !asan
+
+package main
+
+const sanitized = false
