@@ -651,6 +651,9 @@ func (x *explorer) setCoverage(seen, reached int) {
 }
 
 func (x *explorer) coverage() {
+	if !eventloop.Running() {
+		return // the program ended (it quit itself): nobody to ask, and no waiting for it
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	eventloop.InvokeWait(ctx, func() error {

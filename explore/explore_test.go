@@ -187,7 +187,7 @@ b = Gtk.Button(label="B"); b.connect("clicked", on_b); box.append(b)`,
 			src:      `b = Gtk.Button(label="slow"); b.connect("clicked", on_slow); box.append(b)`,
 			handlers: pygi.Kw{"on_slow": func(*pygi.Object) { time.Sleep(1200 * time.Millisecond) }},
 			kind:     explore.KindStall,
-			message:  "kept the UI thread for 1.2",
+			message:  "kept the UI thread for ", // how long depends on the machine
 			words:    "click 'slow' in 'stall' → UI stall",
 		},
 		{
@@ -198,7 +198,7 @@ def on_later(button):
     GLib.idle_add(lambda: time.sleep(1.2))
 b = Gtk.Button(label="later"); b.connect("clicked", on_later); box.append(b)`,
 			kind:    explore.KindStall,
-			message: "busy for 1.2",
+			message: "busy for ", // part of the sleep may fall in the pace
 			words:   "click 'later' in 'stall in work the handler queued' → UI stall",
 		},
 		{
