@@ -592,7 +592,7 @@ func (x *explorer) found(f *Finding) {
 	}
 	key := f.key
 	if key == "" {
-		key = string(f.Kind) + "\x00" + f.Message + "\x00" + f.Where
+		key = string(f.Kind) + "\x00" + stable(f.Message) + "\x00" + f.Where
 	}
 	if old, ok := x.seen[key]; ok {
 		old.Repeats++

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -196,13 +197,22 @@ func (f *Finding) String() string {
 // Same says whether f and g are the same kind of trouble at the same
 // place, as a replay or a shrunk trace must meet again: the same Kind and
 // Where, and, where no place is known, the same Message (a stall's or a
-// hang's message, which says how long, aside).
+// hang's message, which says how long, aside; addresses such as 0x4040a0c0
+// in a message do not count).
 func (f *Finding) Same(g *Finding) bool {
 	if f == nil || g == nil || f.Kind != g.Kind || f.Where != g.Where {
 		return false
 	}
-	return f.Where != "" || f.Kind == KindStall || f.Kind == KindHang || f.Message == g.Message
+	return f.Where != "" || f.Kind == KindStall || f.Kind == KindHang || stable(f.Message) == stable(g.Message)
 }
+
+// addresses are what a message may say that differs from one run to the
+// next of the same trouble: GTK's warnings name objects by address
+// ("Trying to snapshot GtkGizmo 0x40409640 without a current allocation").
+var addresses = regexp.MustCompile(`0x[0-9a-fA-F]{4,}`)
+
+// stable is a message as two runs of the same trouble say it alike.
+func stable(msg string) string { return addresses.ReplaceAllString(msg, "0x…") }
 
 func (k Kind) words() string {
 	switch k {

@@ -114,3 +114,17 @@ func TestJSONRoundTrip(t *testing.T) {
 	assert.Len(t, prev.Trace, 1)
 	assert.EqualValues(t, 7, prev.Seed)
 }
+
+// The same trouble met again is the same finding even where its message
+// names an object by address, as GTK's warnings do: a replay or a shrunk
+// trace meets it at another address.
+func TestSameIgnoresAddresses(t *testing.T) {
+	at := func(addr string) *explore.Finding {
+		return &explore.Finding{Kind: explore.KindLog, Message: "Gtk-WARNING: Trying to snapshot GtkGizmo " + addr + " without a current allocation"}
+	}
+	assert.True(t, at("0x40409640").Same(at("0x7f3a2c01d0e0")))
+	assert.False(t, at("0x40409640").Same(&explore.Finding{Kind: explore.KindLog, Message: "Gtk-WARNING: something else 0x40409640"}))
+	other := at("0x40409640")
+	other.Kind = explore.KindException
+	assert.False(t, at("0x40409640").Same(other))
+}
