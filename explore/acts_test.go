@@ -509,3 +509,43 @@ func TestCloseInAnApplication(t *testing.T) {
 	}
 	assert.Positive(t, closes)
 }
+
+// A window's own actions (win.NAME) run their handlers: on a window,
+// Gtk.Widget's activate_action wants the prefix, and given the bare name did
+// nothing, so every bug behind a window action was missed.
+func TestWindowActionsRun(t *testing.T) {
+	window(t, "win actions", `from gi.repository import Gio
+appwin = Gtk.ApplicationWindow(title="with actions")
+def on_hello(action, param):
+    raise ValueError("the window action ran")
+act = Gio.SimpleAction.new("hello", None)
+act.connect("activate", on_hello)
+appwin.add_action(act)
+appwin.present()`, nil)
+	defer func() {
+		looptest.Do(t, func(t testing.TB) {
+			var b pygi.Block
+			b.CallMethod(b.Item(lastGlobals, "appwin"), "destroy")
+			assert.NoError(t, b.Err())
+		})
+	}()
+	rep := run(t, explore.Options{Seed: 1, Actions: 200, LeakRounds: -1})
+	require.NotEmpty(t, rep.Findings, "%s", rep)
+	f := rep.Findings[0]
+	assert.Equal(t, explore.KindException, f.Kind, "%s", rep)
+	assert.Contains(t, f.Message, "the window action ran")
+}
+
+// The title bar's own buttons are left alone: its close button ended an app
+// whose only window has a header bar (closing is the close verb's, which
+// never closes the last window).
+func TestTitleBarButtonsAreLeftAlone(t *testing.T) {
+	window(t, "header bar", `hb = Gtk.HeaderBar()
+win.set_titlebar(hb)
+box.append(Gtk.Button(label="work"))`, nil)
+	rep := run(t, explore.Options{Seed: 2, Actions: 60, LeakRounds: -1})
+	assert.Empty(t, rep.Findings, "%s", rep)
+	for _, a := range rep.Trace {
+		assert.NotContains(t, a.Address, "GtkWindowControls", "%s", a)
+	}
+}

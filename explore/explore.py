@@ -193,6 +193,10 @@ def _walk(w, path, window):
 
 def _consider(w, addr, window):
     """Adds w's actions when it has any; returns whether to walk inside."""
+    if isinstance(w, Gtk.WindowControls):
+        # The title bar's close, minimize and maximize buttons: closing is the
+        # "close" verb's, with its rules (never the last window).
+        return False
     sensitive = w.is_sensitive()
     label = _label(w)
     if isinstance(w, Gtk.SpinButton):
@@ -535,7 +539,10 @@ def _do(c, given):
                 param = GLib.Variant.parse(ptype, _need(given, "param"), None, None)
             except GLib.Error as e:
                 raise ReplayMismatch("parameter %r: %s" % (given["param"], e.message))
-        w.activate_action(name, param)
+        # Through Gio.ActionGroup's own method: on a window, w.activate_action
+        # is Gtk.Widget's, which wants the "win." prefix and, given the bare
+        # name, did nothing at all.
+        Gio.ActionGroup.activate_action(w, name, param)
         return param.print_(False) if param is not None else ""
     raise ReplayMismatch("no such verb %r" % kind)
 
