@@ -63,9 +63,9 @@
 // default a new duetexplore-KIND-*.jsonl in the temporary directory of
 // os.TempDir). -replay FILE replays a file once and says whether its
 // finding came back (with the explorer's options of the flags: give it the
-// -stall, -hang and -leak-* the run had). The action a crash interrupted is recorded before it
-// was done, without its input: a crash in a typed text or a set value is
-// replayed only as far as the action before.
+// -stall, -hang and -leak-* the run had). The action a crash interrupted
+// is recorded before it was done, with its input (chosen before the action
+// runs), so a crash in a typed text or a set value replays too.
 //
 // # The plot
 //
