@@ -345,12 +345,16 @@ func dispatch() (more bool) {
 	for {
 		if carry.next == len(carry.items) {
 			queue.mu.Lock()
+			if len(queue.items) == 0 {
+				// Checked before the swap: swapping an empty queue would
+				// drop the spare array just put back, and the next Invoke
+				// would allocate a new one.
+				queue.mu.Unlock()
+				return false
+			}
 			batch := queue.items
 			queue.items, queue.spare = queue.spare[:0], nil // never share an array between the two
 			queue.mu.Unlock()
-			if len(batch) == 0 {
-				return false
-			}
 			carry.items, carry.next = batch, 0
 		}
 		items := carry.items

@@ -1,12 +1,10 @@
 package explore
 
 import (
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/duet-gtk/duet/forensics"
+	"github.com/duet-gtk/duet/internal/diag"
 )
 
 // sampleEvery is how often Run samples the process (between two steps, so
@@ -49,7 +47,7 @@ func (x *explorer) sample(force bool) {
 func (x *explorer) measure() Sample {
 	now := time.Since(x.start)
 	x.sampled, x.lastSample = true, now
-	return Sample{At: now, Callbacks: forensics.ReadStats().Callbacks.Live, RSS: residentBytes()}
+	return Sample{At: now, Callbacks: forensics.ReadStats().Callbacks.Live, RSS: diag.ResidentBytes()}
 }
 
 // add completes s with the actions and findings so far and records it;
@@ -57,22 +55,4 @@ func (x *explorer) measure() Sample {
 func (x *explorer) add(s Sample) {
 	s.Actions, s.Findings = len(x.report.Trace), len(x.report.Findings)
 	x.report.Samples = append(x.report.Samples, s)
-}
-
-// residentBytes reads this process's resident set size from
-// /proc/self/statm (its second field, in pages); 0 when it cannot.
-func residentBytes() int64 {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0
-	}
-	pages, err := strconv.ParseInt(f[1], 10, 64)
-	if err != nil {
-		return 0
-	}
-	return pages * int64(os.Getpagesize())
 }

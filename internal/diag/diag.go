@@ -6,6 +6,7 @@ package diag
 
 import (
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -41,3 +42,22 @@ func DebugCallbacks() bool { return debugCallbacks.Load() }
 
 // SetDebugCallbacks changes it (tests, and forensics.SetDebugCallbacks).
 func SetDebugCallbacks(on bool) { debugCallbacks.Store(on) }
+
+// ResidentBytes is this process's resident set size, from /proc/self/statm
+// (its second field, in pages); 0 when it cannot be read. The stress
+// harness and the explorer sample it.
+func ResidentBytes() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return pages * int64(os.Getpagesize())
+}

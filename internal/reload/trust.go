@@ -27,7 +27,7 @@ var errUntrusted = errors.New("not trusted")
 // change (or one with the sticky bit, as /tmp: others cannot replace a
 // file there). A symbolic link is followed and its target checked.
 func readSource(path string) ([]byte, error) {
-	if err := trusted(filepath.Dir(path), true); err != nil {
+	if err := trustedDir(filepath.Dir(path)); err != nil {
 		return nil, err
 	}
 	// O_NONBLOCK: a FIFO swapped in after the check does not block the
@@ -44,11 +44,11 @@ func readSource(path string) ([]byte, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: not a regular file (%v)", path, st.Mode().Type())
 	}
-	if err := owner(path, st, false); err != nil {
+	if err := owner(path, st); err != nil {
 		return nil, err
 	}
 	if real, err := filepath.EvalSymlinks(path); err == nil && filepath.Dir(real) != filepath.Dir(path) {
-		if err := trusted(filepath.Dir(real), true); err != nil {
+		if err := trustedDir(filepath.Dir(real)); err != nil {
 			return nil, err
 		}
 	}
@@ -62,17 +62,19 @@ func readSource(path string) ([]byte, error) {
 	return b, err
 }
 
-// trusted checks a directory: owned by this user or root, and not writable
-// by others unless sticky.
-func trusted(dir string, isDir bool) error {
+// trustedDir checks a directory: owned by this user or root, and not
+// writable by others unless sticky.
+func trustedDir(dir string) error {
 	st, err := os.Stat(dir)
 	if err != nil {
 		return err
 	}
-	return owner(dir, st, isDir)
+	return owner(dir, st)
 }
 
-func owner(path string, st fs.FileInfo, isDir bool) error {
+// owner checks a file or a directory (st is its): owned by this user or
+// root, not writable by others (a directory may be, with the sticky bit).
+func owner(path string, st fs.FileInfo) error {
 	sys, ok := st.Sys().(*syscall.Stat_t)
 	if !ok {
 		return nil // no owner to check on this system
@@ -81,7 +83,7 @@ func owner(path string, st fs.FileInfo, isDir bool) error {
 		return fmt.Errorf("%s: %w: owned by user %d, not by this process's user (%d) or root", path, errUntrusted, sys.Uid, uid)
 	}
 	perm := st.Mode()
-	if perm&0o002 != 0 && !(isDir && perm&os.ModeSticky != 0) {
+	if perm&0o002 != 0 && !(perm.IsDir() && perm&os.ModeSticky != 0) {
 		return fmt.Errorf("%s: %w: any user may write to it", path, errUntrusted)
 	}
 	return nil

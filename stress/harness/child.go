@@ -9,7 +9,6 @@ import (
 	"os"
 	"runtime"
 	"runtime/metrics"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/forensics"
+	"github.com/duet-gtk/duet/internal/diag"
 	"github.com/duet-gtk/duet/internal/hooks"
 	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/internal/pyobj"
@@ -171,7 +171,7 @@ func ChildMain(sc Scenario, broken bool, gcInterval time.Duration) int {
 			T: time.Since(start).Seconds(), Iterations: env.iter.Load(),
 			GoGC: goGCCycles(), PyGC: pyGCCycles(), ForcedGC: forced.Load(),
 			CbCreated: cs.Created, CbFreed: cs.Freed, CbFreedByGo: cs.FreedByGoGC, CbLive: cs.Live,
-			PyLive: ps.Live, RSS: rss(), LastOps: env.lastOps(),
+			PyLive: ps.Live, RSS: diag.ResidentBytes(), LastOps: env.lastOps(),
 		}
 	}
 
@@ -355,21 +355,6 @@ func pyInt(expr string) int64 {
 		return -1
 	}
 	return n
-}
-
-// rss reads this process's resident set size in bytes.
-func rss() int64 {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0
-	}
-	var pages int64
-	fmt.Sscan(f[1], &pages)
-	return pages * int64(os.Getpagesize())
 }
 
 // Callback makes one of the workload's callbacks (callbacks.New, named
