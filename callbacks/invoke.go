@@ -8,8 +8,6 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
-	"syscall"
-	"time"
 
 	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/pyobj"
@@ -225,11 +223,15 @@ type typeError string
 // invoke is the Go side of the C trampoline. It looks the handle up outside
 // the recover: an unknown handle means the native state outlived its Go side
 // (only the broken ownership mode does that), and it must crash loudly, not
-// turn into a Python exception.
+// turn into a Python exception. The C caller does the crashing (see
+// capi.ResultGone), because it knows whether a signal or Python called; not
+// a panic here: a recover further up the goroutine (the loop's panic
+// handler) would unwind through Python's C frames with the GIL held, and
+// the app would hang instead of crashing.
 func invoke(h uintptr, args []capi.Ref, nargs, nkw int, kwnames capi.Ref) (res capi.Ref, rc capi.CallbackResult) {
 	e := registry.handles.get(h)
 	if e == nil {
-		useAfterFree(h)
+		return capi.Ref{}, capi.ResultGone
 	}
 	returned := false
 	defer func() {
@@ -240,25 +242,6 @@ func invoke(h uintptr, args []capi.Ref, nargs, nkw int, kwnames capi.Ref) (res c
 	res, rc = e.sig.call(args, nargs, nkw, kwnames)
 	returned = true
 	return res, rc
-}
-
-// useAfterFree ends the process: Python called a callback whose Go side
-// is gone (the deliberately broken ownership mode, or a bug). Not a panic:
-// a recover further up the goroutine (the loop's panic handler) would
-// unwind through Python's C frames with the GIL held, and the app would
-// hang instead of crashing.
-func useAfterFree(h uintptr) {
-	if g, ok := graveOf(h); ok {
-		// The free raced the call (it landed while the call came in through
-		// the live trampoline): the same diagnosis as from the quarantine.
-		fmt.Fprintln(os.Stderr, g)
-	} else {
-		fmt.Fprintf(os.Stderr, "duet: fatal: Python called a Go callback whose handle %#x was already freed: use after free (DUET_DEBUG=callbacks says which callback, where it was made and who freed it)\n", h)
-	}
-	// The Go runtime answers SIGABRT with every goroutine's stack and exit 2.
-	_ = syscall.Kill(os.Getpid(), syscall.SIGABRT)
-	time.Sleep(5 * time.Second)
-	os.Exit(2)
 }
 
 // escaped runs when a callback did not return: a panic that got past the

@@ -174,15 +174,13 @@ func bury(e *entry, by string) {
 	graveyard.order = append(graveyard.order, e.handle)
 }
 
-// graveOf is the diagnosis for a handle that has a grave.
-func graveOf(handle uintptr) (string, bool) {
+// hasGrave: the handle's callback was freed under DUET_DEBUG=callbacks and
+// its record is still kept.
+func hasGrave(handle uintptr) bool {
 	graveyard.mu.Lock()
+	defer graveyard.mu.Unlock()
 	_, ok := graveyard.m[handle]
-	graveyard.mu.Unlock()
-	if !ok {
-		return "", false
-	}
-	return diagnosis(handle, "", "", 0), true
+	return ok
 }
 
 // diagnosis is the message duet prints when Python or a signal calls a
@@ -209,10 +207,22 @@ func diagnosis(handle uintptr, signal, typ string, instance uintptr) string {
 	return b.String()
 }
 
-// callbackDead runs when a call reaches a quarantined callback: say what
-// is known, then abort (the crash report, when on, adds the stacks).
+// callbackDead runs when a call reaches a freed callback: a quarantined
+// one, or one whose free raced the call (it landed while the call came in
+// through the live trampoline), or, without the quarantine, one whose
+// handle Go no longer knows. It says what is known, then aborts (the Go
+// runtime answers SIGABRT with every goroutine's stack; the crash report,
+// when on, adds the rest).
 func callbackDead(handle uintptr, signal, typ string, instance uintptr) {
-	fmt.Fprintln(os.Stderr, diagnosis(handle, signal, typ, instance))
+	if hasGrave(handle) || diag.DebugCallbacks() {
+		fmt.Fprintln(os.Stderr, diagnosis(handle, signal, typ, instance))
+	} else {
+		by := "Python"
+		if signal != "" {
+			by = fmt.Sprintf("signal '%s'", signal)
+		}
+		fmt.Fprintf(os.Stderr, "duet: fatal: %s called a Go callback whose handle %#x was already freed: use after free (DUET_DEBUG=callbacks says which callback, where it was made and who freed it)\n", by, handle)
+	}
 	_ = syscall.Kill(os.Getpid(), syscall.SIGABRT)
 	time.Sleep(5 * time.Second)
 	os.Exit(2)

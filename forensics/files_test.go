@@ -305,23 +305,38 @@ func init() {
 
 // The use-after-free diagnosis is complete however the free and the call
 // interleave: here the call comes right after runtime.GC(), while the
-// cleanup that frees the callback may still be running.
+// cleanup that frees the callback may still be running. A signal that
+// called it is named whichever side of the free the call landed on.
 func TestUseAfterFreeDiagnosisRacingTheFree(t *testing.T) {
-	for i := range 10 {
-		_, stderr, err := testutil.RunChild(t, "FORENSICS_CHILD=uaf-race", "DUET_DEBUG=callbacks")
-		require.Error(t, err, "run %d: the child must crash", i)
-		assert.Contains(t, stderr, "duet: use after free: callback on_race (", "run %d: name and site\n%.2000s", i, stderr)
-		assert.Contains(t, stderr, "freed by the Go GC", "run %d", i)
+	for _, tc := range []struct{ scenario, caller string }{
+		{"uaf-race", "called from Python"},
+		{"uaf-race-signal", "called from signal 'ping' of "},
+	} {
+		t.Run(tc.scenario, func(t *testing.T) {
+			for i := range 10 {
+				_, stderr, err := testutil.RunChild(t, "FORENSICS_CHILD="+tc.scenario, "DUET_DEBUG=callbacks")
+				require.Error(t, err, "run %d: the child must crash", i)
+				assert.Contains(t, stderr, "duet: use after free: callback on_race (", "run %d: name and site\n%.2000s", i, stderr)
+				assert.Contains(t, stderr, "freed by the Go GC", "run %d", i)
+				assert.Contains(t, stderr, tc.caller, "run %d", i)
+			}
+		})
 	}
 }
 
 func init() {
-	scenarios["uaf-race"] = func() error {
+	race := func(viaSignal bool) error {
 		g, err := pygi.NewGlobals()
 		if err != nil {
 			return err
 		}
-		if err := pygi.Exec("held = []\n", g); err != nil {
+		if err := pygi.Exec(`
+from gi.repository import GObject
+class Emitter(GObject.Object):
+    __gsignals__ = {"ping": (GObject.SignalFlags.RUN_LAST, None, ())}
+e = Emitter()
+held = []
+`, g); err != nil {
 			return err
 		}
 		func() {
@@ -329,18 +344,29 @@ func init() {
 			if err != nil {
 				panic(err)
 			}
-			if err := pygi.Exec("", g); err != nil {
+			if viaSignal {
+				e, _ := g.Item("e")
+				_, err = callbacks.Connect(e, "ping", cb)
+			} else {
+				h, _ := g.Item("held")
+				_, err = h.CallMethod("append", cb)
+			}
+			if err != nil {
 				panic(err)
 			}
-			h, _ := g.Item("held")
-			h.CallMethod("append", cb)
 		}()
 		runtime.GC()
+		call := "held[0]()"
+		if viaSignal {
+			call = "e.emit('ping')"
+		}
 		for range 100000 {
-			if _, err := pygi.Eval("held[0]()", g); err != nil {
+			if _, err := pygi.Eval(call, g); err != nil {
 				return err
 			}
 		}
 		return errors.New("the freed callback kept running")
 	}
+	scenarios["uaf-race"] = func() error { return race(false) }
+	scenarios["uaf-race-signal"] = func() error { return race(true) }
 }

@@ -72,6 +72,7 @@ static PyObject *cb_trampoline(PyObject *self, PyObject *const *args, Py_ssize_t
 	int rc = duetCallbackInvoke(cb->handle, refs, nargs, nkw, kw, &result);
 	duet_current_cb = outer;
 	duet_depth--;
+	if (rc == -2) duet_callback_gone(cb->handle, NULL, NULL, 0); // Python called it
 	if (rc == 0) {
 		res = duet_deref(result);
 		if (res) {

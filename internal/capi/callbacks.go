@@ -18,6 +18,11 @@ const (
 	ResultRef    CallbackResult = 0  // the owned Ref returned is the result
 	ResultNone   CallbackResult = 1  // the result is None
 	ResultRaised CallbackResult = -1 // a Python exception was set with Raise
+	// ResultGone: the handle is unknown, its Go side already freed (the
+	// deliberately broken ownership mode, or a bug). The C caller, which
+	// knows what is calling (a signal, or Python), reports it through the
+	// dead handler and aborts.
+	ResultGone CallbackResult = -2
 )
 
 // CallbackHandler runs a Go callback. args aliases C memory valid only

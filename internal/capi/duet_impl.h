@@ -190,6 +190,10 @@ void duet_callback_retire(duet_cb *cb, int poison);
 // when a signal emission called it) and abort. Never returns.
 void duet_callback_dead(duet_cb *cb, const char *signal, const char *type, uintptr_t instance)
 	__attribute__((noreturn));
+// The same for a handle Go no longer knows (a call that raced the free, or
+// the broken mode without the quarantine). Never returns.
+void duet_callback_gone(uintptr_t handle, const char *signal, const char *type, uintptr_t instance)
+	__attribute__((noreturn));
 
 // ---- values (values.c) ------------------------------------------------------
 

@@ -351,7 +351,11 @@ static PyObject *dead_trampoline(PyObject *self, PyObject *const *args, Py_ssize
 }
 
 void duet_callback_dead(duet_cb *cb, const char *signal, const char *type, uintptr_t instance) {
-	duetCallbackDead(cb->handle, (char *)signal, (char *)type, instance);
+	duet_callback_gone(cb->handle, signal, type, instance);
+}
+
+void duet_callback_gone(uintptr_t handle, const char *signal, const char *type, uintptr_t instance) {
+	duetCallbackDead(handle, (char *)signal, (char *)type, instance);
 	abort();
 }
 

@@ -427,6 +427,11 @@ static void closure_marshal_in(GClosure *closure, GValue *ret, guint n, const GV
 	duet_current_cb = cb->handle; // duet_enter counted the attach
 	int rc = duetCallbackInvoke(cb->handle, refs, k, 0, duet_no_ref, &result);
 	duet_current_cb = outer;
+	if (rc == -2) { // the free raced this emission: say which signal called it
+		GObject *inst = n > 0 && G_VALUE_HOLDS_OBJECT(&params[0]) ? g_value_get_object(&params[0]) : NULL;
+		const char *signame = hint ? g_signal_name(((GSignalInvocationHint *)hint)->signal_id) : NULL;
+		duet_callback_gone(cb->handle, signame, inst ? G_OBJECT_TYPE_NAME(inst) : NULL, (uintptr_t)inst);
+	}
 	PyObject *r = NULL;
 	if (rc == 0) {
 		r = duet_deref(result);
