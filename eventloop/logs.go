@@ -2,9 +2,13 @@ package eventloop
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"log"
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/duet-gtk/duet/callbacks"
@@ -27,15 +31,29 @@ import (
 // CRITICAL 12; GLib's debug, info/message, warning, critical/error likewise.
 //
 // With gotk4 linked in, GLib's writer is gotk4's, which sends GLib's
-// messages to slog.Default() (GLib accepts one writer per process); while
-// routing, RouteLogs makes slog.Default() use the handler too, and stop
-// puts the previous default back.
+// messages to slog.Default() (GLib accepts one writer per process). While
+// routing, slog.Default() is a tap: the records gotk4 makes of GLib's
+// messages go to the handler (as "glib" records, like those of duet's own
+// writer), and every other record goes on to the handler that was the
+// default, untouched, so the program's own slog output does not move. The
+// log package's output and flags, which slog.SetDefault changes, are put
+// back as they were at once; stop puts the previous default back unless
+// the program set its own meanwhile (then GLib's messages follow the
+// program's choice from then on).
 
 var routing struct {
-	mu       sync.Mutex
-	handler  slog.Handler
-	emit     *pygi.Object
-	prevDflt *slog.Logger
+	mu sync.Mutex
+	// cur is read without mu: a GLib message or a log.Print may reach the
+	// tap while RouteLogs or stop holds mu and waits on the log package's
+	// lock (log.SetOutput), which that caller holds.
+	cur  atomic.Pointer[route]
+	emit *pygi.Object
+	tap     *slog.Logger // slog.Default() while routing with gotk4's writer
+	prev    *slog.Logger // the default the tap replaced
+	// swapping: slog.SetDefault has pointed the log package at the tap and
+	// its output is not yet put back; see glibTap.Handle.
+	swapping atomic.Bool
+	logOut   io.Writer // the log package's output then
 }
 
 func init() {
@@ -60,32 +78,111 @@ func RouteLogs(h slog.Handler) (stop func(), err error) {
 	if err := setRoute(routing.emit); err != nil {
 		return nil, err
 	}
-	routing.handler = h
+	rt := &route{h}
+	routing.cur.Store(rt)
 	capi.LogRoute(true)
-	if capi.LogWriterIsGotk4() {
-		if routing.prevDflt == nil {
-			routing.prevDflt = slog.Default()
-		}
-		slog.SetDefault(slog.New(h))
+	if capi.LogWriterIsGotk4() && routing.tap == nil {
+		routing.prev = slog.Default()
+		routing.tap = slog.New(&glibTap{next: routing.prev.Handler()})
+		setDefaultKeepingLog(routing.tap)
 	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			routing.mu.Lock()
 			defer routing.mu.Unlock()
-			if routing.handler != h {
+			if !routing.cur.CompareAndSwap(rt, nil) {
 				return // replaced meanwhile
 			}
-			routing.handler = nil
 			capi.LogRoute(false)
 			setRoute(nil)
-			if routing.prevDflt != nil {
-				slog.SetDefault(routing.prevDflt)
-				routing.prevDflt = nil
+			if routing.tap != nil {
+				if slog.Default() == routing.tap {
+					setDefaultKeepingLog(routing.prev)
+				}
+				routing.tap, routing.prev = nil, nil
 			}
 		})
 	}, nil
 }
+
+// setDefaultKeepingLog is slog.SetDefault without its effect on the log
+// package: for a handler other than slog's own, SetDefault points log's
+// output at the handler and clears log's flags, which would change how the
+// program's log.Print lines look (and leave them changed after stop).
+func setDefaultKeepingLog(l *slog.Logger) {
+	out, flags := log.Writer(), log.Flags()
+	routing.logOut = out
+	routing.swapping.Store(true)
+	slog.SetDefault(l)
+	log.SetOutput(out)
+	log.SetFlags(flags)
+	routing.swapping.Store(false)
+}
+
+// glibTap is slog.Default()'s handler while routing with gotk4's writer.
+type glibTap struct {
+	next slog.Handler // the default's handler before routing
+}
+
+func (t *glibTap) Enabled(ctx context.Context, l slog.Level) bool {
+	if routing.swapping.Load() {
+		return true // see Handle
+	}
+	if h := currentHandler(); h != nil && h.Enabled(ctx, l) {
+		return true
+	}
+	return t.next.Enabled(ctx, l)
+}
+
+func (t *glibTap) Handle(ctx context.Context, r slog.Record) error {
+	var domain string
+	glib := false
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "glib_domain" {
+			glib, domain = true, a.Value.String()
+			return false
+		}
+		return true
+	})
+	if h := currentHandler(); glib && h != nil {
+		if !h.Enabled(ctx, r.Level) {
+			return nil
+		}
+		// As duet's own writer makes them (glibLog), from gotk4's fields.
+		g := slog.NewRecord(r.Time, r.Level, r.Message, 0)
+		src := &slog.Source{}
+		r.Attrs(func(a slog.Attr) bool {
+			switch a.Key {
+			case "code_file":
+				src.File = a.Value.String()
+			case "code_line":
+				src.Line, _ = strconv.Atoi(a.Value.String())
+			case "code_func":
+				src.Function = a.Value.String()
+			}
+			return true
+		})
+		g.AddAttrs(slog.String("logger", "glib"), slog.String("glib_domain", domain), slog.Any(slog.SourceKey, src))
+		return h.Handle(ctx, g)
+	}
+	if routing.swapping.Load() {
+		// A log.Print in the instant between slog.SetDefault and putting the
+		// log package's output back reaches here holding the log package's
+		// lock; slog's own default handler would take it again and deadlock.
+		_, err := fmt.Fprintln(routing.logOut, r.Message)
+		return err
+	}
+	if !t.next.Enabled(ctx, r.Level) {
+		return nil
+	}
+	return t.next.Handle(ctx, r)
+}
+
+// Loggers derived from the default while routing are the program's: they
+// keep working as they would have, and outlive the tap.
+func (t *glibTap) WithAttrs(as []slog.Attr) slog.Handler { return t.next.WithAttrs(as) }
+func (t *glibTap) WithGroup(name string) slog.Handler    { return t.next.WithGroup(name) }
 
 func setRoute(emit *pygi.Object) error {
 	m, err := hooksPy.Load()
@@ -101,10 +198,15 @@ func setRoute(emit *pygi.Object) error {
 	return err
 }
 
+// route is one RouteLogs' handler (a pointer, so that stop knows its own
+// even when two calls pass equal handlers).
+type route struct{ h slog.Handler }
+
 func currentHandler() slog.Handler {
-	routing.mu.Lock()
-	defer routing.mu.Unlock()
-	return routing.handler
+	if rt := routing.cur.Load(); rt != nil {
+		return rt.h
+	}
+	return nil
 }
 
 // pythonLog is the Go side of the Python channels.

@@ -2,6 +2,7 @@ package widgets_test
 
 import (
 	"context"
+	"log"
 	"log/slog"
 	"strings"
 	"sync"
@@ -50,4 +51,67 @@ GLib.log_variant("Gtk", GLib.LogLevelFlags.LEVEL_CRITICAL,
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	assert.Contains(t, strings.Join(c.msgs, "\n"), "ERROR a GTK critical")
+}
+
+// The tap RouteLogs puts on slog.Default() under gotk4 is a guest: the
+// program's own slog records and its log.Print lines come out where and as
+// they did, during the routing and after it; only GLib's messages move.
+func TestRouteLogsLeavesTheProgramsLoggingAlone(t *testing.T) {
+	for _, custom := range []bool{false, true} {
+		t.Run(map[bool]string{false: "slog's own default", true: "the program's default"}[custom], func(t *testing.T) {
+			var logBuf, appBuf syncBuffer
+			prevOut, prevFlags, prevDefault := log.Writer(), log.Flags(), slog.Default()
+			t.Cleanup(func() {
+				slog.SetDefault(prevDefault)
+				log.SetOutput(prevOut)
+				log.SetFlags(prevFlags)
+			})
+			log.SetOutput(&logBuf)
+			log.SetFlags(log.Lmsgprefix)
+			log.SetPrefix("app: ")
+			t.Cleanup(func() { log.SetPrefix("") })
+			if custom {
+				slog.SetDefault(slog.New(slog.NewTextHandler(&appBuf, nil)))
+			}
+			before, out, flags := slog.Default(), log.Writer(), log.Flags()
+
+			c := &capture{}
+			stop, err := eventloop.RouteLogs(c)
+			require.NoError(t, err)
+			assert.Equal(t, out, log.Writer(), "the log package's output stays")
+			assert.Equal(t, flags, log.Flags(), "and its flags")
+			log.Print("a log line")
+			slog.Warn("a slog record", "k", 1)
+			derived := slog.Default().With("sub", true)
+			looptest.Do(t, func(t testing.TB) {
+				require.NoError(t, pygi.Exec(`
+from gi.repository import GLib
+GLib.log_variant("Gtk", GLib.LogLevelFlags.LEVEL_WARNING,
+                 GLib.Variant("a{sv}", {"MESSAGE": GLib.Variant("s", "a GTK warning")}))
+`, nil))
+			})
+			stop()
+			derived.Warn("after stop")
+			assert.Same(t, before, slog.Default())
+			assert.Equal(t, out, log.Writer())
+			assert.Equal(t, flags, log.Flags())
+
+			got := strings.Join(c.msgs, "\n")
+			assert.Contains(t, got, "WARN a GTK warning", "GLib's messages are routed")
+			assert.NotContains(t, got, "a slog record", "the program's are not")
+			assert.NotContains(t, got, "a log line")
+			where := &logBuf
+			if custom {
+				// slog.SetDefault sent log's output into the program's handler.
+				where = &appBuf
+				assert.Contains(t, appBuf.String(), "app: a log line", "log.Print where it went before")
+			} else {
+				assert.Contains(t, logBuf.String(), "app: a log line\n", "log.Print as it was, prefix and flags")
+			}
+			assert.Contains(t, where.String(), "a slog record", "slog records where they went before")
+			assert.Contains(t, where.String(), "k=1")
+			assert.Contains(t, where.String(), "after stop", "a logger derived while routing is the program's")
+			assert.NotContains(t, logBuf.String()+appBuf.String(), "a GTK warning")
+		})
+	}
 }
