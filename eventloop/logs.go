@@ -179,6 +179,11 @@ func (t *glibTap) Handle(ctx context.Context, r slog.Record) error {
 	return t.next.Handle(ctx, r)
 }
 
+// Tapped is the handler the tap forwards the program's records to: what
+// the default would be without it (internal/reload asks, to know whether
+// the default prints on stderr).
+func (t *glibTap) Tapped() slog.Handler { return t.next }
+
 // Loggers derived from the default while routing are the program's: they
 // keep working as they would have, and outlive the tap.
 func (t *glibTap) WithAttrs(as []slog.Attr) slog.Handler { return t.next.WithAttrs(as) }

@@ -274,6 +274,9 @@ func line(res *Result) string {
 // default logger writing to stderr, which would say the line twice.
 func logResult(res *Result) {
 	h := slog.Default().Handler()
+	if t, ok := h.(interface{ Tapped() slog.Handler }); ok { // eventloop.RouteLogs' tap
+		h = t.Tapped()
+	}
 	if fmt.Sprintf("%T", h) == "*slog.defaultHandler" && log.Writer() == os.Stderr {
 		return
 	}
