@@ -54,7 +54,9 @@
 // candidates are sorted by address before the choice, so the same seed on
 // the same program takes the same actions in the same order (as long as
 // the program itself does the same thing each time: a program that shows
-// the clock does not).
+// the clock does not). Only an action draws from the generator: a step
+// that finds nothing to act on (a window not up yet) draws nothing, so
+// the machine's speed does not shift the choices.
 //
 // What a widget reads may change (a button that counts its clicks): its
 // address then changes too, but its structural key, the address without

@@ -469,12 +469,17 @@ func (x *explorer) step(ctx context.Context) error {
 			}
 			input = string(want.Input)
 		} else {
+			if n == 0 {
+				// Nothing to act on now; the loop may show something
+				// later. Nothing is drawn: the stream is the actions'
+				// alone, so that how many passes found nothing (a window
+				// not shown yet: the machine's speed) shifts none of the
+				// choices after.
+				return nil
+			}
 			// Every choice draws the same numbers whatever it needs of
 			// them, so that one choice's needs do not shift the next ones.
 			r, which, frac := x.rng.Uint64()>>1, x.rng.IntN(4), x.rng.Float64()
-			if n == 0 {
-				return nil // nothing to act on now; the loop may show something later
-			}
 			i = x.rng.IntN(n)
 			f := frac
 			switch which {
