@@ -115,7 +115,8 @@
 // fit (an item the drop-down or the list no longer has) ends it with
 // Report.ReplayError, which is not a finding; Report.Reproduced says
 // whether Options.Expect, the file's first finding, came back
-// (Finding.Same: the same kind at the same place). Options.OnAction sees
+// (Finding.Same: the same kind at the same place; for a leak, the same
+// thing leaking, whatever the counts, which a shorter trace changes). Options.OnAction sees
 // each action before and after it is done (package app streams them to
 // DUET_EXPLORE_TRACE).
 //

@@ -728,7 +728,7 @@ func (x *explorer) census(ctx context.Context) {
 		first := x.censuses[0][key]
 		x.found(&Finding{
 			Kind:    KindLeak,
-			Message: fmt.Sprintf("%s %q grew at each of %d censuses, %d or more actions apart: %d → %d", tableWords(table), name, x.opts.LeakRounds, x.opts.LeakEvery, first, last),
+			Message: fmt.Sprintf("%s %q"+leakGrew+"%d censuses, %d or more actions apart: %d → %d", tableWords(table), name, x.opts.LeakRounds, x.opts.LeakEvery, first, last),
 			Where:   site,
 			Detail:  fmt.Sprintf("census table %q, row %q, over actions %d to %d", table, name, x.marks[0], x.marks[len(x.marks)-1]),
 			key:     "leak\x00" + key,
