@@ -76,10 +76,17 @@
 //     timer through eventloop.OnPanic), pointed at the panicking line of
 //     the program;
 //   - a Python exception nobody caught, at its innermost frame;
-//   - a GLib or GTK warning or critical (eventloop.RouteLogs routes the
-//     records to the explorer while it runs; other records still print on
-//     stderr). Under G_DEBUG=fatal-criticals, as in looptest, a critical
-//     aborts the process instead: explore such programs without it;
+//   - a GLib or GTK warning or critical, named by its domain and level
+//     ("GLib-GObject-CRITICAL: ...": eventloop.RouteLogs routes the
+//     records to the explorer while it runs; other records, a program's
+//     own Python warnings among them, still print on stderr). PyGObject
+//     makes the warnings and criticals of GLib, GLib-GObject and GThread
+//     Python warnings, which lose their domain and level: while it runs,
+//     the explorer puts a log handler of its own ahead of PyGObject's for
+//     those domains (and GLib-GIO), which hands them to GLib's default
+//     handler, as any other domain's go, and takes it out at the end.
+//     Under G_DEBUG=fatal-criticals, as in looptest, a critical aborts
+//     the process instead: explore such programs without it;
 //   - a stall: an action whose handlers, or the work they queued (an idle,
 //     a timer, an Invoke: a round trip to the UI thread after each action
 //     measures it), kept the UI thread longer than Options.Stall (1 s);

@@ -388,7 +388,24 @@ func (x *explorer) setUp(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("explore: %w", err)
 	}
+	// GLib's own domains' warnings and criticals reach the log routing as
+	// GLib's records, with their domain and level, not as PyGObject's
+	// Python warnings that lost both (see watch_logs); undone first, while
+	// the routing still takes what comes.
+	err = eventloop.InvokeWait(ctx, func() error {
+		r, err := x.mod.CallMethod("watch_logs")
+		r.Close()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("explore: %w", err)
+	}
 	x.undo = append(x.undo,
+		func() {
+			if r, err := x.mod.CallMethod("unwatch_logs"); err == nil {
+				r.Close()
+			}
+		},
 		eventloop.OnPythonException(x.pythonException),
 		eventloop.OnPanic(func(p *pygi.PanicError) { x.found(panicFinding(p)) }))
 	stop, err := eventloop.RouteLogs(&logHandler{x: x, next: stderrLogs()})

@@ -54,6 +54,42 @@ def reset():
     _reached.clear()
 
 
+# The GLib domains whose warnings and criticals PyGObject turns into Python
+# warnings (its g_log handlers for GLib, GLib-GObject and GThread call
+# warnings.warn with the message alone, its domain and level lost); GLib-GIO
+# with them, whatever the PyGObject. While a run goes, a handler of the
+# explorer's own, ahead of PyGObject's (GLib takes a domain's newest
+# handler first), hands them to GLib's default handler instead, which
+# writes them as any other domain's (the records the explorer makes
+# findings of, domain and level named). A fatal message (G_DEBUG=fatal-
+# criticals) goes past every handler (none takes the fatal flag) to the
+# default one, as before.
+_GLIB_DOMAINS = ("GLib", "GLib-GObject", "GLib-GIO", "GThread")
+_log_handlers = []
+
+
+def _to_default_handler(domain, level, message, *unused):
+    try:
+        GLib.log_default_handler(domain, level, message)
+    except Exception:  # a log handler must not raise into whatever logged
+        pass
+
+
+def watch_logs():
+    unwatch_logs()
+    levels = GLib.LogLevelFlags.LEVEL_WARNING | GLib.LogLevelFlags.LEVEL_CRITICAL
+    for domain in _GLIB_DOMAINS:
+        _log_handlers.append((domain, GLib.log_set_handler(domain, levels, _to_default_handler)))
+
+
+def unwatch_logs():
+    """Takes the explorer's handlers out: PyGObject's are the domains'
+    handlers again."""
+    while _log_handlers:
+        domain, handler = _log_handlers.pop()
+        GLib.log_remove_handler(domain, handler)
+
+
 def coverage():
     """How many distinct widgets and actions could be acted on, and were,
     by their structural key (see _structure)."""
