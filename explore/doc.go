@@ -29,7 +29,7 @@
 // whose handler may refuse; opened again through whatever opened them,
 // which the explorer acts on like anything else), and
 // the application's and windows' actions (those without a parameter, or
-// with a boolean, an integer, or a string the action's state gives). It
+// with one the explorer can make valid: see below). It
 // picks one with the run's seeded generator and does it through GTK's
 // public API (emit("clicked"), activate, set_text, set_value,
 // set_selected, select_item, close, activate_action ...), so the
@@ -39,6 +39,21 @@
 // visible window (of its application's windows, for one of those; a
 // window without a close button too): either would end the program, and
 // the run with it.
+//
+// An action's parameter is one it is known to take when its state says
+// which: one of its state hint's enumeration, or within its state hint's
+// range (its extremes included); for a stateful action with no hint (a
+// radio, whose other values are in the program's menus, which the
+// explorer does not read), its current state, the one value known valid
+// (either value for a boolean). GLib checks neither a hint nor a radio's
+// values, so a parameter outside them would become the state and fail a
+// handler no menu of the program's could fail: a false alarm. An action
+// without a state takes any value of its parameter's type: a boolean, an
+// integer (0, 1, -1 and the extremes); one whose parameter is of another
+// type (a string: any string is none) is left alone. An exception the
+// activation call itself raises (GLib or PyGObject refusing the
+// parameter; a handler's never comes back through it) is no finding: the
+// action reads "(refused: ...)".
 //
 // Every candidate has an address that does not depend on where anything
 // sits in memory: the window's title (or type), then, down the widget

@@ -323,12 +323,48 @@ def _actions(group, prefix, where, window):
         if name in SKIPPED_ACTIONS or not group.get_action_enabled(name):
             continue
         ptype = group.get_action_parameter_type(name)
-        if ptype is not None and ptype.dup_string() not in ("b", "s", "i"):
-            continue  # no valid parameter to make for it (see the package doc)
         state = group.get_action_state(name)
-        if ptype is not None and ptype.dup_string() == "s" and state is None:
-            continue  # any string is no valid parameter: only a state's own values are known
-        _add("activate", where + " > action " + prefix + name, prefix + name, window, group, (name, ptype, state))
+        valid = _valid_params(group, name, ptype, state) if ptype is not None else None
+        if ptype is not None and valid is None and ptype.dup_string() not in ("b", "i"):
+            # No valid parameter to make for it (see the package doc): any
+            # string is none, only a state's own values are known.
+            continue
+        _add("activate", where + " > action " + prefix + name, prefix + name, window, group, (name, ptype, state, valid))
+
+
+def _valid_params(group, name, ptype, state):
+    """The parameters a stateful action is known to take, when its state
+    says: a list of them (its state hint's enumeration, or the state itself:
+    a radio's other values are in the program's menus, not in the action),
+    ("range", lo, hi) for a state hint's range, or None when nothing but
+    the parameter's type is known. GLib checks neither a hint nor a radio's
+    values: a parameter outside them becomes the state, and the program's
+    handler meets what no menu of its own could give it."""
+    t = ptype.dup_string()
+    hint = group.get_action_state_hint(name)
+    if hint is not None:
+        ht = hint.get_type_string()
+        if ht == "a" + t and hint.n_children() > 0:
+            return [hint.get_child_value(k) for k in range(hint.n_children())]
+        if ht == "(%s%s)" % (t, t):
+            return ("range", hint.get_child_value(0), hint.get_child_value(1))
+    if state is not None and state.get_type_string() == t:
+        if t == "b":
+            return [GLib.Variant("b", False), GLib.Variant("b", True)]
+        return [state]
+    return None
+
+
+def _in_range(t, lo, hi, f):
+    """A parameter of type t within [lo, hi]: an extreme for f < 0 or f > 1,
+    else the point f of the way (numbers only; the extremes otherwise)."""
+    if f < 0:
+        return lo
+    if f > 1 or t not in "ynqiuxtd":
+        return hi
+    a, b = lo.unpack(), hi.unpack()
+    v = a + f * (b - a)
+    return GLib.Variant(t, v if t == "d" else min(max(int(round(v)), a), b))
 
 
 def _closable(win, usable, app):
@@ -423,16 +459,18 @@ def _plan(c, r, f):
             return {"position": rows[r % len(rows)]}
         return {"position": r % w.get_model().get_n_items()}
     if kind == "activate":
-        name, ptype, state = c.extra
+        name, ptype, state, valid = c.extra
         if ptype is None:
             return {}
         t = ptype.dup_string()
-        if t == "b":
+        if isinstance(valid, tuple):
+            param = _in_range(t, valid[1], valid[2], f)
+        elif valid:
+            param = valid[r % len(valid)]  # known to be valid
+        elif t == "b":
             param = GLib.Variant("b", bool(r % 2))
-        elif t == "i":
+        else:  # "i", with no state to say which are valid: the extremes too
             param = GLib.Variant("i", [0, 1, -1, 2**31 - 1, -(2**31)][r % 5])
-        else:
-            param = state  # the state's own value: known to be valid
         return {"param": param.print_(True)}
     return {}
 
@@ -568,18 +606,26 @@ def _do(c, given):
         w.close()
         return "refused" if w.get_visible() else ""
     if kind == "activate":
-        name, ptype, _ = c.extra
+        name, ptype = c.extra[0], c.extra[1]
         param = None
         if ptype is not None:
             try:
                 param = GLib.Variant.parse(ptype, _need(given, "param"), None, None)
             except GLib.Error as e:
                 raise ReplayMismatch("parameter %r: %s" % (given["param"], e.message))
+        words = param.print_(False) if param is not None else ""
         # Through Gio.ActionGroup's own method: on a window, w.activate_action
         # is Gtk.Widget's, which wants the "win." prefix and, given the bare
         # name, did nothing at all.
-        Gio.ActionGroup.activate_action(w, name, param)
-        return param.print_(False) if param is not None else ""
+        try:
+            Gio.ActionGroup.activate_action(w, name, param)
+        except (TypeError, ValueError, OverflowError, GLib.Error) as e:
+            # The call itself refused the parameter (GLib or PyGObject
+            # did: a program's handlers' exceptions never come back through
+            # it, they are reported as they happen): what a user's menu
+            # would not have offered, no finding.
+            return "%s (refused: %s)" % (words, e)
+        return words
     raise ReplayMismatch("no such verb %r" % kind)
 
 
