@@ -40,6 +40,18 @@
 // window without a close button too): either would end the program, and
 // the run with it.
 //
+// Behind a modal window nothing is done, as no user can: GTK 4 shows a
+// visible modal window with a grab on its window group, and the input of
+// the group's other windows goes nowhere (not only the window it is
+// transient for: the default group holds every window not put in one of
+// its own, so an unrelated toplevel of the program is blocked too, while
+// a window of another Gtk.WindowGroup is not). So while one is up, of
+// its group only the modal window (the last made, of several: a dialog
+// opened from a dialog) and what hangs from it (its popovers) are
+// candidates, its windows behind it are neither walked nor closed, and
+// the application's actions (a user's through menus and shortcuts) are
+// left alone unless the modal window is one of the application's own.
+//
 // An action's parameter is one it is known to take when its state says
 // which: one of its state hint's enumeration, or within its state hint's
 // range (its extremes included); for a stateful action with no hint (a

@@ -380,12 +380,33 @@ def _closable(win, usable, app):
     return bool(others)
 
 
+def _grabs(windows):
+    """The window each window group's input goes to, for the groups that
+    have a visible modal window: GTK 4 shows a modal window with a grab on
+    its window group (the default group holds every window not put in one
+    of its own, transient or not), and events for the group's other
+    windows go nowhere. Of several modal windows in a group, the last made
+    (list_toplevels' order: a dialog opened from a dialog comes after it),
+    as the grab last added is the one that takes the input."""
+    grabs = {}
+    for w in windows:
+        if w.get_modal():
+            grabs[hash(w.get_group())] = w
+    return grabs
+
+
+def _blocked(win, grabs):
+    g = grabs.get(hash(win.get_group()))
+    return g is not None and g is not win
+
+
 def candidates(app):
     """Lists the actions now possible, sorted by address; returns how many,
     with the coverage so far (see coverage)."""
     _candidates.clear()
     windows = [w for w in Gtk.Window.list_toplevels() if w.get_visible()]
     usable = [w for w in windows if w.is_sensitive()]
+    grabs = _grabs(windows)
     named = sorted(((_window_name(w), _type_name(w)), i, w) for i, w in enumerate(windows))
     seen = {}
     for (title, _), _, win in named:
@@ -394,12 +415,21 @@ def candidates(app):
         where = "window %r" % _short(title) if n == 0 else "window %r#%d" % (_short(title), n)
         if not win.is_sensitive():
             continue
+        if _blocked(win, grabs):
+            # Behind a modal window, nothing takes a user's input: the
+            # window is not explored, nor closed (its title bar is as
+            # dead); it still counts as one the program has (_closable).
+            continue
         _walk(win, where, title)
         if isinstance(win, Gio.ActionGroup):
             _actions(win, "win.", where, title)
         if _closable(win, usable, app):
             _add("close", where, title, title, win)
-    if app is not None:
+    # The application's actions are a user's through its windows' menus
+    # and shortcuts: not while a modal window of another's holds the input
+    # (one of the application's own still takes its shortcuts).
+    modal_elsewhere = any(not (isinstance(app, Gtk.Application) and g.get_application() is app) for g in grabs.values())
+    if app is not None and not modal_elsewhere:
         _actions(app, "app.", "application", "")
     _candidates.sort(key=lambda c: (c.addr, c.kind))
     _seen.update(c.key for c in _candidates)
