@@ -90,8 +90,18 @@
 // what the widgets read ("window 'w' > GtkBox#0 > GtkButton#1"), does not.
 // Coverage (Report.Seen and Report.Reached) counts widgets and actions by
 // it, and a replay that finds no candidate at a recorded address takes the
-// one candidate with the same structural key and verb. (A window's title
-// stays in the key: a window whose title changes is another one.)
+// one candidate with the same structural key and verb. A window's title
+// stays in the key (coverage counts a window whose title changes as
+// another one), but a window's title may change (a document window that
+// says its file's name): each action also records its window's key
+// (Action.WindowKey: the window's GType and its index among the visible
+// windows of that type, in the order they were made, "GtkWindow#1"), and
+// a replay that finds neither the address nor the structural key takes
+// the one candidate with the same verb, in the window of that key, with
+// the same structural key below the window. A window that closed by
+// itself before the replay's action on it (a toast that went sooner) has
+// no key then: the action finds nothing, a replay error (the UI changed),
+// never an action on another window.
 //
 // # Findings
 //

@@ -471,7 +471,7 @@ func (x *explorer) step(ctx context.Context) error {
 			next := len(x.report.Trace)
 			x.mu.Unlock()
 			want = x.opts.Replay[next]
-			iObj, err := x.mod.CallMethod("find", want.Address, want.Verb)
+			iObj, err := x.mod.CallMethod("find", want.Address, want.Verb, want.WindowKey)
 			if err != nil {
 				return fmt.Errorf("explore: %w", err)
 			}
@@ -589,16 +589,16 @@ func (x *explorer) step(ctx context.Context) error {
 }
 
 // describe reads peek's or act_as's result: (verb, address, label,
-// window, value, input).
+// window, value, input, window key).
 func describe(res *pygi.Object) (Action, error) {
 	if res == nil {
 		return Action{}, nil
 	}
 	v, err := pygi.As[[]string](res)
-	if err != nil || len(v) != 6 {
+	if err != nil || len(v) != 7 {
 		return Action{}, fmt.Errorf("explore: the action's description was %v: %v", res, err)
 	}
-	a := Action{Verb: v[0], Address: v[1], Label: v[2], Window: v[3], Value: v[4]}
+	a := Action{Verb: v[0], Address: v[1], Label: v[2], Window: v[3], Value: v[4], WindowKey: v[6]}
 	if v[5] != "" {
 		a.Input = json.RawMessage(v[5])
 	}

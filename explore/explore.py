@@ -44,6 +44,10 @@ SKIPPED_ACTIONS = {"quit"}
 Candidate = namedtuple("Candidate", "addr kind label window widget extra key")
 
 _candidates = []
+# Each listed window's key by its address ("window 'w'"): its GType and its
+# index among the visible windows of that type in the order they were made
+# ("GtkWindow#1"), what stays of it when its title changes.
+_window_keys = {}
 _seen = set()  # structural keys (see _structure), so that a label's changes
 _reached = set()  # do not count one widget again
 
@@ -400,11 +404,28 @@ def _blocked(win, grabs):
     return g is not None and g is not win
 
 
+def _window_key(c):
+    """The key of candidate c's window ("" for the application's actions)."""
+    return _window_keys.get(_segments(c.addr)[0][0], "")
+
+
+def _below_window(addr):
+    """An address's structural key without its window's segment."""
+    return " > ".join(bare for _, bare in _segments(addr)[1:])
+
+
 def candidates(app):
     """Lists the actions now possible, sorted by address; returns how many,
     with the coverage so far (see coverage)."""
     _candidates.clear()
+    _window_keys.clear()
     windows = [w for w in Gtk.Window.list_toplevels() if w.get_visible()]
+    # list_toplevels lists the windows in the order they were made.
+    by_type, keys = {}, {}
+    for w in windows:
+        t = _type_name(w)
+        keys[hash(w)] = "%s#%d" % (t, by_type.get(t, 0))
+        by_type[t] = by_type.get(t, 0) + 1
     usable = [w for w in windows if w.is_sensitive()]
     grabs = _grabs(windows)
     named = sorted(((_window_name(w), _type_name(w)), i, w) for i, w in enumerate(windows))
@@ -413,6 +434,7 @@ def candidates(app):
         n = seen.get(title, 0)
         seen[title] = n + 1
         where = "window %r" % _short(title) if n == 0 else "window %r#%d" % (_short(title), n)
+        _window_keys[where] = keys[hash(win)]
         if not win.is_sensitive():
             continue
         if _blocked(win, grabs):
@@ -441,16 +463,27 @@ class ReplayMismatch(Exception):
     position the drop-down no longer has, say)."""
 
 
-def find(addr, verb):
+def find(addr, verb, window_key=""):
     """The index of the candidate at addr doing verb, or -1. When none has
     that very address, the one candidate with its structural key and verb
-    (a label that changed: "clicked 3 times" for "clicked 1 time"); -1 when
-    there are none or several."""
+    (a label that changed: "clicked 3 times" for "clicked 1 time"); then,
+    given the recorded window's key (see _window_keys), the one in the
+    window of that key with the same structure below the window (a window
+    whose title changed: "notes.txt" for "Untitled"); -1 when there are
+    none or several. A window that closed (by itself, say) has no key: an
+    action recorded in it finds nothing."""
     for i, c in enumerate(_candidates):
         if c.addr == addr and c.kind == verb:
             return i
     key = _structure(addr)
     same = [i for i, c in enumerate(_candidates) if c.key == key and c.kind == verb]
+    if len(same) == 1:
+        return same[0]
+    if same or not window_key or addr.startswith("application"):
+        return -1
+    below = _below_window(addr)
+    same = [i for i, c in enumerate(_candidates)
+            if c.kind == verb and _window_key(c) == window_key and _below_window(c.addr) == below]
     return same[0] if len(same) == 1 else -1
 
 
@@ -508,14 +541,14 @@ def _plan(c, r, f):
 def peek(i, given):
     """What candidate i is, before it is done with the input given (JSON,
     as plan or a recorded action has it): (verb, address, label, window,
-    value, input), the value what is known of it before (what will be
+    value, input, window key), the value what is known of it before (what will be
     typed, the item to pick), the input the one given."""
     c = _candidates[i]
     try:
         value = _foresee(c, json.loads(given) if given else {})
     except Exception:  # only words: act_as meets the trouble, if any
         value = ""
-    return (c.kind, c.addr, c.label, c.window, value, given)
+    return (c.kind, c.addr, c.label, c.window, value, given, _window_key(c))
 
 
 def _foresee(c, inp):
@@ -560,9 +593,14 @@ def act_as(i, given):
     input): the value in words (what the widget took), the input the one
     given."""
     c = _candidates[i]
+    win = c.widget if c.kind == "close" else c.widget.get_root() if isinstance(c.widget, Gtk.Widget) else None
+    if isinstance(win, Gtk.Window) and not win.get_visible():
+        # Gone since the listing (it closed by itself while what ran since
+        # ran): the action is not done on a window no user sees.
+        raise ReplayMismatch("the window %r closed" % c.window)
     _reached.add(c.key)
     value = _do(c, json.loads(given) if given else {})
-    return (c.kind, c.addr, c.label, c.window, value, given)
+    return (c.kind, c.addr, c.label, c.window, value, given, _window_key(c))
 
 
 def _need(given, key):

@@ -63,7 +63,13 @@ type Action struct {
 	Address string `json:"address"`
 	Label   string `json:"label,omitempty"`  // what the widget reads, for words
 	Window  string `json:"window,omitempty"` // the window's title (or type)
-	Value   string `json:"value,omitempty"`  // what was typed, set, picked, selected or opened
+	// WindowKey is the window's GType and its index among the visible
+	// windows of that type, in the order they were made ("GtkWindow#1"):
+	// what a replay finds the window by when its title, part of the
+	// address, changed (the widget found below it by its structural key
+	// then). Empty for the application's actions.
+	WindowKey string `json:"window_key,omitempty"`
+	Value     string `json:"value,omitempty"` // what was typed, set, picked, selected or opened
 	// Input is what a replay needs to do it again as it was done (JSON:
 	// the whole text typed and whether Enter ended it, the number set,
 	// the item's or row's position, the page's index, the action's
