@@ -54,6 +54,15 @@ b = Gtk.Button(label="B"); b.connect("clicked", on_b); box.append(b)`,
 			}}
 		},
 	},
+	// GLib-GObject's g_return_if_fail: PyGObject's log handler makes it
+	// a Python warning, which says neither the domain nor the level.
+	"gcritical": {
+		src: `from gi.repository import GObject
+def on_bad(button):
+    GObject.signal_handler_disconnect(button, 0)
+bad = Gtk.Button(label="bad"); bad.connect("clicked", on_bad); box.append(bad)`,
+		handlers: func() pygi.Kw { return pygi.Kw{} },
+	},
 	// An application window and a window of no application's, opened
 	// from a button: the palette is closed and opened again; the
 	// application's only window never is (the application would end).
@@ -157,6 +166,8 @@ func TestExploreHook(t *testing.T) {
 		// explorer.
 		{name: "critical", env: []string{"DUET_ALLOW_CRITICALS=1", "G_DEBUG="}, status: 3, kind: explore.KindLog,
 			words: "click 'bad' in 'critical' → GLib/GTK message: Gtk-CRITICAL: gtk_box_append: assertion"},
+		{name: "gcritical", env: []string{"DUET_ALLOW_CRITICALS=1", "G_DEBUG="}, status: 3, kind: explore.KindLog,
+			words: "click 'bad' in 'gcritical' → GLib/GTK message: GLib-GObject-CRITICAL: g_signal_handler_disconnect: assertion"},
 		{name: "clean", status: 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

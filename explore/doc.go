@@ -29,7 +29,7 @@
 // whose handler may refuse; opened again through whatever opened them,
 // which the explorer acts on like anything else), and
 // the application's and windows' actions (those without a parameter, or
-// with a boolean, an integer, or a string the action's state gives). It
+// with one the explorer can make valid: see below). It
 // picks one with the run's seeded generator and does it through GTK's
 // public API (emit("clicked"), activate, set_text, set_value,
 // set_selected, select_item, close, activate_action ...), so the
@@ -39,6 +39,33 @@
 // visible window (of its application's windows, for one of those; a
 // window without a close button too): either would end the program, and
 // the run with it.
+//
+// Behind a modal window nothing is done, as no user can: GTK 4 shows a
+// visible modal window with a grab on its window group, and the input of
+// the group's other windows goes nowhere (not only the window it is
+// transient for: the default group holds every window not put in one of
+// its own, so an unrelated toplevel of the program is blocked too, while
+// a window of another Gtk.WindowGroup is not). So while one is up, of
+// its group only the modal window (the last made, of several: a dialog
+// opened from a dialog) and what hangs from it (its popovers) are
+// candidates, its windows behind it are neither walked nor closed, and
+// the application's actions (a user's through menus and shortcuts) are
+// left alone unless the modal window is one of the application's own.
+//
+// An action's parameter is one it is known to take when its state says
+// which: one of its state hint's enumeration, or within its state hint's
+// range (its extremes included); for a stateful action with no hint (a
+// radio, whose other values are in the program's menus, which the
+// explorer does not read), its current state, the one value known valid
+// (either value for a boolean). GLib checks neither a hint nor a radio's
+// values, so a parameter outside them would become the state and fail a
+// handler no menu of the program's could fail: a false alarm. An action
+// without a state takes any value of its parameter's type: a boolean, an
+// integer (0, 1, -1 and the extremes); one whose parameter is of another
+// type (a string: any string is none) is left alone. An exception the
+// activation call itself raises (GLib or PyGObject refusing the
+// parameter; a handler's never comes back through it) is no finding: the
+// action reads "(refused: ...)".
 //
 // Every candidate has an address that does not depend on where anything
 // sits in memory: the window's title (or type), then, down the widget
@@ -54,15 +81,27 @@
 // candidates are sorted by address before the choice, so the same seed on
 // the same program takes the same actions in the same order (as long as
 // the program itself does the same thing each time: a program that shows
-// the clock does not).
+// the clock does not). Only an action draws from the generator: a step
+// that finds nothing to act on (a window not up yet) draws nothing, so
+// the machine's speed does not shift the choices.
 //
 // What a widget reads may change (a button that counts its clicks): its
 // address then changes too, but its structural key, the address without
 // what the widgets read ("window 'w' > GtkBox#0 > GtkButton#1"), does not.
 // Coverage (Report.Seen and Report.Reached) counts widgets and actions by
 // it, and a replay that finds no candidate at a recorded address takes the
-// one candidate with the same structural key and verb. (A window's title
-// stays in the key: a window whose title changes is another one.)
+// one candidate with the same structural key and verb. A window's title
+// stays in the key (coverage counts a window whose title changes as
+// another one), but a window's title may change (a document window that
+// says its file's name): each action also records its window's key
+// (Action.WindowKey: the window's GType and its index among the visible
+// windows of that type, in the order they were made, "GtkWindow#1"), and
+// a replay that finds neither the address nor the structural key takes
+// the one candidate with the same verb, in the window of that key, with
+// the same structural key below the window. A window that closed by
+// itself before the replay's action on it (a toast that went sooner) has
+// no key then: the action finds nothing, a replay error (the UI changed),
+// never an action on another window.
 //
 // # Findings
 //
@@ -74,10 +113,17 @@
 //     timer through eventloop.OnPanic), pointed at the panicking line of
 //     the program;
 //   - a Python exception nobody caught, at its innermost frame;
-//   - a GLib or GTK warning or critical (eventloop.RouteLogs routes the
-//     records to the explorer while it runs; other records still print on
-//     stderr). Under G_DEBUG=fatal-criticals, as in looptest, a critical
-//     aborts the process instead: explore such programs without it;
+//   - a GLib or GTK warning or critical, named by its domain and level
+//     ("GLib-GObject-CRITICAL: ...": eventloop.RouteLogs routes the
+//     records to the explorer while it runs; other records, a program's
+//     own Python warnings among them, still print on stderr). PyGObject
+//     makes the warnings and criticals of GLib, GLib-GObject and GThread
+//     Python warnings, which lose their domain and level: while it runs,
+//     the explorer puts a log handler of its own ahead of PyGObject's for
+//     those domains (and GLib-GIO), which hands them to GLib's default
+//     handler, as any other domain's go, and takes it out at the end.
+//     Under G_DEBUG=fatal-criticals, as in looptest, a critical aborts
+//     the process instead: explore such programs without it;
 //   - a stall: an action whose handlers, or the work they queued (an idle,
 //     a timer, an Invoke: a round trip to the UI thread after each action
 //     measures it), kept the UI thread longer than Options.Stall (1 s);
@@ -113,7 +159,8 @@
 // fit (an item the drop-down or the list no longer has) ends it with
 // Report.ReplayError, which is not a finding; Report.Reproduced says
 // whether Options.Expect, the file's first finding, came back
-// (Finding.Same: the same kind at the same place). Options.OnAction sees
+// (Finding.Same: the same kind at the same place; for a leak, the same
+// thing leaking, whatever the counts, which a shorter trace changes). Options.OnAction sees
 // each action before and after it is done (package app streams them to
 // DUET_EXPLORE_TRACE).
 //

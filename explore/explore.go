@@ -388,7 +388,24 @@ func (x *explorer) setUp(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("explore: %w", err)
 	}
+	// GLib's own domains' warnings and criticals reach the log routing as
+	// GLib's records, with their domain and level, not as PyGObject's
+	// Python warnings that lost both (see watch_logs); undone first, while
+	// the routing still takes what comes.
+	err = eventloop.InvokeWait(ctx, func() error {
+		r, err := x.mod.CallMethod("watch_logs")
+		r.Close()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("explore: %w", err)
+	}
 	x.undo = append(x.undo,
+		func() {
+			if r, err := x.mod.CallMethod("unwatch_logs"); err == nil {
+				r.Close()
+			}
+		},
 		eventloop.OnPythonException(x.pythonException),
 		eventloop.OnPanic(func(p *pygi.PanicError) { x.found(panicFinding(p)) }))
 	stop, err := eventloop.RouteLogs(&logHandler{x: x, next: stderrLogs()})
@@ -454,7 +471,7 @@ func (x *explorer) step(ctx context.Context) error {
 			next := len(x.report.Trace)
 			x.mu.Unlock()
 			want = x.opts.Replay[next]
-			iObj, err := x.mod.CallMethod("find", want.Address, want.Verb)
+			iObj, err := x.mod.CallMethod("find", want.Address, want.Verb, want.WindowKey)
 			if err != nil {
 				return fmt.Errorf("explore: %w", err)
 			}
@@ -469,12 +486,17 @@ func (x *explorer) step(ctx context.Context) error {
 			}
 			input = string(want.Input)
 		} else {
+			if n == 0 {
+				// Nothing to act on now; the loop may show something
+				// later. Nothing is drawn: the stream is the actions'
+				// alone, so that how many passes found nothing (a window
+				// not shown yet: the machine's speed) shifts none of the
+				// choices after.
+				return nil
+			}
 			// Every choice draws the same numbers whatever it needs of
 			// them, so that one choice's needs do not shift the next ones.
 			r, which, frac := x.rng.Uint64()>>1, x.rng.IntN(4), x.rng.Float64()
-			if n == 0 {
-				return nil // nothing to act on now; the loop may show something later
-			}
 			i = x.rng.IntN(n)
 			f := frac
 			switch which {
@@ -567,16 +589,16 @@ func (x *explorer) step(ctx context.Context) error {
 }
 
 // describe reads peek's or act_as's result: (verb, address, label,
-// window, value, input).
+// window, value, input, window key).
 func describe(res *pygi.Object) (Action, error) {
 	if res == nil {
 		return Action{}, nil
 	}
 	v, err := pygi.As[[]string](res)
-	if err != nil || len(v) != 6 {
+	if err != nil || len(v) != 7 {
 		return Action{}, fmt.Errorf("explore: the action's description was %v: %v", res, err)
 	}
-	a := Action{Verb: v[0], Address: v[1], Label: v[2], Window: v[3], Value: v[4]}
+	a := Action{Verb: v[0], Address: v[1], Label: v[2], Window: v[3], Value: v[4], WindowKey: v[6]}
 	if v[5] != "" {
 		a.Input = json.RawMessage(v[5])
 	}
@@ -723,7 +745,7 @@ func (x *explorer) census(ctx context.Context) {
 		first := x.censuses[0][key]
 		x.found(&Finding{
 			Kind:    KindLeak,
-			Message: fmt.Sprintf("%s %q grew at each of %d censuses, %d or more actions apart: %d → %d", tableWords(table), name, x.opts.LeakRounds, x.opts.LeakEvery, first, last),
+			Message: fmt.Sprintf("%s %q"+leakGrew+"%d censuses, %d or more actions apart: %d → %d", tableWords(table), name, x.opts.LeakRounds, x.opts.LeakEvery, first, last),
 			Where:   site,
 			Detail:  fmt.Sprintf("census table %q, row %q, over actions %d to %d", table, name, x.marks[0], x.marks[len(x.marks)-1]),
 			key:     "leak\x00" + key,

@@ -44,6 +44,10 @@ SKIPPED_ACTIONS = {"quit"}
 Candidate = namedtuple("Candidate", "addr kind label window widget extra key")
 
 _candidates = []
+# Each listed window's key by its address ("window 'w'"): its GType and its
+# index among the visible windows of that type in the order they were made
+# ("GtkWindow#1"), what stays of it when its title changes.
+_window_keys = {}
 _seen = set()  # structural keys (see _structure), so that a label's changes
 _reached = set()  # do not count one widget again
 
@@ -52,6 +56,42 @@ def reset():
     _candidates.clear()
     _seen.clear()
     _reached.clear()
+
+
+# The GLib domains whose warnings and criticals PyGObject turns into Python
+# warnings (its g_log handlers for GLib, GLib-GObject and GThread call
+# warnings.warn with the message alone, its domain and level lost); GLib-GIO
+# with them, whatever the PyGObject. While a run goes, a handler of the
+# explorer's own, ahead of PyGObject's (GLib takes a domain's newest
+# handler first), hands them to GLib's default handler instead, which
+# writes them as any other domain's (the records the explorer makes
+# findings of, domain and level named). A fatal message (G_DEBUG=fatal-
+# criticals) goes past every handler (none takes the fatal flag) to the
+# default one, as before.
+_GLIB_DOMAINS = ("GLib", "GLib-GObject", "GLib-GIO", "GThread")
+_log_handlers = []
+
+
+def _to_default_handler(domain, level, message, *unused):
+    try:
+        GLib.log_default_handler(domain, level, message)
+    except Exception:  # a log handler must not raise into whatever logged
+        pass
+
+
+def watch_logs():
+    unwatch_logs()
+    levels = GLib.LogLevelFlags.LEVEL_WARNING | GLib.LogLevelFlags.LEVEL_CRITICAL
+    for domain in _GLIB_DOMAINS:
+        _log_handlers.append((domain, GLib.log_set_handler(domain, levels, _to_default_handler)))
+
+
+def unwatch_logs():
+    """Takes the explorer's handlers out: PyGObject's are the domains'
+    handlers again."""
+    while _log_handlers:
+        domain, handler = _log_handlers.pop()
+        GLib.log_remove_handler(domain, handler)
 
 
 def coverage():
@@ -287,12 +327,48 @@ def _actions(group, prefix, where, window):
         if name in SKIPPED_ACTIONS or not group.get_action_enabled(name):
             continue
         ptype = group.get_action_parameter_type(name)
-        if ptype is not None and ptype.dup_string() not in ("b", "s", "i"):
-            continue  # no valid parameter to make for it (see the package doc)
         state = group.get_action_state(name)
-        if ptype is not None and ptype.dup_string() == "s" and state is None:
-            continue  # any string is no valid parameter: only a state's own values are known
-        _add("activate", where + " > action " + prefix + name, prefix + name, window, group, (name, ptype, state))
+        valid = _valid_params(group, name, ptype, state) if ptype is not None else None
+        if ptype is not None and valid is None and ptype.dup_string() not in ("b", "i"):
+            # No valid parameter to make for it (see the package doc): any
+            # string is none, only a state's own values are known.
+            continue
+        _add("activate", where + " > action " + prefix + name, prefix + name, window, group, (name, ptype, state, valid))
+
+
+def _valid_params(group, name, ptype, state):
+    """The parameters a stateful action is known to take, when its state
+    says: a list of them (its state hint's enumeration, or the state itself:
+    a radio's other values are in the program's menus, not in the action),
+    ("range", lo, hi) for a state hint's range, or None when nothing but
+    the parameter's type is known. GLib checks neither a hint nor a radio's
+    values: a parameter outside them becomes the state, and the program's
+    handler meets what no menu of its own could give it."""
+    t = ptype.dup_string()
+    hint = group.get_action_state_hint(name)
+    if hint is not None:
+        ht = hint.get_type_string()
+        if ht == "a" + t and hint.n_children() > 0:
+            return [hint.get_child_value(k) for k in range(hint.n_children())]
+        if ht == "(%s%s)" % (t, t):
+            return ("range", hint.get_child_value(0), hint.get_child_value(1))
+    if state is not None and state.get_type_string() == t:
+        if t == "b":
+            return [GLib.Variant("b", False), GLib.Variant("b", True)]
+        return [state]
+    return None
+
+
+def _in_range(t, lo, hi, f):
+    """A parameter of type t within [lo, hi]: an extreme for f < 0 or f > 1,
+    else the point f of the way (numbers only; the extremes otherwise)."""
+    if f < 0:
+        return lo
+    if f > 1 or t not in "ynqiuxtd":
+        return hi
+    a, b = lo.unpack(), hi.unpack()
+    v = a + f * (b - a)
+    return GLib.Variant(t, v if t == "d" else min(max(int(round(v)), a), b))
 
 
 def _closable(win, usable, app):
@@ -308,26 +384,74 @@ def _closable(win, usable, app):
     return bool(others)
 
 
+def _grabs(windows):
+    """The window each window group's input goes to, for the groups that
+    have a visible modal window: GTK 4 shows a modal window with a grab on
+    its window group (the default group holds every window not put in one
+    of its own, transient or not), and events for the group's other
+    windows go nowhere. Of several modal windows in a group, the last made
+    (list_toplevels' order: a dialog opened from a dialog comes after it),
+    as the grab last added is the one that takes the input."""
+    grabs = {}
+    for w in windows:
+        if w.get_modal():
+            grabs[hash(w.get_group())] = w
+    return grabs
+
+
+def _blocked(win, grabs):
+    g = grabs.get(hash(win.get_group()))
+    return g is not None and g is not win
+
+
+def _window_key(c):
+    """The key of candidate c's window ("" for the application's actions)."""
+    return _window_keys.get(_segments(c.addr)[0][0], "")
+
+
+def _below_window(addr):
+    """An address's structural key without its window's segment."""
+    return " > ".join(bare for _, bare in _segments(addr)[1:])
+
+
 def candidates(app):
     """Lists the actions now possible, sorted by address; returns how many,
     with the coverage so far (see coverage)."""
     _candidates.clear()
+    _window_keys.clear()
     windows = [w for w in Gtk.Window.list_toplevels() if w.get_visible()]
+    # list_toplevels lists the windows in the order they were made.
+    by_type, keys = {}, {}
+    for w in windows:
+        t = _type_name(w)
+        keys[hash(w)] = "%s#%d" % (t, by_type.get(t, 0))
+        by_type[t] = by_type.get(t, 0) + 1
     usable = [w for w in windows if w.is_sensitive()]
+    grabs = _grabs(windows)
     named = sorted(((_window_name(w), _type_name(w)), i, w) for i, w in enumerate(windows))
     seen = {}
     for (title, _), _, win in named:
         n = seen.get(title, 0)
         seen[title] = n + 1
         where = "window %r" % _short(title) if n == 0 else "window %r#%d" % (_short(title), n)
+        _window_keys[where] = keys[hash(win)]
         if not win.is_sensitive():
+            continue
+        if _blocked(win, grabs):
+            # Behind a modal window, nothing takes a user's input: the
+            # window is not explored, nor closed (its title bar is as
+            # dead); it still counts as one the program has (_closable).
             continue
         _walk(win, where, title)
         if isinstance(win, Gio.ActionGroup):
             _actions(win, "win.", where, title)
         if _closable(win, usable, app):
             _add("close", where, title, title, win)
-    if app is not None:
+    # The application's actions are a user's through its windows' menus
+    # and shortcuts: not while a modal window of another's holds the input
+    # (one of the application's own still takes its shortcuts).
+    modal_elsewhere = any(not (isinstance(app, Gtk.Application) and g.get_application() is app) for g in grabs.values())
+    if app is not None and not modal_elsewhere:
         _actions(app, "app.", "application", "")
     _candidates.sort(key=lambda c: (c.addr, c.kind))
     _seen.update(c.key for c in _candidates)
@@ -339,16 +463,27 @@ class ReplayMismatch(Exception):
     position the drop-down no longer has, say)."""
 
 
-def find(addr, verb):
+def find(addr, verb, window_key=""):
     """The index of the candidate at addr doing verb, or -1. When none has
     that very address, the one candidate with its structural key and verb
-    (a label that changed: "clicked 3 times" for "clicked 1 time"); -1 when
-    there are none or several."""
+    (a label that changed: "clicked 3 times" for "clicked 1 time"); then,
+    given the recorded window's key (see _window_keys), the one in the
+    window of that key with the same structure below the window (a window
+    whose title changed: "notes.txt" for "Untitled"); -1 when there are
+    none or several. A window that closed (by itself, say) has no key: an
+    action recorded in it finds nothing."""
     for i, c in enumerate(_candidates):
         if c.addr == addr and c.kind == verb:
             return i
     key = _structure(addr)
     same = [i for i, c in enumerate(_candidates) if c.key == key and c.kind == verb]
+    if len(same) == 1:
+        return same[0]
+    if same or not window_key or addr.startswith("application"):
+        return -1
+    below = _below_window(addr)
+    same = [i for i, c in enumerate(_candidates)
+            if c.kind == verb and _window_key(c) == window_key and _below_window(c.addr) == below]
     return same[0] if len(same) == 1 else -1
 
 
@@ -387,16 +522,18 @@ def _plan(c, r, f):
             return {"position": rows[r % len(rows)]}
         return {"position": r % w.get_model().get_n_items()}
     if kind == "activate":
-        name, ptype, state = c.extra
+        name, ptype, state, valid = c.extra
         if ptype is None:
             return {}
         t = ptype.dup_string()
-        if t == "b":
+        if isinstance(valid, tuple):
+            param = _in_range(t, valid[1], valid[2], f)
+        elif valid:
+            param = valid[r % len(valid)]  # known to be valid
+        elif t == "b":
             param = GLib.Variant("b", bool(r % 2))
-        elif t == "i":
+        else:  # "i", with no state to say which are valid: the extremes too
             param = GLib.Variant("i", [0, 1, -1, 2**31 - 1, -(2**31)][r % 5])
-        else:
-            param = state  # the state's own value: known to be valid
         return {"param": param.print_(True)}
     return {}
 
@@ -404,14 +541,14 @@ def _plan(c, r, f):
 def peek(i, given):
     """What candidate i is, before it is done with the input given (JSON,
     as plan or a recorded action has it): (verb, address, label, window,
-    value, input), the value what is known of it before (what will be
+    value, input, window key), the value what is known of it before (what will be
     typed, the item to pick), the input the one given."""
     c = _candidates[i]
     try:
         value = _foresee(c, json.loads(given) if given else {})
     except Exception:  # only words: act_as meets the trouble, if any
         value = ""
-    return (c.kind, c.addr, c.label, c.window, value, given)
+    return (c.kind, c.addr, c.label, c.window, value, given, _window_key(c))
 
 
 def _foresee(c, inp):
@@ -456,9 +593,14 @@ def act_as(i, given):
     input): the value in words (what the widget took), the input the one
     given."""
     c = _candidates[i]
+    win = c.widget if c.kind == "close" else c.widget.get_root() if isinstance(c.widget, Gtk.Widget) else None
+    if isinstance(win, Gtk.Window) and not win.get_visible():
+        # Gone since the listing (it closed by itself while what ran since
+        # ran): the action is not done on a window no user sees.
+        raise ReplayMismatch("the window %r closed" % c.window)
     _reached.add(c.key)
     value = _do(c, json.loads(given) if given else {})
-    return (c.kind, c.addr, c.label, c.window, value, given)
+    return (c.kind, c.addr, c.label, c.window, value, given, _window_key(c))
 
 
 def _need(given, key):
@@ -532,18 +674,26 @@ def _do(c, given):
         w.close()
         return "refused" if w.get_visible() else ""
     if kind == "activate":
-        name, ptype, _ = c.extra
+        name, ptype = c.extra[0], c.extra[1]
         param = None
         if ptype is not None:
             try:
                 param = GLib.Variant.parse(ptype, _need(given, "param"), None, None)
             except GLib.Error as e:
                 raise ReplayMismatch("parameter %r: %s" % (given["param"], e.message))
+        words = param.print_(False) if param is not None else ""
         # Through Gio.ActionGroup's own method: on a window, w.activate_action
         # is Gtk.Widget's, which wants the "win." prefix and, given the bare
         # name, did nothing at all.
-        Gio.ActionGroup.activate_action(w, name, param)
-        return param.print_(False) if param is not None else ""
+        try:
+            Gio.ActionGroup.activate_action(w, name, param)
+        except (TypeError, ValueError, OverflowError, GLib.Error) as e:
+            # The call itself refused the parameter (GLib or PyGObject
+            # did: a program's handlers' exceptions never come back through
+            # it, they are reported as they happen): what a user's menu
+            # would not have offered, no finding.
+            return "%s (refused: %s)" % (words, e)
+        return words
     raise ReplayMismatch("no such verb %r" % kind)
 
 

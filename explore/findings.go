@@ -97,8 +97,10 @@ func tracebackSite(tb string) string {
 }
 
 // logHandler takes the records eventloop.RouteLogs routes while a run
-// goes: GLib's and GTK's warnings and criticals are findings; the rest
-// goes on to next, as it would have been printed.
+// goes: GLib's and GTK's warnings and criticals are findings (GLib's own
+// domains' too, which PyGObject would have made Python warnings: the
+// explorer's log handler sends those here as GLib records, see watch_logs
+// in explore.py); the rest goes on to next, as it would have been printed.
 type logHandler struct {
 	x     *explorer
 	next  slog.Handler

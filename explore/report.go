@@ -63,7 +63,13 @@ type Action struct {
 	Address string `json:"address"`
 	Label   string `json:"label,omitempty"`  // what the widget reads, for words
 	Window  string `json:"window,omitempty"` // the window's title (or type)
-	Value   string `json:"value,omitempty"`  // what was typed, set, picked, selected or opened
+	// WindowKey is the window's GType and its index among the visible
+	// windows of that type, in the order they were made ("GtkWindow#1"):
+	// what a replay finds the window by when its title, part of the
+	// address, changed (the widget found below it by its structural key
+	// then). Empty for the application's actions.
+	WindowKey string `json:"window_key,omitempty"`
+	Value     string `json:"value,omitempty"` // what was typed, set, picked, selected or opened
 	// Input is what a replay needs to do it again as it was done (JSON:
 	// the whole text typed and whether Enter ended it, the number set,
 	// the item's or row's position, the page's index, the action's
@@ -198,12 +204,29 @@ func (f *Finding) String() string {
 // place, as a replay or a shrunk trace must meet again: the same Kind and
 // Where, and, where no place is known, the same Message (a stall's or a
 // hang's message, which says how long, aside; addresses such as 0x4040a0c0
-// in a message do not count).
+// in a message do not count). Two leaks are the same when the same thing
+// leaked (the census table and row: the callback's name, the Python type,
+// the GType; the callback's site is their Where), whatever the counts
+// their messages say: a shorter trace leaks as much less as it does less.
 func (f *Finding) Same(g *Finding) bool {
 	if f == nil || g == nil || f.Kind != g.Kind || f.Where != g.Where {
 		return false
 	}
+	if f.Kind == KindLeak {
+		return leakIdentity(f.Message) == leakIdentity(g.Message)
+	}
 	return f.Where != "" || f.Kind == KindStall || f.Kind == KindHang || stable(f.Message) == stable(g.Message)
+}
+
+// leakGrew ends what a leak's message names (what leaked) and begins its
+// counts, which people read and Same does not compare.
+const leakGrew = " grew at each of "
+
+// leakIdentity is what a leak's message says leaked, without the counts:
+// `Python objects Go holds, of type "bytearray"`.
+func leakIdentity(msg string) string {
+	what, _, _ := strings.Cut(msg, leakGrew)
+	return stable(what)
 }
 
 // addresses are what a message may say that differs from one run to the

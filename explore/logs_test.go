@@ -1,0 +1,83 @@
+package explore_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/duet-gtk/duet/eventloop/looptest"
+	"github.com/duet-gtk/duet/explore"
+	"github.com/duet-gtk/duet/pygi"
+)
+
+// GLib-GObject's warnings are findings, named by domain and level as GTK's
+// are, whether Python code or a Go handler made GLib warn; PyGObject turns
+// them into Python warnings, which were let through. A program's own
+// Python warnings are no findings, as before. (Criticals: the child
+// "gcritical" of TestExploreHook, where they do not abort.)
+func TestGLibWarningsAreFindings(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		handlers  pygi.Kw
+		message   string // "" for no finding
+	}{
+		{
+			name: "from python",
+			src: `from gi.repository import GObject
+def on_bad(button):
+    GObject.signal_handler_disconnect(button, 424242)
+b = Gtk.Button(label="bad"); b.connect("clicked", on_bad); box.append(b)`,
+			message: "GLib-GObject-WARNING: ",
+		},
+		{
+			name: "from go",
+			src:  `b = Gtk.Button(label="bad"); b.connect("clicked", on_bad); box.append(b)`,
+			handlers: pygi.Kw{"on_bad": func(button *pygi.Object) {
+				var b pygi.Block
+				b.CallMethod(b.Import("gi.repository.GObject"), "signal_handler_disconnect", button, 434343)
+				assert.NoError(t, b.Err())
+			}},
+			message: "GLib-GObject-WARNING: ",
+		},
+		{
+			name: "python warnings",
+			src: `import warnings
+def on_old(button):
+    warnings.warn("old stuff", DeprecationWarning)
+    warnings.warn("careful", UserWarning)
+b = Gtk.Button(label="old"); b.connect("clicked", on_old); box.append(b)`,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			window(t, tc.name, tc.src, tc.handlers)
+			rep := run(t, explore.Options{Seed: 1, Actions: 5, LeakRounds: -1})
+			if tc.message == "" {
+				assert.Empty(t, rep.Findings, "%s", rep)
+				return
+			}
+			require.Len(t, rep.Findings, 1, "%s", rep)
+			f := rep.Findings[0]
+			assert.Equal(t, explore.KindLog, f.Kind)
+			assert.Contains(t, f.Message, tc.message)
+			assert.Contains(t, f.Message, "has no handler with id")
+			assert.Contains(t, f.String(), "click 'bad' in '"+tc.name+"' → GLib/GTK message: GLib-GObject-WARNING: ")
+		})
+	}
+
+	// Once the run is over, PyGObject's handlers are the domains' again:
+	// the warning is a Python warning, of PyGObject's category.
+	looptest.Do(t, func(t testing.TB) {
+		var b pygi.Block
+		g := b.Globals(nil)
+		b.Exec(`import warnings
+from gi.repository import GObject, Gtk
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    GObject.signal_handler_disconnect(Gtk.Button(), 454545)
+got = [(w.category.__module__, w.category.__name__) for w in caught]`, g)
+		got := b.Item(g, "got")
+		require.NoError(t, b.Err())
+		assert.Equal(t, "[('gobject', 'Warning')]", got.String())
+	})
+}
