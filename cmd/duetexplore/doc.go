@@ -137,6 +137,9 @@
 //	-exe PROGRAM    explore a program already built
 //	-v              copy the program's stderr; -keep keeps the temporary directory
 //
+// A count of 0 is its default or no bound; a negative count, or a
+// duration that is not positive, is a usage error.
+//
 // # Exit status
 //
 // 0 when nothing was found, 3 when something was (with -keep-going: any

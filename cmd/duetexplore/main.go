@@ -150,15 +150,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *noLeak {
 		d.leak = "leak=off"
 	}
-	for _, v := range []time.Duration{d.duration, d.pace, d.stall, d.hang, d.grace, d.shrinkTime} {
-		if v <= 0 {
-			fmt.Fprintln(stderr, "duetexplore: durations must be positive")
+	for _, v := range []struct {
+		name string
+		d    time.Duration
+	}{{"duration", d.duration}, {"pace", d.pace}, {"stall", d.stall}, {"hang", d.hang}, {"grace", d.grace}, {"shrink-time", d.shrinkTime}} {
+		if v.d <= 0 {
+			fmt.Fprintf(stderr, "duetexplore: -%s %v: must be positive\n", v.name, v.d)
 			return exitUsage
 		}
 	}
-	if d.leakEvery < 0 || d.leakRounds < 0 {
-		fmt.Fprintln(stderr, "duetexplore: -leak-every and -leak-rounds must not be negative")
-		return exitUsage
+	// Counts: 0 is each one's "no bound" or "the default"; below it is a
+	// mistake, not a bound (a negative -max-replays would skip shrinking
+	// silently, a negative -actions explore without a bound).
+	for _, c := range []struct {
+		name string
+		n    int
+	}{{"actions", d.actions}, {"leak-every", d.leakEvery}, {"leak-rounds", d.leakRounds}, {"max-replays", d.maxReplays}} {
+		if c.n < 0 {
+			fmt.Fprintf(stderr, "duetexplore: -%s %d: must not be negative\n", c.name, c.n)
+			return exitUsage
+		}
 	}
 	tmp, err := os.MkdirTemp("", "duetexplore-")
 	if err != nil {

@@ -275,8 +275,14 @@ func TestUsage(t *testing.T) {
 	assert.Equal(t, exitUsage, status)
 	status, _ = drive(t, "clean", "-test=./testdata/no-such-dir", "-exe", plantedExe)
 	assert.Equal(t, exitUsage, status)
-	status, _ = drive(t, "clean", "-leak-every", "-1", "-exe", plantedExe)
-	assert.Equal(t, exitUsage, status)
+	// Negative counts and durations are mistakes, not bounds.
+	for _, flags := range [][]string{
+		{"-leak-every", "-1"}, {"-leak-rounds", "-1"}, {"-actions", "-1"}, {"-max-replays", "-1"},
+		{"-duration", "-1s"}, {"-pace", "-1ms"}, {"-stall", "-1s"}, {"-hang", "-1s"}, {"-grace", "-1s"}, {"-shrink-time", "-1s"}, {"-gc", "-1s"},
+	} {
+		status, _ = drive(t, "clean", append(flags, "-exe", plantedExe)...)
+		assert.Equal(t, exitUsage, status, "%v", flags)
+	}
 }
 
 func TestDdmin(t *testing.T) {
