@@ -620,7 +620,10 @@ wait:
 	}
 	var streamed []*explore.Finding
 	o := &outcome{stderr: errPath}
-	o.trace, streamed = readTrace(trace, seen)
+	o.trace, streamed, err = readTrace(trace, seen)
+	if err != nil {
+		fmt.Fprintln(d.log, "duetexplore: reading the streamed trace:", err)
+	}
 	// Without progress, what the process went on to write once continued
 	// (SIGCONT, for its goroutine dump) is not this run's: not its report.
 	if f, err := os.Open(out); err == nil {
@@ -728,11 +731,13 @@ func signalName(s syscall.Signal) string {
 // is the action (done, or under way when the process ended); each finding
 // line is a finding as the explorer made it, given the trace up to it. The
 // heartbeat and the end line are skipped.
-// Only its first limit bytes are read, unless limit is negative.
-func readTrace(path string, limit int64) ([]explore.Action, []*explore.Finding) {
+// Only its first limit bytes are read, unless limit is negative. The
+// error is for a line longer than maxLine: what came before it is
+// returned.
+func readTrace(path string, limit int64) ([]explore.Action, []*explore.Finding, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil
+		return nil, nil, nil // no trace: the program did not get as far
 	}
 	defer f.Close()
 	var r io.Reader = f
@@ -745,16 +750,23 @@ func readTrace(path string, limit int64) ([]explore.Action, []*explore.Finding) 
 		upto int
 	}
 	var founds []found
-	sc := bufio.NewScanner(r)
-	sc.Buffer(nil, 16<<20)
-	for sc.Scan() {
+	br := bufio.NewReader(r)
+	var readErr error
+	for n := 1; ; n++ {
+		raw, err := readLine(br)
+		if err != nil {
+			if err != io.EOF {
+				readErr = fmt.Errorf("%s: line %d: %w", path, n, err)
+			}
+			break
+		}
 		var line struct {
 			N       int
 			Action  *explore.Action
 			Finding *explore.Finding
 			Upto    int
 		}
-		if json.Unmarshal(sc.Bytes(), &line) != nil {
+		if json.Unmarshal(raw, &line) != nil {
 			continue // a line cut short by the end of the process
 		}
 		switch {
@@ -773,5 +785,5 @@ func readTrace(path string, limit int64) ([]explore.Action, []*explore.Finding) 
 		fd.f.Trace = slices.Clone(trace[:min(max(fd.upto, 0), len(trace))])
 		findings = append(findings, fd.f)
 	}
-	return trace, findings
+	return trace, findings, readErr
 }

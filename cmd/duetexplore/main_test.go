@@ -501,7 +501,8 @@ func TestReadTrace(t *testing.T) {
 	}
 	data := strings.Join(lines, "\n") + "\n" + `{"n":2,"action":{"verb":"cl`
 	require.NoError(t, os.WriteFile(path, []byte(data), 0o666))
-	trace, findings := readTrace(path, -1)
+	trace, findings, err := readTrace(path, -1)
+	require.NoError(t, err)
 	require.Len(t, trace, 2)
 	assert.Equal(t, "done", trace[0].Value, "the last line of an index wins")
 	require.Len(t, findings, 1)
@@ -510,7 +511,8 @@ func TestReadTrace(t *testing.T) {
 	assert.Equal(t, "done", findings[0].Trace[0].Value)
 
 	limit := int64(len(strings.Join(lines[:4], "\n")) + 1)
-	trace, findings = readTrace(path, limit)
+	trace, findings, err = readTrace(path, limit)
+	require.NoError(t, err)
 	assert.Len(t, trace, 1)
 	assert.Empty(t, findings)
 }
@@ -530,7 +532,36 @@ func TestTraceBeatsAndEnds(t *testing.T) {
 	assert.Contains(t, lines, `{"beat":0}`)
 	assert.Contains(t, lines, `{"beat":1}`)
 	assert.Equal(t, `{"end":"done"}`, lines[len(lines)-1])
-	trace, findings := readTrace(path, -1)
+	trace, findings, err := readTrace(path, -1)
+	require.NoError(t, err)
 	assert.NotEmpty(t, trace)
+	assert.Empty(t, findings)
+}
+
+// A streamed finding line longer than bufio.Scanner's old 16 MiB (a
+// message with a large dump in it) is read; one over the limit is an error
+// that names the limit, with what came before it kept.
+func TestReadTraceLongLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	big := strings.Repeat("x", 17<<20)
+	lines := []string{
+		`{"n":0,"action":{"verb":"click","address":"a","label":"A"}}`,
+		`{"finding":{"kind":"log","message":"` + big + `","trace":null},"upto":1}`,
+		`{"n":1,"action":{"verb":"click","address":"b","label":"B"}}`,
+	}
+	require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o666))
+	trace, findings, err := readTrace(path, -1)
+	require.NoError(t, err)
+	assert.Len(t, trace, 2, "the line after the long one is read")
+	require.Len(t, findings, 1)
+	assert.Len(t, findings[0].Message, len(big))
+
+	old := maxLine
+	maxLine = 1 << 20
+	t.Cleanup(func() { maxLine = old })
+	trace, findings, err = readTrace(path, -1)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "line 2: a line longer than the limit of 1048576 bytes")
+	assert.Len(t, trace, 1, "what came before the long line is kept")
 	assert.Empty(t, findings)
 }

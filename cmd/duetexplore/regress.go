@@ -329,14 +329,18 @@ wait:
 	}
 	var summary *summaryLine
 	if f, err := os.Open(out); err == nil {
-		sc := bufio.NewScanner(f)
-		sc.Buffer(nil, 16<<20)
-		for sc.Scan() {
+		// Lines of any length: a finding's line holds its whole detail.
+		br := bufio.NewReader(f)
+		for {
+			raw, err := br.ReadBytes('\n')
+			if len(raw) == 0 && err != nil {
+				break
+			}
 			var line struct {
 				Finding *finding
 				Summary *summaryLine
 			}
-			if json.Unmarshal(sc.Bytes(), &line) != nil {
+			if json.Unmarshal(raw, &line) != nil {
 				continue
 			}
 			if line.Finding != nil {
