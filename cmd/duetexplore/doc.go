@@ -63,7 +63,12 @@
 // default a new duetexplore-KIND-*.jsonl in the temporary directory of
 // os.TempDir). -replay FILE replays a file once and says whether its
 // finding came back (with the explorer's options of the flags: give it the
-// -stall, -hang and -leak-* the run had). The action a crash interrupted
+// -stall, -hang and -leak-* the run had). It refuses, before it builds
+// anything, a file that is not a whole replay file: an empty one, one cut
+// short (a replay file ends with its summary line, which counts the
+// actions and findings before it: a file without it, or whose counts do
+// not match, lost lines), a DUET_EXPLORE_TRACE stream, a line that is not
+// JSON. The action a crash interrupted
 // is recorded before it was done, with its input (chosen before the action
 // runs), so a crash in a typed text or a set value replays too.
 //
@@ -145,5 +150,5 @@
 // 0 when nothing was found, 3 when something was (with -keep-going: any
 // of the run's findings, confirmed or not), 2 for a usage or build
 // error, 1 when -replay could not replay its file (an address not found)
-// and found nothing.
+// and found nothing, 6 when -replay's file is not a whole replay file.
 package main

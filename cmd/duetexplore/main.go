@@ -27,6 +27,7 @@ const (
 	exitReplay   = 1 // -replay: the trace could not be replayed
 	exitUsage    = 2
 	exitFound    = 3
+	exitBadFile  = 6 // -replay: the file is not a whole replay file
 	xvfbMarkVar  = "DUETEXPLORE_XVFB"
 	childStopGap = 2 * time.Second // between SIGQUIT and SIGKILL
 )
@@ -171,6 +172,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
+	var rec *explore.Report
+	if *replay != "" {
+		// Before the build: a file that will not replay fails fast.
+		var err error
+		if rec, err = readReplayFile(*replay); err != nil {
+			fmt.Fprintln(stderr, "duetexplore: -replay:", err)
+			return exitBadFile
+		}
+	}
 	tmp, err := os.MkdirTemp("", "duetexplore-")
 	if err != nil {
 		fmt.Fprintln(stderr, "duetexplore:", err)
@@ -214,7 +224,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if *replay != "" {
-		return d.replayOnce(ctx, *replay)
+		return d.replayOnce(ctx, *replay, rec)
 	}
 	if d.keepGoing {
 		return d.exploreAll(ctx, *outFile)
@@ -366,18 +376,8 @@ func (d *driver) write(path string, f *explore.Finding, trace []explore.Action, 
 	return file.Name()
 }
 
-func (d *driver) replayOnce(ctx context.Context, path string) int {
-	f, err := os.Open(path)
-	if err != nil {
-		fmt.Fprintln(d.log, "duetexplore:", err)
-		return exitUsage
-	}
-	rec, err := explore.ReadReport(f)
-	f.Close()
-	if err != nil {
-		fmt.Fprintln(d.log, "duetexplore:", err)
-		return exitUsage
-	}
+// replayOnce is -replay: rec, read from path, replayed once.
+func (d *driver) replayOnce(ctx context.Context, path string, rec *explore.Report) int {
 	var expect *explore.Finding
 	if len(rec.Findings) > 0 {
 		expect = rec.Findings[0]

@@ -565,3 +565,48 @@ func TestReadTraceLongLines(t *testing.T) {
 	assert.Len(t, trace, 1, "what came before the long line is kept")
 	assert.Empty(t, findings)
 }
+
+// -replay refuses a file that is not a whole replay file, before it
+// builds or runs anything: empty, cut at a line's end (its summary, the
+// last line, gone; or its first lines gone, so that the summary's counts
+// do not match), a DUET_EXPLORE_TRACE stream, or not JSON.
+func TestReplayRefusesBadFiles(t *testing.T) {
+	dir := t.TempDir()
+	rep := &explore.Report{Seed: 3, Trace: []explore.Action{
+		{Verb: "click", Address: "window 'panic' > GtkBox#0 > GtkButton#4 'A'", Label: "A"},
+		{Verb: "click", Address: "window 'panic' > GtkBox#0 > GtkButton#5 'B'", Label: "B"},
+	}, Findings: []*explore.Finding{{Kind: explore.KindPanic, Message: "boom", Where: "main.go:1"}}}
+	var buf bytes.Buffer
+	require.NoError(t, rep.WriteJSON(&buf))
+	lines := strings.SplitAfter(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	require.Len(t, lines, 4)
+	for _, tc := range []struct {
+		name, data, want string
+	}{
+		{"empty", "", "empty: not a replay file"},
+		{"blank", "\n\n", "empty: not a replay file"},
+		{"no summary", strings.Join(lines[:3], ""), "cut short: no summary line at its end (2 actions and 1 findings before the cut)"},
+		{"no last action", lines[0], "cut short: no summary line"},
+		{"no first action", strings.Join(lines[1:], ""), "cut: its summary counts 2 actions and 1 findings, the file has 1 and 1"},
+		{"stream", `{"beat":0}` + "\n" + `{"n":0,"action":{"verb":"click","address":"a"}}` + "\n", "a DUET_EXPLORE_TRACE stream, not a replay file"},
+		{"not JSON", "click A\n", "line 1: not a JSON object"},
+		{"after the summary", buf.String() + lines[0], "line 5: a line after the summary"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".jsonl")
+			require.NoError(t, os.WriteFile(file, []byte(tc.data), 0o666))
+			var out, errb bytes.Buffer
+			status := run(context.Background(), []string{"-replay", file, "-exe", plantedExe}, &out, &errb)
+			assert.Equal(t, exitBadFile, status)
+			assert.Contains(t, errb.String(), "duetexplore: -replay: "+file+": "+tc.want)
+			assert.Empty(t, out.String(), "nothing was run")
+		})
+	}
+	// The whole file reads.
+	file := filepath.Join(dir, "whole.jsonl")
+	require.NoError(t, os.WriteFile(file, buf.Bytes(), 0o666))
+	got, err := readReplayFile(file)
+	require.NoError(t, err)
+	assert.Len(t, got.Trace, 2)
+	assert.Len(t, got.Findings, 1)
+}
