@@ -82,6 +82,10 @@
 // report. A program that died before its report (a crash, a hang) has no
 // samples: its plot has the actions of the trace it streamed, and the
 // crash or hang at its last action. Without -plot, no plot is drawn.
+// With -keep-going, each child's run is drawn into a file of its own,
+// FILE with -N before its extension (run.svg: run-1.svg, run-2.svg, ...,
+// N counting the children from 1): each child is a process of its own,
+// with its own seed, clock and memory, whose timelines would not join.
 //
 // # Every finding of a run
 //

@@ -55,6 +55,7 @@ func (d *driver) exploreAll(ctx context.Context, outDir string) int {
 			return exitUsage
 		}
 		children++
+		d.writePlot(childPlot(d.plot, children), seed, o)
 		if o.rep != nil {
 			fmt.Fprint(d.out, o.rep)
 		} else {

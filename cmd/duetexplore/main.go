@@ -295,7 +295,7 @@ func (d *driver) explore(ctx context.Context, outFile string) int {
 	} else {
 		fmt.Fprintf(d.out, "explore: seed %d: %d actions before the program ended\n", d.seed, len(o.trace))
 	}
-	d.writePlot(o)
+	d.writePlot(d.plot, d.seed, o)
 	if o.finding == nil {
 		fmt.Fprintln(d.out, "duetexplore: nothing found")
 		return exitClean
@@ -387,7 +387,7 @@ func (d *driver) replayOnce(ctx context.Context, path string, rec *explore.Repor
 		fmt.Fprintln(d.log, "duetexplore:", err)
 		return exitUsage
 	}
-	d.writePlot(o)
+	d.writePlot(d.plot, d.seed, o)
 	replayed := len(o.trace)
 	if o.rep != nil {
 		replayed = o.rep.Replayed
