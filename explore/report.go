@@ -206,6 +206,39 @@ func (f *Finding) Same(g *Finding) bool {
 	return f.Where != "" || f.Kind == KindStall || f.Kind == KindHang || stable(f.Message) == stable(g.Message)
 }
 
+// Distinct says whether f and g are different troubles, as a run that
+// goes on after a finding counts them (cmd/duetexplore -keep-going):
+// stricter than Same, which says what a replay must meet again. Two
+// findings are the same trouble only with the same Kind, the same Where
+// and the same message, addresses (0x4040a0c0) and decimal numbers (a
+// leak's counts, a stall's seconds) aside, even when Where is known (two
+// panics on one line with different values are two bugs); and for a
+// stall or a hang, whose place is seldom known, with the same action
+// running too: the last of its trace, by verb and address.
+func (f *Finding) Distinct(g *Finding) bool {
+	if f == nil || g == nil {
+		return f != g
+	}
+	return f.distinctKey() != g.distinctKey()
+}
+
+// numbers are what a message says that changes with the run: counts, and
+// how long.
+var numbers = regexp.MustCompile(`[0-9]+(\.[0-9]+)?`)
+
+// distinctKey is what Distinct compares.
+func (f *Finding) distinctKey() string {
+	key := []string{string(f.Kind), f.Where, numbers.ReplaceAllString(stable(f.Message), "N")}
+	if f.Kind == KindStall || f.Kind == KindHang {
+		var a Action
+		if n := len(f.Trace); n > 0 {
+			a = f.Trace[n-1]
+		}
+		key = append(key, a.Verb, a.Address)
+	}
+	return strings.Join(key, "\x00")
+}
+
 // addresses are what a message may say that differs from one run to the
 // next of the same trouble: GTK's warnings name objects by address
 // ("Trying to snapshot GtkGizmo 0x40409640 without a current allocation").

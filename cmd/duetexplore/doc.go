@@ -96,8 +96,12 @@
 // up), a fresh child takes the next seed for the time left (none for less
 // than 1 s; none either once two children in a row ended by themselves
 // without an action). What a child found before it died is known from
-// its streamed findings. Each distinct finding (explore.Finding.Same; the
-// same trouble again counts as a repeat) is then confirmed, shrunk and
+// its streamed findings. Each distinct finding (explore.Finding.Distinct:
+// the same kind, place and message, numbers and addresses in it aside,
+// and for a stall or a hang the same action running; the same trouble
+// again counts as a repeat; the looser explore.Finding.Same, which would
+// take any two stalls for one, is only what a replay must meet again) is
+// then confirmed, shrunk and
 // written (-o names a directory then: duetexplore-KIND-N.jsonl in it),
 // with -test as a regression test each, and a summary lists them all:
 // the shrunk trace in words, when it was first met and with which seed,

@@ -610,3 +610,27 @@ func TestReplayRefusesBadFiles(t *testing.T) {
 	assert.Len(t, got.Trace, 2)
 	assert.Len(t, got.Findings, 1)
 }
+
+// -keep-going keeps apart what Finding.Same would merge: two stalls of two
+// actions (stalls have no place: Same takes any two for one), two panics
+// on one line with different values; the same stall again is a repeat.
+func TestKeepGoingKeepsDistinctFindingsApart(t *testing.T) {
+	a := explore.Action{Verb: "click", Address: "window 'stall' > GtkBox#0 > GtkButton#5 'B'", Label: "B"}
+	b := explore.Action{Verb: "click", Address: "window 'other' > GtkBox#0 > GtkButton#5 'B'", Label: "B"}
+	var all []*met
+	add := func(f *explore.Finding) {
+		if m := seenBefore(all, f); m != nil {
+			m.Repeats++
+			return
+		}
+		all = append(all, &met{f: f})
+	}
+	add(&explore.Finding{Kind: explore.KindStall, Message: "the action kept the UI thread for 1.00 s (more than 300ms)", Trace: []explore.Action{a}})
+	add(&explore.Finding{Kind: explore.KindStall, Message: "the action kept the UI thread for 1.01 s (more than 300ms)", Trace: []explore.Action{b}})
+	add(&explore.Finding{Kind: explore.KindStall, Message: "the action kept the UI thread for 1.02 s (more than 300ms)", Trace: []explore.Action{b, a}})
+	add(&explore.Finding{Kind: explore.KindPanic, Message: "assignment to entry in nil map", Where: "main.go:9"})
+	add(&explore.Finding{Kind: explore.KindPanic, Message: "send on closed channel", Where: "main.go:9"})
+	require.Len(t, all, 4)
+	assert.Equal(t, 1, all[0].f.Repeats, "the stall of A again is a repeat")
+	assert.Equal(t, 0, all[1].f.Repeats)
+}
