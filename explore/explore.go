@@ -64,6 +64,13 @@ type Options struct {
 	// Report.ReplayError, which is not a finding. Nothing is drawn at
 	// random.
 	Replay []Action
+	// ReplayStrict makes a replay take each recorded address as it is:
+	// no fallback to the structural key, which, after the UI changed,
+	// may name another widget (a button put before the recorded one): a
+	// regression test's replay would then act elsewhere and pass while
+	// the bug is still there. A recorded address not found is then a
+	// ReplayError.
+	ReplayStrict bool
 	// Expect is the finding a replay should meet again (Report.Reproduced
 	// says whether it did, see Finding.Same); nil for none.
 	Expect *Finding
@@ -120,7 +127,8 @@ func (o Options) withDefaults() Options {
 // ParseOptions reads options written as DUET_EXPLORE takes them: a comma
 // separated list of seed=N, duration=D, actions=N, pace=D, gc=D (or
 // gc=off), stall=D, hang=D, leak-every=N, leak-rounds=N (or leak=off),
-// keep-going (or keep-going=true|false) and replay=FILE (the JSON lines
+// keep-going (or keep-going=true|false), strict (or strict=true|false:
+// Options.ReplayStrict) and replay=FILE (the JSON lines
 // Report.WriteJSON wrote, read with ReadReport: its trace becomes
 // Options.Replay, its first finding Options.Expect), with D a positive duration in
 // time.ParseDuration's form and N a positive number. Without seed=, the
@@ -198,8 +206,17 @@ func ParseOptions(s string) (Options, error) {
 			default:
 				err = errors.New("want keep-going, keep-going=true or keep-going=false")
 			}
+		case "strict":
+			switch val {
+			case "", "1", "true":
+				o.ReplayStrict = true
+			case "0", "false":
+				o.ReplayStrict = false
+			default:
+				err = errors.New("want strict, strict=true or strict=false")
+			}
 		default:
-			return Options{}, fmt.Errorf("explore: unknown option %q (want seed, duration, actions, pace, gc, stall, hang, leak-every, leak-rounds, leak, keep-going, replay)", key)
+			return Options{}, fmt.Errorf("explore: unknown option %q (want seed, duration, actions, pace, gc, stall, hang, leak-every, leak-rounds, leak, keep-going, strict, replay)", key)
 		}
 		if err != nil {
 			return Options{}, fmt.Errorf("explore: option %q: %w", field, err)
@@ -454,7 +471,7 @@ func (x *explorer) step(ctx context.Context) error {
 			next := len(x.report.Trace)
 			x.mu.Unlock()
 			want = x.opts.Replay[next]
-			iObj, err := x.mod.CallMethod("find", want.Address, want.Verb)
+			iObj, err := x.mod.CallMethod("find", want.Address, want.Verb, x.opts.ReplayStrict)
 			if err != nil {
 				return fmt.Errorf("explore: %w", err)
 			}

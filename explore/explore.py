@@ -339,14 +339,18 @@ class ReplayMismatch(Exception):
     position the drop-down no longer has, say)."""
 
 
-def find(addr, verb):
+def find(addr, verb, strict=False):
     """The index of the candidate at addr doing verb, or -1. When none has
     that very address, the one candidate with its structural key and verb
     (a label that changed: "clicked 3 times" for "clicked 1 time"); -1 when
-    there are none or several."""
+    there are none or several. strict (Options.ReplayStrict) takes that
+    very address only: the fallback may act on another widget, the one the
+    key names after the UI changed."""
     for i, c in enumerate(_candidates):
         if c.addr == addr and c.kind == verb:
             return i
+    if strict:
+        return -1
     key = _structure(addr)
     same = [i for i, c in enumerate(_candidates) if c.key == key and c.kind == verb]
     return same[0] if len(same) == 1 else -1

@@ -120,9 +120,16 @@
 // the exploration was given (a relative path is the test's, in the
 // package's directory), and fails while the same kind of finding at the
 // same place comes back (with the finding's words), or the program meets
-// other trouble, crashes or does not end; it fails too, saying the UI
-// changed and the trace is to be recorded again, on a replay error; it
-// passes when the replay runs clean. Each kind: a crash is the replayed
+// other trouble, crashes or does not end; it fails too, saying "the UI
+// changed: recorded action N (its words) not found" and that the trace is
+// to be recorded again, on a replay error; it passes when the replay runs
+// clean. Its replay is strict (DUET_EXPLORE's strict,
+// explore.Options.ReplayStrict): a recorded address not found is a replay
+// error, where confirming, shrinking and -replay take the one widget with
+// the recorded structural key instead (a label that counts its clicks).
+// After a change of the UI that key may name another widget (a button put
+// before the recorded one): the test would click it, miss the bug, and
+// pass. Each kind: a crash is the replayed
 // program dying of a signal (or a status other than 0 and 3) again; a
 // hang is the program killed (the explorer reported the hang, or it made
 // no progress for -hang plus 3 s, as above, or it still ran long after
