@@ -131,7 +131,9 @@ func (o Options) withDefaults() Options {
 // Options.ReplayStrict) and replay=FILE (the JSON lines
 // Report.WriteJSON wrote, read with ReadReport: its trace becomes
 // Options.Replay, its first finding Options.Expect), with D a positive duration in
-// time.ParseDuration's form and N a positive number. Without seed=, the
+// time.ParseDuration's form and N a positive number. A value may be
+// written as a Go string literal ("..."), in which a comma does not end
+// it: replay="/tmp/a,b/trace.jsonl". Without seed=, the
 // seed comes from the clock (the report says which it was). Anything else,
 // a value out of range included, is an error.
 func ParseOptions(s string) (Options, error) {
@@ -151,12 +153,19 @@ func ParseOptions(s string) (Options, error) {
 		}
 		return n, err
 	}
-	for field := range strings.SplitSeq(s, ",") {
+	for _, field := range optionFields(s) {
 		field = strings.TrimSpace(field)
 		if field == "" {
 			continue
 		}
 		key, val, _ := strings.Cut(field, "=")
+		if strings.HasPrefix(val, `"`) {
+			uq, err := strconv.Unquote(val)
+			if err != nil {
+				return Options{}, fmt.Errorf("explore: option %q: a quoted value is a Go string literal: %w", field, err)
+			}
+			val = uq
+		}
 		var err error
 		switch key {
 		case "seed":
@@ -223,6 +232,25 @@ func ParseOptions(s string) (Options, error) {
 		}
 	}
 	return o, nil
+}
+
+// optionFields splits s at its commas, except those inside a quoted value
+// (a path may have commas: a TMPDIR, a package's directory).
+func optionFields(s string) []string {
+	var fields []string
+	start, quoted := 0, false
+	for i := 0; i < len(s); i++ {
+		switch {
+		case quoted && s[i] == '\\':
+			i++ // an escaped character, a quote among them
+		case s[i] == '"':
+			quoted = !quoted
+		case !quoted && s[i] == ',':
+			fields = append(fields, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(fields, s[start:])
 }
 
 // Run explores the program it runs in until the run's time or actions are

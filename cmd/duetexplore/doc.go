@@ -53,7 +53,8 @@
 // # Confirming and shrinking
 //
 // The first finding's trace (each one's, with -keep-going) is replayed in
-// a fresh process (DUET_EXPLORE=replay=FILE: each recorded action done
+// a fresh process (DUET_EXPLORE=replay=FILE, FILE quoted as a Go string
+// when it has a comma or a quote, as a TMPDIR may: each recorded action done
 // again on the widget at its recorded address, with its recorded input,
 // at the same pace and with the same forced collections). When the replay meets the same kind
 // of finding at the same place (explore.Finding.Same), the trace is shrunk

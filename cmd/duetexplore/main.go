@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -372,7 +373,7 @@ func (d *driver) write(path string, f *explore.Finding, trace []explore.Action, 
 		fmt.Fprintln(d.log, "duetexplore: writing the trace:", err)
 		return ""
 	}
-	fmt.Fprintf(d.out, "duetexplore: trace written to %s (duetexplore -replay %s, or DUET_EXPLORE=replay=%s)\n", file.Name(), file.Name(), file.Name())
+	fmt.Fprintf(d.out, "duetexplore: trace written to %s (duetexplore -replay %s, or DUET_EXPLORE=replay=%s)\n", file.Name(), file.Name(), specValue(file.Name()))
 	return file.Name()
 }
 
@@ -442,7 +443,18 @@ func (d *driver) replay(ctx context.Context, trace []explore.Action, expect *exp
 		return nil, err
 	}
 	limit := replayLimit(trace)
-	return d.child(ctx, fmt.Sprintf("replay=%s,duration=%s,%s", file, limit, d.options()), limit)
+	return d.child(ctx, fmt.Sprintf("replay=%s,duration=%s,%s", specValue(file), limit, d.options()), limit)
+}
+
+// specValue is v as a value of DUET_EXPLORE, whose options are comma
+// separated: quoted (a Go string literal, which explore.ParseOptions
+// reads) when it has a comma or a quote, or spaces at an end, that would
+// cut it (a TMPDIR may have them), as it is otherwise.
+func specValue(v string) string {
+	if strings.ContainsAny(v, `,"`) || strings.TrimSpace(v) != v {
+		return strconv.Quote(v)
+	}
+	return v
 }
 
 // reproduces says whether replaying trace meets the same trouble as want,

@@ -642,3 +642,22 @@ func TestKeepGoingKeepsDistinctFindingsApart(t *testing.T) {
 	assert.Equal(t, 1, all[0].f.Repeats, "the stall of A again is a repeat")
 	assert.Equal(t, 0, all[1].f.Repeats)
 }
+
+// A TMPDIR with a comma: the replay file's path in DUET_EXPLORE (comma
+// separated) is quoted, and the replay replays (unquoted, the program
+// refused its options and did not start).
+func TestReplayWithACommaInTMPDIR(t *testing.T) {
+	tmp := filepath.Join(t.TempDir(), "a,b")
+	require.NoError(t, os.Mkdir(tmp, 0o777))
+	file := filepath.Join(tmp, "clean.jsonl")
+	rep := &explore.Report{Trace: []explore.Action{{Verb: "click", Address: "window 'clean' > GtkBox#0 > GtkButton#0 'more 0'", Label: "more 0"}}}
+	f, err := os.Create(file)
+	require.NoError(t, err)
+	require.NoError(t, rep.WriteJSON(f))
+	require.NoError(t, f.Close())
+	t.Setenv("TMPDIR", tmp) // the driver's temporary directory, and its replay file, in it
+	status, stdout := drive(t, "clean", "-exe", plantedExe, "-replay", file)
+	assert.Equal(t, exitClean, status)
+	assert.Contains(t, stdout, "replayed 1 of 1 actions")
+	assert.Contains(t, stdout, "nothing found")
+}

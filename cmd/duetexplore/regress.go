@@ -194,6 +194,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -258,7 +259,12 @@ func {{.Func}}(t *testing.T) {
 		env = append(env, "GTK_A11Y=none")
 	}
 	trail := filepath.Join(tmp, "trace.jsonl")
-	cmd.Env = append(env, "DUET_ALLOW_CRITICALS=1", "DUET_EXPLORE=replay="+file+","+options, "DUET_EXPLORE_OUT="+out, "DUET_EXPLORE_TRACE="+trail)
+	// The options are comma separated: a path with a comma is quoted.
+	replay := file
+	if strings.ContainsAny(file, ` + "`" + `,"` + "`" + `) || strings.TrimSpace(file) != file {
+		replay = strconv.Quote(file)
+	}
+	cmd.Env = append(env, "DUET_ALLOW_CRITICALS=1", "DUET_EXPLORE=replay="+replay+","+options, "DUET_EXPLORE_OUT="+out, "DUET_EXPLORE_TRACE="+trail)
 	cmd.Stdout, cmd.Stderr = errFile, errFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	kill := func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
