@@ -28,7 +28,8 @@
 // two only a parent sees: a crash (the process died of a signal, or exited
 // with a status that is neither 0 nor 3; the message names the runtime's
 // "SIGSEGV: segmentation violation" line when there is one, and the crash
-// report's path is printed) and a hang. A hang is said three ways, and
+// report's path is printed; once package app set up the explorer: see
+// below) and a hang. A hang is said three ways, and
 // each time the process gets SIGQUIT, for the Go runtime's goroutine dump
 // in its stderr, then, 2 s later, SIGKILL:
 //
@@ -49,6 +50,20 @@
 //
 // The temporary directory, with each child's stderr, is kept after a
 // crash or a hang (and with -keep).
+//
+// Two ends are neither a finding nor a clean run, and each is said with
+// the end of the child's stderr and has its own exit status (-keep-going
+// goes on no further then, and settles what it found before): the
+// explorer failed (explore.Run returned an error, a getter that raised
+// while it listed the widgets, say: package app then exits 1 and says
+// "error" on DUET_EXPLORE_TRACE's end line, with no report), and the
+// program did not start: it exited (not of a signal) before package app
+// set up the explorer (no line on DUET_EXPLORE_TRACE: its options or its
+// flags refused, a setup that failed), it ended without ever starting
+// the explorer (the application never activated: "not started" on the
+// end line), or it never ran one (no trace and no report: a program that
+// does not run app.Main or App.Run). Such a program is not a crash: there
+// is no action to replay.
 //
 // # Confirming and shrinking
 //
@@ -166,5 +181,7 @@
 // 0 when nothing was found, 3 when something was (with -keep-going: any
 // of the run's findings, confirmed or not), 2 for a usage or build
 // error, 1 when -replay could not replay its file (an address not found)
-// and found nothing, 6 when -replay's file is not a whole replay file.
+// and found nothing, 4 when the explorer failed, 5 when the program did
+// not start (see Findings), 6 when -replay's file is not a whole replay
+// file.
 package main

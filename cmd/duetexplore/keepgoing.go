@@ -72,6 +72,16 @@ func (d *driver) exploreAll(ctx context.Context, outDir string) int {
 			fmt.Fprintln(d.log, "duetexplore:", err)
 			return exitUsage
 		}
+		if o.failed != "" || o.notStarted != "" {
+			// Not a finding, and the run cannot go on: with nothing
+			// found yet it is the run's outcome; otherwise what was
+			// found is still settled.
+			status := d.notExplored(o)
+			if len(all) == 0 {
+				return status
+			}
+			break
+		}
 		children++
 		d.writePlot(childPlot(d.plot, children), seed, o)
 		if o.rep != nil {

@@ -28,6 +28,8 @@ const (
 	exitReplay   = 1 // -replay: the trace could not be replayed
 	exitUsage    = 2
 	exitFound    = 3
+	exitExplorer = 4 // the explorer failed: nothing found, nothing cleared
+	exitNoStart  = 5 // the program did not start (or did not start the explorer)
 	exitBadFile  = 6 // -replay: the file is not a whole replay file
 	xvfbMarkVar  = "DUETEXPLORE_XVFB"
 	childStopGap = 2 * time.Second // between SIGQUIT and SIGKILL
@@ -241,6 +243,41 @@ type outcome struct {
 	findings []*explore.Finding // all: the explorer's (its report's, or as it streamed them), then a crash or a hang
 	cut      bool               // the process crashed or was killed: the run did not go to its end
 	stderr   string             // the file that has the child's stderr
+	// failed is the explorer's error (explore.Run's: package app's end
+	// line says it), notStarted why the program did not start, or did
+	// not start the explorer: neither is a finding, nor a clean run.
+	failed, notStarted string
+}
+
+// notExplored reports a child that did not explore (o.failed or
+// o.notStarted, with the end of its stderr) and returns the status for it.
+func (d *driver) notExplored(o *outcome) int {
+	status := exitExplorer
+	if o.failed != "" {
+		fmt.Fprintln(d.out, "duetexplore: the explorer failed (not a finding: nothing was explored to the end):", o.failed)
+	} else {
+		status = exitNoStart
+		fmt.Fprintln(d.out, "duetexplore: the program did not start:", o.notStarted)
+	}
+	fmt.Fprintf(d.out, "duetexplore: its stderr ends:\n%s", stderrTail(o.stderr))
+	return status
+}
+
+// stderrTail is the end of a child's stderr, its last lines, indented.
+func stderrTail(path string) string {
+	const lines, bytesMax = 20, 4 << 10
+	data, _ := os.ReadFile(path)
+	if len(data) > bytesMax {
+		data = data[len(data)-bytesMax:]
+	}
+	ls := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(ls) > lines {
+		ls = ls[len(ls)-lines:]
+	}
+	if len(ls) == 1 && ls[0] == "" {
+		return "  (nothing)\n"
+	}
+	return "  " + strings.Join(ls, "\n  ") + "\n"
 }
 
 // met is the finding of o that is the same trouble as want (Finding.Same),
@@ -290,6 +327,9 @@ func (d *driver) explore(ctx context.Context, outFile string) int {
 	if err != nil {
 		fmt.Fprintln(d.log, "duetexplore:", err)
 		return exitUsage
+	}
+	if o.failed != "" || o.notStarted != "" {
+		return d.notExplored(o)
 	}
 	if o.rep != nil {
 		fmt.Fprint(d.out, o.rep)
@@ -388,6 +428,9 @@ func (d *driver) replayOnce(ctx context.Context, path string, rec *explore.Repor
 		fmt.Fprintln(d.log, "duetexplore:", err)
 		return exitUsage
 	}
+	if o.failed != "" || o.notStarted != "" {
+		return d.notExplored(o)
+	}
 	d.writePlot(d.plot, d.seed, o)
 	replayed := len(o.trace)
 	if o.rep != nil {
@@ -468,6 +511,10 @@ func (d *driver) reproduces(ctx context.Context, trace []explore.Action, want *e
 		return true, f.String()
 	}
 	switch {
+	case o.failed != "":
+		return false, "the explorer failed: " + o.failed
+	case o.notStarted != "":
+		return false, "the program did not start: " + o.notStarted
 	case o.finding != nil:
 		return false, "met " + o.finding.String()
 	case o.rep != nil && o.rep.ReplayError != "":
@@ -630,6 +677,9 @@ wait:
 			break wait
 		}
 	}
+	if seen < 0 {
+		w.poll() // what it wrote before it ended: its end line
+	}
 	var streamed []*explore.Finding
 	o := &outcome{stderr: errPath}
 	o.trace, streamed, err = readTrace(trace, seen)
@@ -645,7 +695,28 @@ wait:
 		f.Close()
 	}
 	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
-	o.cut = killed != "" || ws.Signaled() || ws.ExitStatus() != 0 && ws.ExitStatus() != exitFound
+	exitedBadly := ws.Exited() && ws.ExitStatus() != 0 && ws.ExitStatus() != exitFound
+	switch {
+	case killed != "":
+	case w.end == "error":
+		o.failed = w.endErr
+		return o, nil
+	case w.end == "not started":
+		o.notStarted = fmt.Sprintf("the explorer never started (the application was never activated; exit status %d)", ws.ExitStatus())
+		return o, nil
+	case !w.lines && exitedBadly:
+		// It ended before package app set up the explorer (before its
+		// first heartbeat): its options refused, a flag or a setup
+		// that failed, a build of something else. Not a crash to
+		// confirm and shrink: there is no action to replay. (Dying of a
+		// signal there is a crash still.)
+		o.notStarted = fmt.Sprintf("it exited with status %d before the explorer started (no line on DUET_EXPLORE_TRACE)", ws.ExitStatus())
+		return o, nil
+	case !w.lines && ws.Exited() && o.rep == nil:
+		o.notStarted = fmt.Sprintf("it exited with status %d without starting the explorer: no line on DUET_EXPLORE_TRACE, no report (does it run app.Main or App.Run?)", ws.ExitStatus())
+		return o, nil
+	}
+	o.cut = killed != "" || ws.Signaled() || exitedBadly
 	if o.rep != nil && len(o.rep.Findings) > 0 {
 		// The explorer's report: its findings with their traces (an
 		// explorer that reported its hang first, too).

@@ -661,3 +661,65 @@ func TestReplayWithACommaInTMPDIR(t *testing.T) {
 	assert.Contains(t, stdout, "replayed 1 of 1 actions")
 	assert.Contains(t, stdout, "nothing found")
 }
+
+// An explorer that fails (explore.Run's error: here a getter that raises
+// while it lists the widgets) is neither a finding nor a clean run: the
+// driver says the explorer failed, with the child's error from its stderr,
+// and exits 4 (the program exits 1 and says so on its trace's end line,
+// where it exited 3, as for a finding, and wrote no report).
+func TestExplorerFailure(t *testing.T) {
+	for _, keepGoing := range []bool{false, true} {
+		t.Run(fmt.Sprintf("keep-going=%v", keepGoing), func(t *testing.T) {
+			args := []string{"-seed", "1", "-duration", "5s", "-exe", plantedExe}
+			if keepGoing {
+				args = append(args, "-keep-going")
+			}
+			status, stdout := drive(t, "raising", args...)
+			assert.Equal(t, exitExplorer, status)
+			assert.Contains(t, stdout, "duetexplore: the explorer failed (not a finding")
+			assert.Contains(t, stdout, "planted: a getter that raises")
+			assert.NotContains(t, stdout, "nothing found")
+			assert.NotContains(t, stdout, "crash")
+		})
+	}
+	// The program itself: status 1, not 3, and the error on its trace's
+	// end line.
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	cmd := exec.Command(plantedExe)
+	cmd.Env = append(os.Environ(), "PLANTED=raising", "GTK_A11Y=none", "DUET_EXPLORE=seed=1,duration=3s", "DUET_EXPLORE_TRACE="+path)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "%s", out)
+	assert.Equal(t, 1, ee.ExitCode(), "%s", out)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	assert.Regexp(t, `^\{"end":"error","error":"explore: listing the widgets: RuntimeError: planted: a getter that raises`, lines[len(lines)-1])
+}
+
+// A program that cannot start (it exits at once, before the explorer
+// started: its flags refused, here) is no crash to confirm and shrink: the
+// driver says the program did not start, with its stderr, and exits 5.
+func TestProgramThatDoesNotStart(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "fails")
+	require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\necho 'cannot read its config' >&2\nexit 1\n"), 0o777))
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"a flag refused", []string{"-exe", plantedExe, "--", "-no-such-flag"}, "flag provided but not defined: -no-such-flag"},
+		{"status 1 at once", []string{"-exe", script}, "cannot read its config"},
+		{"keep-going", []string{"-keep-going", "-exe", script}, "cannot read its config"},
+		{"replay", []string{"-replay", "testdata/clean-one-click.jsonl", "-exe", script}, "cannot read its config"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, stdout := drive(t, "clean", append([]string{"-duration", "3s"}, tc.args...)...)
+			assert.Equal(t, exitNoStart, status)
+			assert.Contains(t, stdout, "duetexplore: the program did not start: it exited with status ")
+			assert.Contains(t, stdout, tc.want)
+			assert.NotContains(t, stdout, "confirmed")
+			assert.NotContains(t, stdout, "crash")
+		})
+	}
+}

@@ -29,7 +29,9 @@ type traceWatch struct {
 	f       *os.File
 	last    time.Time // when a line last came; zero before the first
 	beats   bool      // a heartbeat came: silence means no progress
-	end     string
+	lines   bool      // a line came: package app's explorer was set up
+	end     string    // the end line's: done, hang, error, not started
+	endErr  string    // the end line's error, with "error"
 	read    int64 // bytes read so far
 	partial []byte
 }
@@ -56,11 +58,12 @@ func (w *traceWatch) poll() {
 		}
 		line := data[:i]
 		data = data[i+1:]
+		w.lines = true
 		w.beats = w.beats || bytes.HasPrefix(line, []byte(`{"beat":`))
 		if bytes.HasPrefix(line, []byte(`{"end":`)) {
-			var e struct{ End string }
+			var e struct{ End, Error string }
 			if json.Unmarshal(line, &e) == nil {
-				w.end = e.End
+				w.end, w.endErr = e.End, e.Error
 			}
 		}
 	}

@@ -15,6 +15,8 @@
 //   - wedge: "B" after "A" stops the whole process (SIGSTOP to itself:
 //     the explorer cannot say anything);
 //   - crash: "crash" writes through a null pointer in C;
+//   - raising: a button whose get_label raises (the explorer fails
+//     listing the widgets);
 //   - clean: no bug, no A or B;
 //
 // and fixed: each window the same, its bug fixed (PLANTED=fixed alone is
@@ -81,6 +83,14 @@ def on_crash(button):
     if not fixed:
         ctypes.memset(0, 1, 1)
 add_button("crash", on_crash)`,
+	// Not a bug of the app's to find: a getter that raises while the
+	// explorer lists the widgets makes the explorer itself fail.
+	"raising": `class Raising(Gtk.Button):
+    def get_label(self):
+        if fixed:
+            return "raising"
+        raise RuntimeError("planted: a getter that raises")
+box.append(Raising())`,
 	"clean": ``,
 }
 
@@ -107,7 +117,7 @@ func main() {
 		case ok:
 			kinds = append(kinds, k)
 		default:
-			os.Stderr.WriteString("planted: PLANTED=panic, exception, log, stall, leak, hang, wedge, crash, clean, fixed or moved, comma separated\n")
+			os.Stderr.WriteString("planted: PLANTED=panic, exception, log, stall, leak, hang, wedge, crash, raising, clean, fixed or moved, comma separated\n")
 			os.Exit(2)
 		}
 	}
