@@ -32,7 +32,7 @@ type traceWatch struct {
 	lines   bool      // a line came: package app's explorer was set up
 	end     string    // the end line's: done, hang, error, not started
 	endErr  string    // the end line's error, with "error"
-	read    int64 // bytes read so far
+	read    int64     // bytes read so far
 	partial []byte
 }
 

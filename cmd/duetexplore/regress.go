@@ -115,15 +115,15 @@ func (d *driver) writeTest(dir string, f *explore.Finding, trace []explore.Actio
 	kind := []rune(string(f.Kind))
 	kind[0] = unicode.ToUpper(kind[0])
 	data := map[string]any{
-		"Package":  pkg,
-		"Func":     "TestDuetexplore" + string(kind) + hash,
-		"File":     base,
-		"Finding":  oneLine(f.String()),
-		"Words":    words,
-		"Seed":     seed,
-		"Kind":     strconv.Quote(string(f.Kind)),
-		"Where":    strconv.Quote(f.Where),
-		"Message":  strconv.Quote(f.Message),
+		"Package": pkg,
+		"Func":    "TestDuetexplore" + string(kind) + hash,
+		"File":    base,
+		"Finding": oneLine(f.String()),
+		"Words":   words,
+		"Seed":    seed,
+		"Kind":    strconv.Quote(string(f.Kind)),
+		"Where":   strconv.Quote(f.Where),
+		"Message": strconv.Quote(f.Message),
 		// strict: each recorded address as it is, no fallback to its
 		// structural key, which after a change of the UI may name another
 		// widget: the replay would act elsewhere and the test pass with
