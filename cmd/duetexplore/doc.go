@@ -12,14 +12,36 @@
 //
 // The package is built with go build into a temporary directory (-exe
 // takes a program already built). With no DISPLAY and no WAYLAND_DISPLAY,
-// duetexplore runs itself again under xvfb-run -a: one X server for the
-// exploration and every replay. The program runs with DUET_EXPLORE made
+// duetexplore starts an X server for itself (see The display and signals).
+// The program runs with DUET_EXPLORE made
 // from the flags, DUET_EXPLORE_OUT (the report's JSON lines) and
 // DUET_EXPLORE_TRACE (each action as it starts and once done, each
 // finding as it is made, a heartbeat every second; see package app) in the
 // temporary directory, DUET_CRASH_REPORT=1 (unless set: see package
 // forensics), DUET_ALLOW_CRITICALS=1 and fatal-criticals taken out of
 // G_DEBUG, so that a critical is a finding, not an abort.
+//
+// # The display and signals
+//
+// Without a display, duetexplore starts Xvfb as its own child (-displayfd:
+// the server takes a free display and says which once it accepts
+// connections), reachable with a fresh cookie in a private directory
+// (XAUTHORITY, as xvfb-run does), for the exploration and every replay,
+// and ends it (SIGTERM, so that it removes its socket) and the directory
+// when it ends. It does not run itself again under xvfb-run: the process
+// the user started would then be xvfb-run's shell, and a signal to it
+// would leave the driver, the program and the server running, with their
+// files in /tmp; here the driver stays the process the user started.
+//
+// SIGINT or SIGTERM to it ends the run: the program (SIGKILL to its
+// process group), then the X server; the status is then 128 plus the
+// signal's number (130, 143), as a shell reports it. A second signal ends
+// the driver at once; the program and the X server still go with it (the
+// kernel signals them when their parent dies). Each program runs in a
+// process group of its own, killed once it ends (whatever ended it), so
+// that what it started (a helper, a subprocess) does not outlive it;
+// with -v, its output is copied for at most a second after it ended (a
+// process it started may hold the pipe open).
 //
 // # Findings
 //
@@ -180,8 +202,8 @@
 //
 // 0 when nothing was found, 3 when something was (with -keep-going: any
 // of the run's findings, confirmed or not), 2 for a usage or build
-// error, 1 when -replay could not replay its file (an address not found)
+// error (or an X server that would not start), 1 when -replay could not replay its file (an address not found)
 // and found nothing, 4 when the explorer failed, 5 when the program did
 // not start (see Findings), 6 when -replay's file is not a whole replay
-// file.
+// file, and 128 plus the signal's number after SIGINT or SIGTERM.
 package main

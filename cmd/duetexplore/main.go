@@ -28,43 +28,54 @@ const (
 	exitReplay   = 1 // -replay: the trace could not be replayed
 	exitUsage    = 2
 	exitFound    = 3
-	exitExplorer = 4 // the explorer failed: nothing found, nothing cleared
-	exitNoStart  = 5 // the program did not start (or did not start the explorer)
-	exitBadFile  = 6 // -replay: the file is not a whole replay file
-	xvfbMarkVar  = "DUETEXPLORE_XVFB"
+	exitExplorer = 4               // the explorer failed: nothing found, nothing cleared
+	exitNoStart  = 5               // the program did not start (or did not start the explorer)
+	exitBadFile  = 6               // -replay: the file is not a whole replay file
 	childStopGap = 2 * time.Second // between SIGQUIT and SIGKILL
+	// childWaitDelay bounds how long a child's output is still copied
+	// (with -v) once it exited: what it wrote is in the pipe by then;
+	// only a process it started could keep the pipe open.
+	childWaitDelay = time.Second
 )
 
 func main() {
-	ensureDisplay()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	status := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(status)
-}
-
-// ensureDisplay runs the driver again under xvfb-run when there is no
-// display: one X server for the exploration and every replay, and the
-// program a direct child (its signal is its own, not xvfb-run's status).
-func ensureDisplay() {
-	if os.Getenv("DISPLAY") != "" || os.Getenv("WAYLAND_DISPLAY") != "" || os.Getenv(xvfbMarkVar) != "" {
-		return
-	}
-	xvfb, err := exec.LookPath("xvfb-run")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "duetexplore: no DISPLAY or WAYLAND_DISPLAY, and no xvfb-run to make one:", err)
-		os.Exit(exitUsage)
-	}
-	self, err := os.Executable()
+	// The command owns its process: SIGINT and SIGTERM end the run (the
+	// children, their process groups, the X server), then the driver,
+	// with 128 plus the signal as a shell reports it. A second one ends
+	// the driver at once (the signal's default): the children go with it
+	// (Pdeathsig), the X server too, cleanly (SIGTERM).
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	caught := make(chan os.Signal, 1)
+	go func() {
+		sig := <-sigs
+		signal.Reset(os.Interrupt, syscall.SIGTERM)
+		caught <- sig
+		cancel()
+	}()
+	status := exitUsage
+	x, err := ensureDisplay(ctx)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "duetexplore:", err)
-		os.Exit(exitUsage)
+	} else {
+		if x != nil {
+			fmt.Fprintf(os.Stderr, "duetexplore: X server %s (Xvfb, pid %d)\n", x.display, x.cmd.Process.Pid)
+		}
+		status = run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		if x != nil {
+			x.stop()
+		}
 	}
-	args := append([]string{xvfb, "-a", "-s", "-screen 0 1280x800x24", self}, os.Args[1:]...)
-	env := append(os.Environ(), xvfbMarkVar+"=1")
-	err = syscall.Exec(xvfb, args, env)
-	fmt.Fprintln(os.Stderr, "duetexplore: xvfb-run:", err)
-	os.Exit(exitUsage)
+	select {
+	case sig := <-caught:
+		if s, ok := sig.(syscall.Signal); ok {
+			status = 128 + int(s)
+		}
+	default:
+	}
+	cancel()
+	os.Exit(status)
 }
 
 type driver struct {
@@ -325,6 +336,9 @@ func (d *driver) explore(ctx context.Context, outFile string) int {
 	began := time.Now()
 	o, err := d.child(ctx, spec, d.duration)
 	if err != nil {
+		if ctx.Err() != nil {
+			err = errors.New("interrupted")
+		}
 		fmt.Fprintln(d.log, "duetexplore:", err)
 		return exitUsage
 	}
@@ -627,10 +641,21 @@ func (d *driver) child(ctx context.Context, spec string, run time.Duration) (*ou
 		cmd.Stdout = io.MultiWriter(errFile, d.log)
 		cmd.Stderr = cmd.Stdout
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// Its own process group, so that what it starts (a helper, a
+	// subprocess Python ran) is ended with it: the group is killed once
+	// it has exited, or when it is ended. Pdeathsig: a driver killed
+	// outright takes the program with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// With -v its output goes through a pipe, which a process it started
+	// may hold open after it exited: Wait would wait for that one too.
+	cmd.WaitDelay = childWaitDelay
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", d.exe, err)
 	}
+	pgid := cmd.Process.Pid
+	// The group outlives its leader while a member lives, and its number
+	// is not reused until then: killing it after Wait is safe.
+	defer syscall.Kill(-pgid, syscall.SIGKILL)
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	limit := run + d.hang + d.grace
@@ -650,7 +675,7 @@ wait:
 		case <-exited:
 			break wait
 		case <-ctx.Done():
-			cmd.Process.Kill()
+			syscall.Kill(-pgid, syscall.SIGKILL)
 			<-exited
 			return nil, ctx.Err()
 		case <-timer.C:
@@ -777,7 +802,7 @@ func childEnv(spec, out, trace string) []string {
 	for _, kv := range os.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
 		switch {
-		case k == xvfbMarkVar || strings.HasPrefix(k, "DUET_EXPLORE"):
+		case strings.HasPrefix(k, "DUET_EXPLORE"):
 			continue
 		case k == "G_DEBUG":
 			var keep []string

@@ -26,6 +26,9 @@ const planted = "github.com/duet-gtk/duet/cmd/duetexplore/testdata/planted"
 var plantedExe string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(asMainVar) == "1" {
+		main() // the test binary as the command: see runAsMain
+	}
 	if os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
 		os.Stderr.WriteString("duetexplore's tests need a display (run them under xvfb-run -a)\n")
 		os.Exit(0)

@@ -81,7 +81,8 @@ func (w *traceWatch) close() {
 // SIGKILL. A stopped process (SIGSTOP) would only keep a SIGQUIT pending:
 // it gets SIGCONT first. (SIGQUIT first, then SIGCONT, was measured to
 // lose the SIGQUIT now and then with crash reports on: the process went
-// on as if nothing had been sent.) It says whether it was stopped.
+// on as if nothing had been sent.) p leads its process group (see
+// driver.child), which the SIGKILL ends. It says whether it was stopped.
 func end(p *os.Process, exited <-chan error) (stopped bool) {
 	stopped = processStopped(p.Pid)
 	if stopped {
@@ -91,7 +92,7 @@ func end(p *os.Process, exited <-chan error) (stopped bool) {
 	select {
 	case <-exited:
 	case <-time.After(childStopGap):
-		p.Kill()
+		syscall.Kill(-p.Pid, syscall.SIGKILL) // its group: what it started too
 		<-exited
 	}
 	return stopped

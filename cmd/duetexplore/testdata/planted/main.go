@@ -23,12 +23,14 @@
 // panic's window fixed; with -planted, PLANTED=fixed fixes its windows). Each window has unrelated buttons and toggles
 // too, for a longer search. moved changes the UI: a button "new" comes
 // first in each window, so that every button's address moves by one (a
-// recorded A's structural key names "more 3" then).
+// recorded A's structural key names "more 3" then). PLANTED_SPAWN=N makes
+// it start "sleep N" first, with its stdout and stderr, and leave it.
 package main
 
 import (
 	"flag"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"syscall"
@@ -123,6 +125,16 @@ func main() {
 	}
 	if len(kinds) == 0 && fixed {
 		kinds = []string{"panic"}
+	}
+	if secs := os.Getenv("PLANTED_SPAWN"); secs != "" {
+		// A process of its own that outlives it unless ended: sleep,
+		// with its stdout and stderr (a pipe under duetexplore -v).
+		sleep := exec.Command("sleep", secs)
+		sleep.Stdout, sleep.Stderr = os.Stdout, os.Stderr
+		if err := sleep.Start(); err != nil {
+			os.Stderr.WriteString("planted: " + err.Error() + "\n")
+			os.Exit(2)
+		}
 	}
 	os.Exit(app.Main(app.Options{ID: "org.duet.Planted", NonUnique: true}, func(a *app.App) error {
 		for _, kind := range kinds {
