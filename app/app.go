@@ -497,9 +497,9 @@ func (a *App) Windows() ([]*pygi.Object, error) {
 // final flush of sys.stdout or sys.stderr failed (output was lost; python3
 // exits 120 then), and 1 when something else failed, each failure printed
 // to stderr with its reason, including a shutdown that could not finalise
-// Python within Options.FinalizeTimeout, and 3 when the explorer that
-// DUET_EXPLORE started found something (see "Exploring" in the package
-// doc). A status the signal or the app set is kept; the failure is still
+// Python within Options.FinalizeTimeout, or an explorer that
+// DUET_EXPLORE started and that failed, and 3 when that explorer found
+// something (see "Exploring" in the package doc). A status the signal or the app set is kept; the failure is still
 // printed.
 func (a *App) Run(ctx context.Context, args []string) int {
 	if err := eventloop.RequireMain("app.Run"); err != nil {
@@ -591,8 +591,10 @@ func (a *App) Run(ctx context.Context, args []string) int {
 			}
 		}
 	}
-	if explorer != nil && explorer.finish() && status == 0 {
-		status = exploreFound
+	if explorer != nil {
+		if st := explorer.finish(); st != 0 && status == 0 {
+			status = st
+		}
 	}
 	if err := a.shutdown(); err != nil {
 		report.Print("app: shutdown", err)

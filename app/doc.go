@@ -50,13 +50,17 @@
 // it as JSON lines to the file DUET_EXPLORE_OUT names, if set, draws the
 // run as SVG (actions, live callbacks, RSS and findings on one timeline:
 // explore.Report.WritePlot) to the file DUET_EXPLORE_PLOT names, if set,
-// and Run returns 3 when it found something. DUET_EXPLORE_TRACE, if set, names a
+// and Run returns 3 when it found something (1, with the error on stderr,
+// when the explorer failed: it could not list or act on the widgets, say).
+// DUET_EXPLORE_TRACE, if set, names a
 // file that gets each action as JSON lines as it goes (before it is done
 // and once done), each finding when it is made, a heartbeat every second
 // ({"beat": n}, from a goroutine of its own: it stops only when the whole
-// process does) and, last, {"end": "done"} once the report is written or
+// process does) and, last, {"end": "done"} once the report is written,
 // {"end": "hang"} after a hang the explorer reported (the program may
-// never end), for a parent that must know what a crashed or stuck process
+// never end), {"end": "error", "error": why} when the explorer failed
+// (no report) or {"end": "not started"} when it never started (the
+// application was never activated), for a parent that must know what a crashed or stuck process
 // was doing (cmd/duetexplore). DUET_EXPLORE=replay=FILE replays a recorded
 // trace instead. Unset, DUET_EXPLORE costs one lookup of the environment.
 //

@@ -15,9 +15,15 @@ import (
 	"github.com/duet-gtk/duet/pygi"
 )
 
-// exploreFound is Run's status when the explorer found something; the
-// package doc gives it, as Run's doc gives its other statuses.
-const exploreFound = 3
+// exploreFound is Run's status when the explorer found something, and
+// exploreFailed when it failed (explore.Run's error): the package doc
+// gives them, as Run's doc gives its other statuses. A failure is not 3:
+// a parent would take it for a finding and look for a report there is
+// not.
+const (
+	exploreFound  = 3
+	exploreFailed = 1
+)
 
 // exploring is a run of the explorer that DUET_EXPLORE asked for.
 type exploring struct {
@@ -147,36 +153,49 @@ func (x *exploring) traceLine(v any) {
 }
 
 // finish waits for the run (the loop has ended), prints what it found on
-// stderr, writes the JSON lines, and says whether it found anything.
-func (x *exploring) finish() (found bool) {
+// stderr, writes the JSON lines, and returns Run's status for it: 0,
+// exploreFound when it found something, exploreFailed when the explorer
+// failed (Run's error; it could not stop) and so neither found nor
+// cleared anything. The last line of DUET_EXPLORE_TRACE says which, for a
+// parent: {"end": "done"}, {"end": "error", "error": why}, or {"end":
+// "not started"} when the explorer never started.
+func (x *exploring) finish() int {
 	x.cancel()
+	end := map[string]any{"end": "done"}
 	if x.trace != nil {
 		defer func() {
 			// The run is over, its report written: what is left is the
 			// program's own end, which a parent gives its own time.
 			x.stopBeating()
-			x.traceLine(map[string]any{"end": "done"})
+			x.traceLine(end)
 			x.trace.Close()
 		}()
 	}
 	if !x.started {
+		end["end"] = "not started"
 		if !x.app.activateFailed.Load() { // that failure was said already
 			fmt.Fprintln(os.Stderr, "explore: the application was never activated; nothing explored")
 		}
-		return false
+		return 0
 	}
 	select {
 	case <-x.done:
 	case <-time.After(10 * time.Second):
-		fmt.Fprintln(os.Stderr, "explore: the explorer did not stop within 10 s of the application's end")
-		return true
+		const why = "the explorer did not stop within 10 s of the application's end"
+		fmt.Fprintln(os.Stderr, "explore:", why)
+		end["end"], end["error"] = "error", why
+		return exploreFailed
 	}
 	if x.err != nil {
 		fmt.Fprintln(os.Stderr, "explore:", x.err)
-		return true
+		end["end"], end["error"] = "error", x.err.Error()
+		return exploreFailed
 	}
 	x.print()
-	return len(x.rep.Findings) > 0
+	if len(x.rep.Findings) > 0 {
+		return exploreFound
+	}
+	return 0
 }
 
 func hung(rep *explore.Report) bool {

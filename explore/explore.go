@@ -64,6 +64,13 @@ type Options struct {
 	// Report.ReplayError, which is not a finding. Nothing is drawn at
 	// random.
 	Replay []Action
+	// ReplayStrict makes a replay take each recorded address as it is:
+	// no fallback to the structural key, which, after the UI changed,
+	// may name another widget (a button put before the recorded one): a
+	// regression test's replay would then act elsewhere and pass while
+	// the bug is still there. A recorded address not found is then a
+	// ReplayError.
+	ReplayStrict bool
 	// Expect is the finding a replay should meet again (Report.Reproduced
 	// says whether it did, see Finding.Same); nil for none.
 	Expect *Finding
@@ -120,10 +127,13 @@ func (o Options) withDefaults() Options {
 // ParseOptions reads options written as DUET_EXPLORE takes them: a comma
 // separated list of seed=N, duration=D, actions=N, pace=D, gc=D (or
 // gc=off), stall=D, hang=D, leak-every=N, leak-rounds=N (or leak=off),
-// keep-going (or keep-going=true|false) and replay=FILE (the JSON lines
+// keep-going (or keep-going=true|false), strict (or strict=true|false:
+// Options.ReplayStrict) and replay=FILE (the JSON lines
 // Report.WriteJSON wrote, read with ReadReport: its trace becomes
 // Options.Replay, its first finding Options.Expect), with D a positive duration in
-// time.ParseDuration's form and N a positive number. Without seed=, the
+// time.ParseDuration's form and N a positive number. A value may be
+// written as a Go string literal ("..."), in which a comma does not end
+// it: replay="/tmp/a,b/trace.jsonl". Without seed=, the
 // seed comes from the clock (the report says which it was). Anything else,
 // a value out of range included, is an error.
 func ParseOptions(s string) (Options, error) {
@@ -143,12 +153,19 @@ func ParseOptions(s string) (Options, error) {
 		}
 		return n, err
 	}
-	for field := range strings.SplitSeq(s, ",") {
+	for _, field := range optionFields(s) {
 		field = strings.TrimSpace(field)
 		if field == "" {
 			continue
 		}
 		key, val, _ := strings.Cut(field, "=")
+		if strings.HasPrefix(val, `"`) {
+			uq, err := strconv.Unquote(val)
+			if err != nil {
+				return Options{}, fmt.Errorf("explore: option %q: a quoted value is a Go string literal: %w", field, err)
+			}
+			val = uq
+		}
 		var err error
 		switch key {
 		case "seed":
@@ -198,14 +215,42 @@ func ParseOptions(s string) (Options, error) {
 			default:
 				err = errors.New("want keep-going, keep-going=true or keep-going=false")
 			}
+		case "strict":
+			switch val {
+			case "", "1", "true":
+				o.ReplayStrict = true
+			case "0", "false":
+				o.ReplayStrict = false
+			default:
+				err = errors.New("want strict, strict=true or strict=false")
+			}
 		default:
-			return Options{}, fmt.Errorf("explore: unknown option %q (want seed, duration, actions, pace, gc, stall, hang, leak-every, leak-rounds, leak, keep-going, replay)", key)
+			return Options{}, fmt.Errorf("explore: unknown option %q (want seed, duration, actions, pace, gc, stall, hang, leak-every, leak-rounds, leak, keep-going, strict, replay)", key)
 		}
 		if err != nil {
 			return Options{}, fmt.Errorf("explore: option %q: %w", field, err)
 		}
 	}
 	return o, nil
+}
+
+// optionFields splits s at its commas, except those inside a quoted value
+// (a path may have commas: a TMPDIR, a package's directory).
+func optionFields(s string) []string {
+	var fields []string
+	start, quoted := 0, false
+	for i := 0; i < len(s); i++ {
+		switch {
+		case quoted && s[i] == '\\':
+			i++ // an escaped character, a quote among them
+		case s[i] == '"':
+			quoted = !quoted
+		case !quoted && s[i] == ',':
+			fields = append(fields, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(fields, s[start:])
 }
 
 // Run explores the program it runs in until the run's time or actions are
@@ -471,7 +516,7 @@ func (x *explorer) step(ctx context.Context) error {
 			next := len(x.report.Trace)
 			x.mu.Unlock()
 			want = x.opts.Replay[next]
-			iObj, err := x.mod.CallMethod("find", want.Address, want.Verb, want.WindowKey)
+			iObj, err := x.mod.CallMethod("find", want.Address, want.Verb, want.WindowKey, x.opts.ReplayStrict)
 			if err != nil {
 				return fmt.Errorf("explore: %w", err)
 			}

@@ -463,7 +463,7 @@ class ReplayMismatch(Exception):
     position the drop-down no longer has, say)."""
 
 
-def find(addr, verb, window_key=""):
+def find(addr, verb, window_key="", strict=False):
     """The index of the candidate at addr doing verb, or -1. When none has
     that very address, the one candidate with its structural key and verb
     (a label that changed: "clicked 3 times" for "clicked 1 time"); then,
@@ -471,10 +471,14 @@ def find(addr, verb, window_key=""):
     window of that key with the same structure below the window (a window
     whose title changed: "notes.txt" for "Untitled"); -1 when there are
     none or several. A window that closed (by itself, say) has no key: an
-    action recorded in it finds nothing."""
+    action recorded in it finds nothing. strict (Options.ReplayStrict)
+    takes that very address only: a fallback may act on another widget,
+    the one the key names after the UI changed."""
     for i, c in enumerate(_candidates):
         if c.addr == addr and c.kind == verb:
             return i
+    if strict:
+        return -1
     key = _structure(addr)
     same = [i for i, c in enumerate(_candidates) if c.key == key and c.kind == verb]
     if len(same) == 1:

@@ -229,6 +229,39 @@ func leakIdentity(msg string) string {
 	return stable(what)
 }
 
+// Distinct says whether f and g are different troubles, as a run that
+// goes on after a finding counts them (cmd/duetexplore -keep-going):
+// stricter than Same, which says what a replay must meet again. Two
+// findings are the same trouble only with the same Kind, the same Where
+// and the same message, addresses (0x4040a0c0) and decimal numbers (a
+// leak's counts, a stall's seconds) aside, even when Where is known (two
+// panics on one line with different values are two bugs); and for a
+// stall or a hang, whose place is seldom known, with the same action
+// running too: the last of its trace, by verb and address.
+func (f *Finding) Distinct(g *Finding) bool {
+	if f == nil || g == nil {
+		return f != g
+	}
+	return f.distinctKey() != g.distinctKey()
+}
+
+// numbers are what a message says that changes with the run: counts, and
+// how long.
+var numbers = regexp.MustCompile(`[0-9]+(\.[0-9]+)?`)
+
+// distinctKey is what Distinct compares.
+func (f *Finding) distinctKey() string {
+	key := []string{string(f.Kind), f.Where, numbers.ReplaceAllString(stable(f.Message), "N")}
+	if f.Kind == KindStall || f.Kind == KindHang {
+		var a Action
+		if n := len(f.Trace); n > 0 {
+			a = f.Trace[n-1]
+		}
+		key = append(key, a.Verb, a.Address)
+	}
+	return strings.Join(key, "\x00")
+}
+
 // addresses are what a message may say that differs from one run to the
 // next of the same trouble: GTK's warnings name objects by address
 // ("Trying to snapshot GtkGizmo 0x40409640 without a current allocation").
@@ -366,18 +399,32 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(map[string]any{"summary": summary{r, len(r.Trace), len(r.Findings), round(r.rate(), 2), round(r.share(), 3)}})
 }
 
+// MaxLine bounds a line ReadReport reads: a finding's line holds its whole
+// trace and its detail (a goroutine dump), so it may be long, but a line
+// longer than this is taken for a broken file rather than read on.
+const MaxLine = 256 << 20
+
+// maxLine is MaxLine, a variable so that a test can lower it.
+var maxLine = MaxLine
+
 // ReadReport reads what WriteJSON wrote (a file DUET_EXPLORE_OUT names):
 // the trace, the findings, the samples and the summary's numbers. Lines it
 // does not know are skipped (and a file without samples reads without);
-// a line that is not JSON is an error.
+// a line that is not JSON is an error, and so is one longer than MaxLine.
 func ReadReport(r io.Reader) (*Report, error) {
 	rep := &Report{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(nil, 16<<20)
+	br := bufio.NewReader(r)
 	n := 0
-	for sc.Scan() {
+	for {
+		raw, err := readLine(br)
+		if err == io.EOF {
+			break
+		}
 		n++
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+		if err != nil {
+			return nil, fmt.Errorf("explore: line %d: %w", n, err)
+		}
+		if len(bytes.TrimSpace(raw)) == 0 {
 			continue
 		}
 		var line struct {
@@ -386,7 +433,7 @@ func ReadReport(r io.Reader) (*Report, error) {
 			Sample  *Sample
 			Summary *Report
 		}
-		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+		if err := json.Unmarshal(raw, &line); err != nil {
 			return nil, fmt.Errorf("explore: line %d: %w", n, err)
 		}
 		switch {
@@ -402,10 +449,39 @@ func ReadReport(r io.Reader) (*Report, error) {
 			rep.Trace, rep.Findings, rep.Samples = trace, findings, samples
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("explore: %w", err)
-	}
 	return rep, nil
+}
+
+// bytesWords says n bytes in MiB when it is a whole number of them.
+func bytesWords(n int) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// readLine reads one line of any length up to maxLine, without its
+// newline; io.EOF once there is none left (a last line without a newline
+// is a line).
+func readLine(r *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(line)+len(bytes.TrimSuffix(chunk, []byte("\n"))) > maxLine {
+			return nil, fmt.Errorf("longer than the limit of %s", bytesWords(maxLine))
+		}
+		line = append(line, chunk...)
+		switch {
+		case err == nil:
+			return line[:len(line)-1], nil
+		case err == bufio.ErrBufferFull:
+			continue
+		case err == io.EOF && len(line) > 0:
+			return line, nil
+		default:
+			return nil, err
+		}
+	}
 }
 
 func readReportFile(path string) (*Report, error) {

@@ -12,14 +12,36 @@
 //
 // The package is built with go build into a temporary directory (-exe
 // takes a program already built). With no DISPLAY and no WAYLAND_DISPLAY,
-// duetexplore runs itself again under xvfb-run -a: one X server for the
-// exploration and every replay. The program runs with DUET_EXPLORE made
+// duetexplore starts an X server for itself (see The display and signals).
+// The program runs with DUET_EXPLORE made
 // from the flags, DUET_EXPLORE_OUT (the report's JSON lines) and
 // DUET_EXPLORE_TRACE (each action as it starts and once done, each
 // finding as it is made, a heartbeat every second; see package app) in the
 // temporary directory, DUET_CRASH_REPORT=1 (unless set: see package
 // forensics), DUET_ALLOW_CRITICALS=1 and fatal-criticals taken out of
 // G_DEBUG, so that a critical is a finding, not an abort.
+//
+// # The display and signals
+//
+// Without a display, duetexplore starts Xvfb as its own child (-displayfd:
+// the server takes a free display and says which once it accepts
+// connections), reachable with a fresh cookie in a private directory
+// (XAUTHORITY, as xvfb-run does), for the exploration and every replay,
+// and ends it (SIGTERM, so that it removes its socket) and the directory
+// when it ends. It does not run itself again under xvfb-run: the process
+// the user started would then be xvfb-run's shell, and a signal to it
+// would leave the driver, the program and the server running, with their
+// files in /tmp; here the driver stays the process the user started.
+//
+// SIGINT or SIGTERM to it ends the run: the program (SIGKILL to its
+// process group), then the X server; the status is then 128 plus the
+// signal's number (130, 143), as a shell reports it. A second signal ends
+// the driver at once; the program and the X server still go with it (the
+// kernel signals them when their parent dies). Each program runs in a
+// process group of its own, killed once it ends (whatever ended it), so
+// that what it started (a helper, a subprocess) does not outlive it;
+// with -v, its output is copied for at most a second after it ended (a
+// process it started may hold the pipe open).
 //
 // # Findings
 //
@@ -28,7 +50,8 @@
 // two only a parent sees: a crash (the process died of a signal, or exited
 // with a status that is neither 0 nor 3; the message names the runtime's
 // "SIGSEGV: segmentation violation" line when there is one, and the crash
-// report's path is printed) and a hang. A hang is said three ways, and
+// report's path is printed; once package app set up the explorer: see
+// below) and a hang. A hang is said three ways, and
 // each time the process gets SIGQUIT, for the Go runtime's goroutine dump
 // in its stderr, then, 2 s later, SIGKILL:
 //
@@ -50,10 +73,25 @@
 // The temporary directory, with each child's stderr, is kept after a
 // crash or a hang (and with -keep).
 //
+// Two ends are neither a finding nor a clean run, and each is said with
+// the end of the child's stderr and has its own exit status (-keep-going
+// goes on no further then, and settles what it found before): the
+// explorer failed (explore.Run returned an error, a getter that raised
+// while it listed the widgets, say: package app then exits 1 and says
+// "error" on DUET_EXPLORE_TRACE's end line, with no report), and the
+// program did not start: it exited (not of a signal) before package app
+// set up the explorer (no line on DUET_EXPLORE_TRACE: its options or its
+// flags refused, a setup that failed), it ended without ever starting
+// the explorer (the application never activated: "not started" on the
+// end line), or it never ran one (no trace and no report: a program that
+// does not run app.Main or App.Run). Such a program is not a crash: there
+// is no action to replay.
+//
 // # Confirming and shrinking
 //
 // The first finding's trace (each one's, with -keep-going) is replayed in
-// a fresh process (DUET_EXPLORE=replay=FILE: each recorded action done
+// a fresh process (DUET_EXPLORE=replay=FILE, FILE quoted as a Go string
+// when it has a comma or a quote, as a TMPDIR may: each recorded action done
 // again on the widget at its recorded address, with its recorded input,
 // at the same pace and with the same forced collections). When the replay meets the same kind
 // of finding at the same place (explore.Finding.Same), the trace is shrunk
@@ -63,7 +101,12 @@
 // default a new duetexplore-KIND-*.jsonl in the temporary directory of
 // os.TempDir). -replay FILE replays a file once and says whether its
 // finding came back (with the explorer's options of the flags: give it the
-// -stall, -hang and -leak-* the run had). The action a crash interrupted
+// -stall, -hang and -leak-* the run had). It refuses, before it builds
+// anything, a file that is not a whole replay file: an empty one, one cut
+// short (a replay file ends with its summary line, which counts the
+// actions and findings before it: a file without it, or whose counts do
+// not match, lost lines), a DUET_EXPLORE_TRACE stream, a line that is not
+// JSON. The action a crash interrupted
 // is recorded before it was done, with its input (chosen before the action
 // runs), so a crash in a typed text or a set value replays too.
 //
@@ -77,6 +120,10 @@
 // report. A program that died before its report (a crash, a hang) has no
 // samples: its plot has the actions of the trace it streamed, and the
 // crash or hang at its last action. Without -plot, no plot is drawn.
+// With -keep-going, each child's run is drawn into a file of its own,
+// FILE with -N before its extension (run.svg: run-1.svg, run-2.svg, ...,
+// N counting the children from 1): each child is a process of its own,
+// with its own seed, clock and memory, whose timelines would not join.
 //
 // # Every finding of a run
 //
@@ -87,8 +134,12 @@
 // up), a fresh child takes the next seed for the time left (none for less
 // than 1 s; none either once two children in a row ended by themselves
 // without an action). What a child found before it died is known from
-// its streamed findings. Each distinct finding (explore.Finding.Same; the
-// same trouble again counts as a repeat) is then confirmed, shrunk and
+// its streamed findings. Each distinct finding (explore.Finding.Distinct:
+// the same kind, place and message, numbers and addresses in it aside,
+// and for a stall or a hang the same action running; the same trouble
+// again counts as a repeat; the looser explore.Finding.Same, which would
+// take any two stalls for one, is only what a replay must meet again) is
+// then confirmed, shrunk and
 // written (-o names a directory then: duetexplore-KIND-N.jsonl in it),
 // with -test as a regression test each, and a summary lists them all:
 // the shrunk trace in words, when it was first met and with which seed,
@@ -107,9 +158,16 @@
 // the exploration was given (a relative path is the test's, in the
 // package's directory), and fails while the same kind of finding at the
 // same place comes back (with the finding's words), or the program meets
-// other trouble, crashes or does not end; it fails too, saying the UI
-// changed and the trace is to be recorded again, on a replay error; it
-// passes when the replay runs clean. Each kind: a crash is the replayed
+// other trouble, crashes or does not end; it fails too, saying "the UI
+// changed: recorded action N (its words) not found" and that the trace is
+// to be recorded again, on a replay error; it passes when the replay runs
+// clean. Its replay is strict (DUET_EXPLORE's strict,
+// explore.Options.ReplayStrict): a recorded address not found is a replay
+// error, where confirming, shrinking and -replay take the one widget with
+// the recorded structural key instead (a label that counts its clicks).
+// After a change of the UI that key may name another widget (a button put
+// before the recorded one): the test would click it, miss the bug, and
+// pass. Each kind: a crash is the replayed
 // program dying of a signal (or a status other than 0 and 3) again; a
 // hang is the program killed (the explorer reported the hang, or it made
 // no progress for -hang plus 3 s, as above, or it still ran long after
@@ -137,10 +195,15 @@
 //	-exe PROGRAM    explore a program already built
 //	-v              copy the program's stderr; -keep keeps the temporary directory
 //
+// A count of 0 is its default or no bound; a negative count, or a
+// duration that is not positive, is a usage error.
+//
 // # Exit status
 //
 // 0 when nothing was found, 3 when something was (with -keep-going: any
 // of the run's findings, confirmed or not), 2 for a usage or build
-// error, 1 when -replay could not replay its file (an address not found)
-// and found nothing.
+// error (or an X server that would not start), 1 when -replay could not replay its file (an address not found)
+// and found nothing, 4 when the explorer failed, 5 when the program did
+// not start (see Findings), 6 when -replay's file is not a whole replay
+// file, and 128 plus the signal's number after SIGINT or SIGTERM.
 package main

@@ -14,11 +14,34 @@ import (
 // child.
 const minChildRun = time.Second
 
+// met is a distinct finding of a -keep-going run: when it was first met,
+// with which seed.
+type met struct {
+	f     *explore.Finding
+	seed  uint64
+	after time.Duration
+}
+
+// seenBefore is the finding of all that is the same trouble as f, or nil.
+// Not explore.Finding.Same, which is what a replay must meet again and so
+// loose (any message once a place is known; for stalls and hangs, which
+// have none, any at all: every stall of the run would be one), but
+// explore.Finding.Distinct: kind, place, message (numbers aside) and, for
+// a stall or a hang, the action that was running.
+func seenBefore(all []*met, f *explore.Finding) *explore.Finding {
+	for _, m := range all {
+		if !m.f.Distinct(f) {
+			return m.f
+		}
+	}
+	return nil
+}
+
 // exploreAll is -keep-going: the run goes on after a finding to the end
 // of -duration (the child is told keep-going; after a crash or a hang,
 // or a program that ended by itself before the run's time, a fresh child
 // takes the next seed for the time left), then each distinct finding
-// (explore.Finding.Same) is confirmed, shrunk and written, into outDir
+// (see seenBefore) is confirmed, shrunk and written, into outDir
 // when given, and a summary of all is printed.
 func (d *driver) exploreAll(ctx context.Context, outDir string) int {
 	if outDir != "" {
@@ -29,11 +52,6 @@ func (d *driver) exploreAll(ctx context.Context, outDir string) int {
 	}
 	began := time.Now()
 	deadline := began.Add(d.duration)
-	type met struct {
-		f     *explore.Finding
-		seed  uint64
-		after time.Duration
-	}
 	var all []*met
 	seed, children, actions, idle := d.seed, 0, 0, 0
 	for ctx.Err() == nil {
@@ -54,7 +72,18 @@ func (d *driver) exploreAll(ctx context.Context, outDir string) int {
 			fmt.Fprintln(d.log, "duetexplore:", err)
 			return exitUsage
 		}
+		if o.failed != "" || o.notStarted != "" {
+			// Not a finding, and the run cannot go on: with nothing
+			// found yet it is the run's outcome; otherwise what was
+			// found is still settled.
+			status := d.notExplored(o)
+			if len(all) == 0 {
+				return status
+			}
+			break
+		}
 		children++
+		d.writePlot(childPlot(d.plot, children), seed, o)
 		if o.rep != nil {
 			fmt.Fprint(d.out, o.rep)
 		} else {
@@ -62,18 +91,12 @@ func (d *driver) exploreAll(ctx context.Context, outDir string) int {
 		}
 		actions += len(o.trace)
 		for _, f := range o.findings {
-			seen := false
-			for _, m := range all {
-				if m.f.Same(f) {
-					m.f.Repeats += 1 + f.Repeats
-					seen = true
-					break
-				}
+			if m := seenBefore(all, f); m != nil {
+				m.Repeats += 1 + f.Repeats
+				continue
 			}
-			if !seen {
-				all = append(all, &met{f: f, seed: seed, after: time.Since(began)})
-				fmt.Fprintf(d.out, "duetexplore: finding %d, after %.1f s (seed %d), %d actions: %s\n", len(all), time.Since(began).Seconds(), seed, len(f.Trace), f)
-			}
+			all = append(all, &met{f: f, seed: seed, after: time.Since(began)})
+			fmt.Fprintf(d.out, "duetexplore: finding %d, after %.1f s (seed %d), %d actions: %s\n", len(all), time.Since(began).Seconds(), seed, len(f.Trace), f)
 		}
 		// A program that ends by itself at once, twice, has nothing more
 		// to show.

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -27,40 +28,54 @@ const (
 	exitReplay   = 1 // -replay: the trace could not be replayed
 	exitUsage    = 2
 	exitFound    = 3
-	xvfbMarkVar  = "DUETEXPLORE_XVFB"
+	exitExplorer = 4               // the explorer failed: nothing found, nothing cleared
+	exitNoStart  = 5               // the program did not start (or did not start the explorer)
+	exitBadFile  = 6               // -replay: the file is not a whole replay file
 	childStopGap = 2 * time.Second // between SIGQUIT and SIGKILL
+	// childWaitDelay bounds how long a child's output is still copied
+	// (with -v) once it exited: what it wrote is in the pipe by then;
+	// only a process it started could keep the pipe open.
+	childWaitDelay = time.Second
 )
 
 func main() {
-	ensureDisplay()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	status := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(status)
-}
-
-// ensureDisplay runs the driver again under xvfb-run when there is no
-// display: one X server for the exploration and every replay, and the
-// program a direct child (its signal is its own, not xvfb-run's status).
-func ensureDisplay() {
-	if os.Getenv("DISPLAY") != "" || os.Getenv("WAYLAND_DISPLAY") != "" || os.Getenv(xvfbMarkVar) != "" {
-		return
-	}
-	xvfb, err := exec.LookPath("xvfb-run")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "duetexplore: no DISPLAY or WAYLAND_DISPLAY, and no xvfb-run to make one:", err)
-		os.Exit(exitUsage)
-	}
-	self, err := os.Executable()
+	// The command owns its process: SIGINT and SIGTERM end the run (the
+	// children, their process groups, the X server), then the driver,
+	// with 128 plus the signal as a shell reports it. A second one ends
+	// the driver at once (the signal's default): the children go with it
+	// (Pdeathsig), the X server too, cleanly (SIGTERM).
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	caught := make(chan os.Signal, 1)
+	go func() {
+		sig := <-sigs
+		signal.Reset(os.Interrupt, syscall.SIGTERM)
+		caught <- sig
+		cancel()
+	}()
+	status := exitUsage
+	x, err := ensureDisplay(ctx)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "duetexplore:", err)
-		os.Exit(exitUsage)
+	} else {
+		if x != nil {
+			fmt.Fprintf(os.Stderr, "duetexplore: X server %s (Xvfb, pid %d)\n", x.display, x.cmd.Process.Pid)
+		}
+		status = run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		if x != nil {
+			x.stop()
+		}
 	}
-	args := append([]string{xvfb, "-a", "-s", "-screen 0 1280x800x24", self}, os.Args[1:]...)
-	env := append(os.Environ(), xvfbMarkVar+"=1")
-	err = syscall.Exec(xvfb, args, env)
-	fmt.Fprintln(os.Stderr, "duetexplore: xvfb-run:", err)
-	os.Exit(exitUsage)
+	select {
+	case sig := <-caught:
+		if s, ok := sig.(syscall.Signal); ok {
+			status = 128 + int(s)
+		}
+	default:
+	}
+	cancel()
+	os.Exit(status)
 }
 
 type driver struct {
@@ -150,15 +165,35 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *noLeak {
 		d.leak = "leak=off"
 	}
-	for _, v := range []time.Duration{d.duration, d.pace, d.stall, d.hang, d.grace, d.shrinkTime} {
-		if v <= 0 {
-			fmt.Fprintln(stderr, "duetexplore: durations must be positive")
+	for _, v := range []struct {
+		name string
+		d    time.Duration
+	}{{"duration", d.duration}, {"pace", d.pace}, {"stall", d.stall}, {"hang", d.hang}, {"grace", d.grace}, {"shrink-time", d.shrinkTime}} {
+		if v.d <= 0 {
+			fmt.Fprintf(stderr, "duetexplore: -%s %v: must be positive\n", v.name, v.d)
 			return exitUsage
 		}
 	}
-	if d.leakEvery < 0 || d.leakRounds < 0 {
-		fmt.Fprintln(stderr, "duetexplore: -leak-every and -leak-rounds must not be negative")
-		return exitUsage
+	// Counts: 0 is each one's "no bound" or "the default"; below it is a
+	// mistake, not a bound (a negative -max-replays would skip shrinking
+	// silently, a negative -actions explore without a bound).
+	for _, c := range []struct {
+		name string
+		n    int
+	}{{"actions", d.actions}, {"leak-every", d.leakEvery}, {"leak-rounds", d.leakRounds}, {"max-replays", d.maxReplays}} {
+		if c.n < 0 {
+			fmt.Fprintf(stderr, "duetexplore: -%s %d: must not be negative\n", c.name, c.n)
+			return exitUsage
+		}
+	}
+	var rec *explore.Report
+	if *replay != "" {
+		// Before the build: a file that will not replay fails fast.
+		var err error
+		if rec, err = readReplayFile(*replay); err != nil {
+			fmt.Fprintln(stderr, "duetexplore: -replay:", err)
+			return exitBadFile
+		}
 	}
 	tmp, err := os.MkdirTemp("", "duetexplore-")
 	if err != nil {
@@ -203,7 +238,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if *replay != "" {
-		return d.replayOnce(ctx, *replay)
+		return d.replayOnce(ctx, *replay, rec)
 	}
 	if d.keepGoing {
 		return d.exploreAll(ctx, *outFile)
@@ -219,6 +254,41 @@ type outcome struct {
 	findings []*explore.Finding // all: the explorer's (its report's, or as it streamed them), then a crash or a hang
 	cut      bool               // the process crashed or was killed: the run did not go to its end
 	stderr   string             // the file that has the child's stderr
+	// failed is the explorer's error (explore.Run's: package app's end
+	// line says it), notStarted why the program did not start, or did
+	// not start the explorer: neither is a finding, nor a clean run.
+	failed, notStarted string
+}
+
+// notExplored reports a child that did not explore (o.failed or
+// o.notStarted, with the end of its stderr) and returns the status for it.
+func (d *driver) notExplored(o *outcome) int {
+	status := exitExplorer
+	if o.failed != "" {
+		fmt.Fprintln(d.out, "duetexplore: the explorer failed (not a finding: nothing was explored to the end):", o.failed)
+	} else {
+		status = exitNoStart
+		fmt.Fprintln(d.out, "duetexplore: the program did not start:", o.notStarted)
+	}
+	fmt.Fprintf(d.out, "duetexplore: its stderr ends:\n%s", stderrTail(o.stderr))
+	return status
+}
+
+// stderrTail is the end of a child's stderr, its last lines, indented.
+func stderrTail(path string) string {
+	const lines, bytesMax = 20, 4 << 10
+	data, _ := os.ReadFile(path)
+	if len(data) > bytesMax {
+		data = data[len(data)-bytesMax:]
+	}
+	ls := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(ls) > lines {
+		ls = ls[len(ls)-lines:]
+	}
+	if len(ls) == 1 && ls[0] == "" {
+		return "  (nothing)\n"
+	}
+	return "  " + strings.Join(ls, "\n  ") + "\n"
 }
 
 // met is the finding of o that is the same trouble as want (Finding.Same),
@@ -266,15 +336,21 @@ func (d *driver) explore(ctx context.Context, outFile string) int {
 	began := time.Now()
 	o, err := d.child(ctx, spec, d.duration)
 	if err != nil {
+		if ctx.Err() != nil {
+			err = errors.New("interrupted")
+		}
 		fmt.Fprintln(d.log, "duetexplore:", err)
 		return exitUsage
+	}
+	if o.failed != "" || o.notStarted != "" {
+		return d.notExplored(o)
 	}
 	if o.rep != nil {
 		fmt.Fprint(d.out, o.rep)
 	} else {
 		fmt.Fprintf(d.out, "explore: seed %d: %d actions before the program ended\n", d.seed, len(o.trace))
 	}
-	d.writePlot(o)
+	d.writePlot(d.plot, d.seed, o)
 	if o.finding == nil {
 		fmt.Fprintln(d.out, "duetexplore: nothing found")
 		return exitClean
@@ -351,22 +427,12 @@ func (d *driver) write(path string, f *explore.Finding, trace []explore.Action, 
 		fmt.Fprintln(d.log, "duetexplore: writing the trace:", err)
 		return ""
 	}
-	fmt.Fprintf(d.out, "duetexplore: trace written to %s (duetexplore -replay %s, or DUET_EXPLORE=replay=%s)\n", file.Name(), file.Name(), file.Name())
+	fmt.Fprintf(d.out, "duetexplore: trace written to %s (duetexplore -replay %s, or DUET_EXPLORE=replay=%s)\n", file.Name(), file.Name(), specValue(file.Name()))
 	return file.Name()
 }
 
-func (d *driver) replayOnce(ctx context.Context, path string) int {
-	f, err := os.Open(path)
-	if err != nil {
-		fmt.Fprintln(d.log, "duetexplore:", err)
-		return exitUsage
-	}
-	rec, err := explore.ReadReport(f)
-	f.Close()
-	if err != nil {
-		fmt.Fprintln(d.log, "duetexplore:", err)
-		return exitUsage
-	}
+// replayOnce is -replay: rec, read from path, replayed once.
+func (d *driver) replayOnce(ctx context.Context, path string, rec *explore.Report) int {
 	var expect *explore.Finding
 	if len(rec.Findings) > 0 {
 		expect = rec.Findings[0]
@@ -376,7 +442,10 @@ func (d *driver) replayOnce(ctx context.Context, path string) int {
 		fmt.Fprintln(d.log, "duetexplore:", err)
 		return exitUsage
 	}
-	d.writePlot(o)
+	if o.failed != "" || o.notStarted != "" {
+		return d.notExplored(o)
+	}
+	d.writePlot(d.plot, d.seed, o)
 	replayed := len(o.trace)
 	if o.rep != nil {
 		replayed = o.rep.Replayed
@@ -431,7 +500,18 @@ func (d *driver) replay(ctx context.Context, trace []explore.Action, expect *exp
 		return nil, err
 	}
 	limit := replayLimit(trace)
-	return d.child(ctx, fmt.Sprintf("replay=%s,duration=%s,%s", file, limit, d.options()), limit)
+	return d.child(ctx, fmt.Sprintf("replay=%s,duration=%s,%s", specValue(file), limit, d.options()), limit)
+}
+
+// specValue is v as a value of DUET_EXPLORE, whose options are comma
+// separated: quoted (a Go string literal, which explore.ParseOptions
+// reads) when it has a comma or a quote, or spaces at an end, that would
+// cut it (a TMPDIR may have them), as it is otherwise.
+func specValue(v string) string {
+	if strings.ContainsAny(v, `,"`) || strings.TrimSpace(v) != v {
+		return strconv.Quote(v)
+	}
+	return v
 }
 
 // reproduces says whether replaying trace meets the same trouble as want,
@@ -445,6 +525,10 @@ func (d *driver) reproduces(ctx context.Context, trace []explore.Action, want *e
 		return true, f.String()
 	}
 	switch {
+	case o.failed != "":
+		return false, "the explorer failed: " + o.failed
+	case o.notStarted != "":
+		return false, "the program did not start: " + o.notStarted
 	case o.finding != nil:
 		return false, "met " + o.finding.String()
 	case o.rep != nil && o.rep.ReplayError != "":
@@ -557,10 +641,21 @@ func (d *driver) child(ctx context.Context, spec string, run time.Duration) (*ou
 		cmd.Stdout = io.MultiWriter(errFile, d.log)
 		cmd.Stderr = cmd.Stdout
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// Its own process group, so that what it starts (a helper, a
+	// subprocess Python ran) is ended with it: the group is killed once
+	// it has exited, or when it is ended. Pdeathsig: a driver killed
+	// outright takes the program with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// With -v its output goes through a pipe, which a process it started
+	// may hold open after it exited: Wait would wait for that one too.
+	cmd.WaitDelay = childWaitDelay
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", d.exe, err)
 	}
+	pgid := cmd.Process.Pid
+	// The group outlives its leader while a member lives, and its number
+	// is not reused until then: killing it after Wait is safe.
+	defer syscall.Kill(-pgid, syscall.SIGKILL)
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	limit := run + d.hang + d.grace
@@ -580,7 +675,7 @@ wait:
 		case <-exited:
 			break wait
 		case <-ctx.Done():
-			cmd.Process.Kill()
+			syscall.Kill(-pgid, syscall.SIGKILL)
 			<-exited
 			return nil, ctx.Err()
 		case <-timer.C:
@@ -607,9 +702,15 @@ wait:
 			break wait
 		}
 	}
+	if seen < 0 {
+		w.poll() // what it wrote before it ended: its end line
+	}
 	var streamed []*explore.Finding
 	o := &outcome{stderr: errPath}
-	o.trace, streamed = readTrace(trace, seen)
+	o.trace, streamed, err = readTrace(trace, seen)
+	if err != nil {
+		fmt.Fprintln(d.log, "duetexplore: reading the streamed trace:", err)
+	}
 	// Without progress, what the process went on to write once continued
 	// (SIGCONT, for its goroutine dump) is not this run's: not its report.
 	if f, err := os.Open(out); err == nil {
@@ -619,7 +720,28 @@ wait:
 		f.Close()
 	}
 	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
-	o.cut = killed != "" || ws.Signaled() || ws.ExitStatus() != 0 && ws.ExitStatus() != exitFound
+	exitedBadly := ws.Exited() && ws.ExitStatus() != 0 && ws.ExitStatus() != exitFound
+	switch {
+	case killed != "":
+	case w.end == "error":
+		o.failed = w.endErr
+		return o, nil
+	case w.end == "not started":
+		o.notStarted = fmt.Sprintf("the explorer never started (the application was never activated; exit status %d)", ws.ExitStatus())
+		return o, nil
+	case !w.lines && exitedBadly:
+		// It ended before package app set up the explorer (before its
+		// first heartbeat): its options refused, a flag or a setup
+		// that failed, a build of something else. Not a crash to
+		// confirm and shrink: there is no action to replay. (Dying of a
+		// signal there is a crash still.)
+		o.notStarted = fmt.Sprintf("it exited with status %d before the explorer started (no line on DUET_EXPLORE_TRACE)", ws.ExitStatus())
+		return o, nil
+	case !w.lines && ws.Exited() && o.rep == nil:
+		o.notStarted = fmt.Sprintf("it exited with status %d without starting the explorer: no line on DUET_EXPLORE_TRACE, no report (does it run app.Main or App.Run?)", ws.ExitStatus())
+		return o, nil
+	}
+	o.cut = killed != "" || ws.Signaled() || exitedBadly
 	if o.rep != nil && len(o.rep.Findings) > 0 {
 		// The explorer's report: its findings with their traces (an
 		// explorer that reported its hang first, too).
@@ -680,7 +802,7 @@ func childEnv(spec, out, trace string) []string {
 	for _, kv := range os.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
 		switch {
-		case k == xvfbMarkVar || strings.HasPrefix(k, "DUET_EXPLORE"):
+		case strings.HasPrefix(k, "DUET_EXPLORE"):
 			continue
 		case k == "G_DEBUG":
 			var keep []string
@@ -717,11 +839,13 @@ func signalName(s syscall.Signal) string {
 // is the action (done, or under way when the process ended); each finding
 // line is a finding as the explorer made it, given the trace up to it. The
 // heartbeat and the end line are skipped.
-// Only its first limit bytes are read, unless limit is negative.
-func readTrace(path string, limit int64) ([]explore.Action, []*explore.Finding) {
+// Only its first limit bytes are read, unless limit is negative. The
+// error is for a line longer than maxLine: what came before it is
+// returned.
+func readTrace(path string, limit int64) ([]explore.Action, []*explore.Finding, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil
+		return nil, nil, nil // no trace: the program did not get as far
 	}
 	defer f.Close()
 	var r io.Reader = f
@@ -734,16 +858,23 @@ func readTrace(path string, limit int64) ([]explore.Action, []*explore.Finding) 
 		upto int
 	}
 	var founds []found
-	sc := bufio.NewScanner(r)
-	sc.Buffer(nil, 16<<20)
-	for sc.Scan() {
+	br := bufio.NewReader(r)
+	var readErr error
+	for n := 1; ; n++ {
+		raw, err := readLine(br)
+		if err != nil {
+			if err != io.EOF {
+				readErr = fmt.Errorf("%s: line %d: %w", path, n, err)
+			}
+			break
+		}
 		var line struct {
 			N       int
 			Action  *explore.Action
 			Finding *explore.Finding
 			Upto    int
 		}
-		if json.Unmarshal(sc.Bytes(), &line) != nil {
+		if json.Unmarshal(raw, &line) != nil {
 			continue // a line cut short by the end of the process
 		}
 		switch {
@@ -762,5 +893,5 @@ func readTrace(path string, limit int64) ([]explore.Action, []*explore.Finding) 
 		fd.f.Trace = slices.Clone(trace[:min(max(fd.upto, 0), len(trace))])
 		findings = append(findings, fd.f)
 	}
-	return trace, findings
+	return trace, findings, readErr
 }

@@ -26,6 +26,9 @@ const planted = "github.com/duet-gtk/duet/cmd/duetexplore/testdata/planted"
 var plantedExe string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(asMainVar) == "1" {
+		main() // the test binary as the command: see runAsMain
+	}
 	if os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
 		os.Stderr.WriteString("duetexplore's tests need a display (run them under xvfb-run -a)\n")
 		os.Exit(0)
@@ -260,8 +263,16 @@ func TestWritesARegressionTest(t *testing.T) {
 	assert.Contains(t, out, "ok  ")
 	out, err = goTest("clean")
 	assert.Error(t, err, "no A or B: the trace does not replay")
-	assert.Contains(t, out, "the UI changed")
+	assert.Contains(t, out, "the UI changed: recorded action 1 (click 'A' in 'panic') not found")
 	assert.Contains(t, out, "record it again")
+	// The UI changed, the bug still there: a button comes before A, so
+	// that the address recorded for A reads "more 3" and A's structural
+	// key names that button. The regression test's replay is strict: it
+	// does not click "more 3" for A (and A for B), and pass.
+	out, err = goTest("panic,moved")
+	assert.Error(t, err, "the UI changed: the test must not pass")
+	assert.Contains(t, out, "the UI changed: recorded action 1 (click 'A' in 'panic') not found")
+	assert.NotContains(t, out, "ok  ")
 }
 
 func TestUsage(t *testing.T) {
@@ -275,8 +286,14 @@ func TestUsage(t *testing.T) {
 	assert.Equal(t, exitUsage, status)
 	status, _ = drive(t, "clean", "-test=./testdata/no-such-dir", "-exe", plantedExe)
 	assert.Equal(t, exitUsage, status)
-	status, _ = drive(t, "clean", "-leak-every", "-1", "-exe", plantedExe)
-	assert.Equal(t, exitUsage, status)
+	// Negative counts and durations are mistakes, not bounds.
+	for _, flags := range [][]string{
+		{"-leak-every", "-1"}, {"-leak-rounds", "-1"}, {"-actions", "-1"}, {"-max-replays", "-1"},
+		{"-duration", "-1s"}, {"-pace", "-1ms"}, {"-stall", "-1s"}, {"-hang", "-1s"}, {"-grace", "-1s"}, {"-shrink-time", "-1s"}, {"-gc", "-1s"},
+	} {
+		status, _ = drive(t, "clean", append(flags, "-exe", plantedExe)...)
+		assert.Equal(t, exitUsage, status, "%v", flags)
+	}
 }
 
 func TestDdmin(t *testing.T) {
@@ -495,7 +512,8 @@ func TestReadTrace(t *testing.T) {
 	}
 	data := strings.Join(lines, "\n") + "\n" + `{"n":2,"action":{"verb":"cl`
 	require.NoError(t, os.WriteFile(path, []byte(data), 0o666))
-	trace, findings := readTrace(path, -1)
+	trace, findings, err := readTrace(path, -1)
+	require.NoError(t, err)
 	require.Len(t, trace, 2)
 	assert.Equal(t, "done", trace[0].Value, "the last line of an index wins")
 	require.Len(t, findings, 1)
@@ -504,7 +522,8 @@ func TestReadTrace(t *testing.T) {
 	assert.Equal(t, "done", findings[0].Trace[0].Value)
 
 	limit := int64(len(strings.Join(lines[:4], "\n")) + 1)
-	trace, findings = readTrace(path, limit)
+	trace, findings, err = readTrace(path, limit)
+	require.NoError(t, err)
 	assert.Len(t, trace, 1)
 	assert.Empty(t, findings)
 }
@@ -524,7 +543,186 @@ func TestTraceBeatsAndEnds(t *testing.T) {
 	assert.Contains(t, lines, `{"beat":0}`)
 	assert.Contains(t, lines, `{"beat":1}`)
 	assert.Equal(t, `{"end":"done"}`, lines[len(lines)-1])
-	trace, findings := readTrace(path, -1)
+	trace, findings, err := readTrace(path, -1)
+	require.NoError(t, err)
 	assert.NotEmpty(t, trace)
 	assert.Empty(t, findings)
+}
+
+// A streamed finding line longer than bufio.Scanner's old 16 MiB (a
+// message with a large dump in it) is read; one over the limit is an error
+// that names the limit, with what came before it kept.
+func TestReadTraceLongLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	big := strings.Repeat("x", 17<<20)
+	lines := []string{
+		`{"n":0,"action":{"verb":"click","address":"a","label":"A"}}`,
+		`{"finding":{"kind":"log","message":"` + big + `","trace":null},"upto":1}`,
+		`{"n":1,"action":{"verb":"click","address":"b","label":"B"}}`,
+	}
+	require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o666))
+	trace, findings, err := readTrace(path, -1)
+	require.NoError(t, err)
+	assert.Len(t, trace, 2, "the line after the long one is read")
+	require.Len(t, findings, 1)
+	assert.Len(t, findings[0].Message, len(big))
+
+	old := maxLine
+	maxLine = 1 << 20
+	t.Cleanup(func() { maxLine = old })
+	trace, findings, err = readTrace(path, -1)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "line 2: a line longer than the limit of 1048576 bytes")
+	assert.Len(t, trace, 1, "what came before the long line is kept")
+	assert.Empty(t, findings)
+}
+
+// -replay refuses a file that is not a whole replay file, before it
+// builds or runs anything: empty, cut at a line's end (its summary, the
+// last line, gone; or its first lines gone, so that the summary's counts
+// do not match), a DUET_EXPLORE_TRACE stream, or not JSON.
+func TestReplayRefusesBadFiles(t *testing.T) {
+	dir := t.TempDir()
+	rep := &explore.Report{Seed: 3, Trace: []explore.Action{
+		{Verb: "click", Address: "window 'panic' > GtkBox#0 > GtkButton#4 'A'", Label: "A"},
+		{Verb: "click", Address: "window 'panic' > GtkBox#0 > GtkButton#5 'B'", Label: "B"},
+	}, Findings: []*explore.Finding{{Kind: explore.KindPanic, Message: "boom", Where: "main.go:1"}}}
+	var buf bytes.Buffer
+	require.NoError(t, rep.WriteJSON(&buf))
+	lines := strings.SplitAfter(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	require.Len(t, lines, 4)
+	for _, tc := range []struct {
+		name, data, want string
+	}{
+		{"empty", "", "empty: not a replay file"},
+		{"blank", "\n\n", "empty: not a replay file"},
+		{"no summary", strings.Join(lines[:3], ""), "cut short: no summary line at its end (2 actions and 1 findings before the cut)"},
+		{"no last action", lines[0], "cut short: no summary line"},
+		{"no first action", strings.Join(lines[1:], ""), "cut: its summary counts 2 actions and 1 findings, the file has 1 and 1"},
+		{"stream", `{"beat":0}` + "\n" + `{"n":0,"action":{"verb":"click","address":"a"}}` + "\n", "a DUET_EXPLORE_TRACE stream, not a replay file"},
+		{"not JSON", "click A\n", "line 1: not a JSON object"},
+		{"after the summary", buf.String() + lines[0], "line 5: a line after the summary"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".jsonl")
+			require.NoError(t, os.WriteFile(file, []byte(tc.data), 0o666))
+			var out, errb bytes.Buffer
+			status := run(context.Background(), []string{"-replay", file, "-exe", plantedExe}, &out, &errb)
+			assert.Equal(t, exitBadFile, status)
+			assert.Contains(t, errb.String(), "duetexplore: -replay: "+file+": "+tc.want)
+			assert.Empty(t, out.String(), "nothing was run")
+		})
+	}
+	// The whole file reads.
+	file := filepath.Join(dir, "whole.jsonl")
+	require.NoError(t, os.WriteFile(file, buf.Bytes(), 0o666))
+	got, err := readReplayFile(file)
+	require.NoError(t, err)
+	assert.Len(t, got.Trace, 2)
+	assert.Len(t, got.Findings, 1)
+}
+
+// -keep-going keeps apart what Finding.Same would merge: two stalls of two
+// actions (stalls have no place: Same takes any two for one), two panics
+// on one line with different values; the same stall again is a repeat.
+func TestKeepGoingKeepsDistinctFindingsApart(t *testing.T) {
+	a := explore.Action{Verb: "click", Address: "window 'stall' > GtkBox#0 > GtkButton#5 'B'", Label: "B"}
+	b := explore.Action{Verb: "click", Address: "window 'other' > GtkBox#0 > GtkButton#5 'B'", Label: "B"}
+	var all []*met
+	add := func(f *explore.Finding) {
+		if m := seenBefore(all, f); m != nil {
+			m.Repeats++
+			return
+		}
+		all = append(all, &met{f: f})
+	}
+	add(&explore.Finding{Kind: explore.KindStall, Message: "the action kept the UI thread for 1.00 s (more than 300ms)", Trace: []explore.Action{a}})
+	add(&explore.Finding{Kind: explore.KindStall, Message: "the action kept the UI thread for 1.01 s (more than 300ms)", Trace: []explore.Action{b}})
+	add(&explore.Finding{Kind: explore.KindStall, Message: "the action kept the UI thread for 1.02 s (more than 300ms)", Trace: []explore.Action{b, a}})
+	add(&explore.Finding{Kind: explore.KindPanic, Message: "assignment to entry in nil map", Where: "main.go:9"})
+	add(&explore.Finding{Kind: explore.KindPanic, Message: "send on closed channel", Where: "main.go:9"})
+	require.Len(t, all, 4)
+	assert.Equal(t, 1, all[0].f.Repeats, "the stall of A again is a repeat")
+	assert.Equal(t, 0, all[1].f.Repeats)
+}
+
+// A TMPDIR with a comma: the replay file's path in DUET_EXPLORE (comma
+// separated) is quoted, and the replay replays (unquoted, the program
+// refused its options and did not start).
+func TestReplayWithACommaInTMPDIR(t *testing.T) {
+	tmp := filepath.Join(t.TempDir(), "a,b")
+	require.NoError(t, os.Mkdir(tmp, 0o777))
+	file := filepath.Join(tmp, "clean.jsonl")
+	rep := &explore.Report{Trace: []explore.Action{{Verb: "click", Address: "window 'clean' > GtkBox#0 > GtkButton#0 'more 0'", Label: "more 0"}}}
+	f, err := os.Create(file)
+	require.NoError(t, err)
+	require.NoError(t, rep.WriteJSON(f))
+	require.NoError(t, f.Close())
+	t.Setenv("TMPDIR", tmp) // the driver's temporary directory, and its replay file, in it
+	status, stdout := drive(t, "clean", "-exe", plantedExe, "-replay", file)
+	assert.Equal(t, exitClean, status)
+	assert.Contains(t, stdout, "replayed 1 of 1 actions")
+	assert.Contains(t, stdout, "nothing found")
+}
+
+// An explorer that fails (explore.Run's error: here a getter that raises
+// while it lists the widgets) is neither a finding nor a clean run: the
+// driver says the explorer failed, with the child's error from its stderr,
+// and exits 4 (the program exits 1 and says so on its trace's end line,
+// where it exited 3, as for a finding, and wrote no report).
+func TestExplorerFailure(t *testing.T) {
+	for _, keepGoing := range []bool{false, true} {
+		t.Run(fmt.Sprintf("keep-going=%v", keepGoing), func(t *testing.T) {
+			args := []string{"-seed", "1", "-duration", "5s", "-exe", plantedExe}
+			if keepGoing {
+				args = append(args, "-keep-going")
+			}
+			status, stdout := drive(t, "raising", args...)
+			assert.Equal(t, exitExplorer, status)
+			assert.Contains(t, stdout, "duetexplore: the explorer failed (not a finding")
+			assert.Contains(t, stdout, "planted: a getter that raises")
+			assert.NotContains(t, stdout, "nothing found")
+			assert.NotContains(t, stdout, "crash")
+		})
+	}
+	// The program itself: status 1, not 3, and the error on its trace's
+	// end line.
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	cmd := exec.Command(plantedExe)
+	cmd.Env = append(os.Environ(), "PLANTED=raising", "GTK_A11Y=none", "DUET_EXPLORE=seed=1,duration=3s", "DUET_EXPLORE_TRACE="+path)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "%s", out)
+	assert.Equal(t, 1, ee.ExitCode(), "%s", out)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	assert.Regexp(t, `^\{"end":"error","error":"explore: listing the widgets: RuntimeError: planted: a getter that raises`, lines[len(lines)-1])
+}
+
+// A program that cannot start (it exits at once, before the explorer
+// started: its flags refused, here) is no crash to confirm and shrink: the
+// driver says the program did not start, with its stderr, and exits 5.
+func TestProgramThatDoesNotStart(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "fails")
+	require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\necho 'cannot read its config' >&2\nexit 1\n"), 0o777))
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"a flag refused", []string{"-exe", plantedExe, "--", "-no-such-flag"}, "flag provided but not defined: -no-such-flag"},
+		{"status 1 at once", []string{"-exe", script}, "cannot read its config"},
+		{"keep-going", []string{"-keep-going", "-exe", script}, "cannot read its config"},
+		{"replay", []string{"-replay", "testdata/clean-one-click.jsonl", "-exe", script}, "cannot read its config"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, stdout := drive(t, "clean", append([]string{"-duration", "3s"}, tc.args...)...)
+			assert.Equal(t, exitNoStart, status)
+			assert.Contains(t, stdout, "duetexplore: the program did not start: it exited with status ")
+			assert.Contains(t, stdout, tc.want)
+			assert.NotContains(t, stdout, "confirmed")
+			assert.NotContains(t, stdout, "crash")
+		})
+	}
 }

@@ -73,7 +73,7 @@ func TestPlotOfAChildThatDied(t *testing.T) {
 	var out, log bytes.Buffer
 	d := &driver{seed: 5, plot: plot, out: &out, log: &log}
 	trace := []explore.Action{{Verb: "click", Label: "A", At: 10 * time.Millisecond}, {Verb: "click", Label: "crash", At: 30 * time.Millisecond}}
-	d.writePlot(&outcome{trace: trace, finding: &explore.Finding{Kind: explore.KindCrash, Message: "SIGSEGV: segmentation violation", Trace: trace}})
+	d.writePlot(d.plot, d.seed, &outcome{trace: trace, finding: &explore.Finding{Kind: explore.KindCrash, Message: "SIGSEGV: segmentation violation", Trace: trace}})
 	require.Empty(t, log.String())
 	assert.Contains(t, out.String(), "plot of the run written to "+plot)
 	labels, lines := plotMarks(t, plot)
@@ -85,7 +85,31 @@ func TestPlotOfAChildThatDied(t *testing.T) {
 func TestNoPlotWithoutTheFlag(t *testing.T) {
 	var out, log bytes.Buffer
 	d := &driver{out: &out, log: &log}
-	d.writePlot(&outcome{})
+	d.writePlot(d.plot, d.seed, &outcome{})
 	assert.Empty(t, out.String())
 	assert.Empty(t, log.String())
+}
+
+// -plot with -keep-going draws each child's run into a file of its own,
+// -plot's name with -N (from 1): here a crash, then a fresh child.
+func TestPlotWithKeepGoing(t *testing.T) {
+	dir := t.TempDir()
+	plot := filepath.Join(dir, "run.svg")
+	status, stdout := driveWindows(t, "crash", "-seed", "5", "-duration", "4s", "-keep-going", "-exe", plantedExe,
+		"-o", filepath.Join(dir, "found"), "-max-replays", "1", "-plot", plot)
+	require.Equal(t, exitFound, status)
+	assert.NoFileExists(t, plot, "one plot a child, none for all")
+	first := filepath.Join(dir, "run-1.svg")
+	assert.Contains(t, stdout, "duetexplore: plot of the run written to "+first)
+	labels, _ := plotMarks(t, first)
+	assert.Equal(t, []string{"1 crash"}, labels, "the first child crashed")
+	assert.FileExists(t, filepath.Join(dir, "run-2.svg"), "a fresh child after the crash, its own plot")
+}
+
+func TestChildPlot(t *testing.T) {
+	for _, tc := range []struct{ plot, want string }{
+		{"run.svg", "run-3.svg"}, {"/a/b.c/run", "/a/b.c/run-3"}, {"", ""},
+	} {
+		assert.Equal(t, tc.want, childPlot(tc.plot, 3), tc.plot)
+	}
 }

@@ -29,8 +29,10 @@ type traceWatch struct {
 	f       *os.File
 	last    time.Time // when a line last came; zero before the first
 	beats   bool      // a heartbeat came: silence means no progress
-	end     string
-	read    int64 // bytes read so far
+	lines   bool      // a line came: package app's explorer was set up
+	end     string    // the end line's: done, hang, error, not started
+	endErr  string    // the end line's error, with "error"
+	read    int64     // bytes read so far
 	partial []byte
 }
 
@@ -56,11 +58,12 @@ func (w *traceWatch) poll() {
 		}
 		line := data[:i]
 		data = data[i+1:]
+		w.lines = true
 		w.beats = w.beats || bytes.HasPrefix(line, []byte(`{"beat":`))
 		if bytes.HasPrefix(line, []byte(`{"end":`)) {
-			var e struct{ End string }
+			var e struct{ End, Error string }
 			if json.Unmarshal(line, &e) == nil {
-				w.end = e.End
+				w.end, w.endErr = e.End, e.Error
 			}
 		}
 	}
@@ -78,7 +81,8 @@ func (w *traceWatch) close() {
 // SIGKILL. A stopped process (SIGSTOP) would only keep a SIGQUIT pending:
 // it gets SIGCONT first. (SIGQUIT first, then SIGCONT, was measured to
 // lose the SIGQUIT now and then with crash reports on: the process went
-// on as if nothing had been sent.) It says whether it was stopped.
+// on as if nothing had been sent.) p leads its process group (see
+// driver.child), which the SIGKILL ends. It says whether it was stopped.
 func end(p *os.Process, exited <-chan error) (stopped bool) {
 	stopped = processStopped(p.Pid)
 	if stopped {
@@ -88,7 +92,7 @@ func end(p *os.Process, exited <-chan error) (stopped bool) {
 	select {
 	case <-exited:
 	case <-time.After(childStopGap):
-		p.Kill()
+		syscall.Kill(-p.Pid, syscall.SIGKILL) // its group: what it started too
 		<-exited
 	}
 	return stopped

@@ -115,20 +115,25 @@ func (d *driver) writeTest(dir string, f *explore.Finding, trace []explore.Actio
 	kind := []rune(string(f.Kind))
 	kind[0] = unicode.ToUpper(kind[0])
 	data := map[string]any{
-		"Package":  pkg,
-		"Func":     "TestDuetexplore" + string(kind) + hash,
-		"File":     base,
-		"Finding":  oneLine(f.String()),
-		"Words":    words,
-		"Seed":     seed,
-		"Kind":     strconv.Quote(string(f.Kind)),
-		"Where":    strconv.Quote(f.Where),
-		"Message":  strconv.Quote(f.Message),
-		"Options":  strconv.Quote(fmt.Sprintf("duration=%s,%s", limit, d.options())),
+		"Package": pkg,
+		"Func":    "TestDuetexplore" + string(kind) + hash,
+		"File":    base,
+		"Finding": oneLine(f.String()),
+		"Words":   words,
+		"Seed":    seed,
+		"Kind":    strconv.Quote(string(f.Kind)),
+		"Where":   strconv.Quote(f.Where),
+		"Message": strconv.Quote(f.Message),
+		// strict: each recorded address as it is, no fallback to its
+		// structural key, which after a change of the UI may name another
+		// widget: the replay would act elsewhere and the test pass with
+		// the bug still there.
+		"Options":  strconv.Quote(fmt.Sprintf("duration=%s,strict,%s", limit, d.options())),
+		"Recorded": goStrings(words),
 		"Timeout":  int((limit + d.hang + d.grace + 2*time.Minute).Round(time.Minute).Minutes()),
 		"Late":     int64(limit + d.hang + d.grace),
 		"Stuck":    int64(d.hang + progressMargin),
-		"Recorded": len(trace),
+		"Actions":  len(trace),
 		"Args":     goStrings(d.appArgs),
 	}
 	var src bytes.Buffer
@@ -158,7 +163,7 @@ func (d *driver) writeTest(dir string, f *explore.Finding, trace []explore.Actio
 var regressionTest = template.Must(template.New("test").Parse(`package {{.Package}}
 
 // This test was written by duetexplore (github.com/duet-gtk/duet/cmd/duetexplore).
-// It replays testdata/{{.File}}, the {{.Recorded}} actions an exploration
+// It replays testdata/{{.File}}, the {{.Actions}} actions an exploration
 // (seed {{.Seed}}) shrank its finding to:
 //
 {{- range .Words}}
@@ -173,7 +178,8 @@ var regressionTest = template.Must(template.New("test").Parse(`package {{.Packag
 // xvfb-run -a when there is no display) and fails while the same kind of
 // trouble at the same place comes back; it passes once the replay runs
 // clean. When the UI changes so that a recorded widget is no longer
-// found, it fails too: record the trace again with
+// found at its recorded address (the replay is strict: it does not take
+// another widget in its place), it fails too: record the trace again with
 //
 //	go run github.com/duet-gtk/duet/cmd/duetexplore -seed {{.Seed}} -test ./path/to/this/package
 //
@@ -188,6 +194,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -202,6 +209,7 @@ func {{.Func}}(t *testing.T) {
 		wantMessage = {{.Message}}
 		options     = {{.Options}}
 	)
+	recorded := {{.Recorded}} // the actions in words
 	file, err := filepath.Abs(filepath.Join("testdata", trace))
 	if err != nil {
 		t.Fatal(err)
@@ -251,7 +259,12 @@ func {{.Func}}(t *testing.T) {
 		env = append(env, "GTK_A11Y=none")
 	}
 	trail := filepath.Join(tmp, "trace.jsonl")
-	cmd.Env = append(env, "DUET_ALLOW_CRITICALS=1", "DUET_EXPLORE=replay="+file+","+options, "DUET_EXPLORE_OUT="+out, "DUET_EXPLORE_TRACE="+trail)
+	// The options are comma separated: a path with a comma is quoted.
+	replay := file
+	if strings.ContainsAny(file, ` + "`" + `,"` + "`" + `) || strings.TrimSpace(file) != file {
+		replay = strconv.Quote(file)
+	}
+	cmd.Env = append(env, "DUET_ALLOW_CRITICALS=1", "DUET_EXPLORE=replay="+replay+","+options, "DUET_EXPLORE_OUT="+out, "DUET_EXPLORE_TRACE="+trail)
 	cmd.Stdout, cmd.Stderr = errFile, errFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	kill := func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
@@ -329,14 +342,18 @@ wait:
 	}
 	var summary *summaryLine
 	if f, err := os.Open(out); err == nil {
-		sc := bufio.NewScanner(f)
-		sc.Buffer(nil, 16<<20)
-		for sc.Scan() {
+		// Lines of any length: a finding's line holds its whole detail.
+		br := bufio.NewReader(f)
+		for {
+			raw, err := br.ReadBytes('\n')
+			if len(raw) == 0 && err != nil {
+				break
+			}
 			var line struct {
 				Finding *finding
 				Summary *summaryLine
 			}
-			if json.Unmarshal(sc.Bytes(), &line) != nil {
+			if json.Unmarshal(raw, &line) != nil {
 				continue
 			}
 			if line.Finding != nil {
@@ -377,7 +394,11 @@ wait:
 	case summary == nil:
 		t.Fatalf("the program wrote no report (does it run app.Main or App.Run?)\n%s", stderr)
 	case summary.ReplayError != "":
-		t.Fatalf("the UI changed: the trace %s no longer replays (%s, after %d of %d actions): record it again (see this file's header)", trace, summary.ReplayError, summary.Replayed, summary.Recorded)
+		what := ""
+		if summary.Replayed < len(recorded) {
+			what = " (" + recorded[summary.Replayed] + ")"
+		}
+		t.Fatalf("the UI changed: recorded action %d%s not found (%s): the trace %s no longer replays after %d of %d actions; record it again (see this file's header)", summary.Replayed+1, what, summary.ReplayError, trace, summary.Replayed, summary.Recorded)
 	}
 	t.Logf("replayed %d actions from %s: the recorded %s did not come back", summary.Replayed, trace, wantKind)
 }

@@ -15,16 +15,22 @@
 //   - wedge: "B" after "A" stops the whole process (SIGSTOP to itself:
 //     the explorer cannot say anything);
 //   - crash: "crash" writes through a null pointer in C;
+//   - raising: a button whose get_label raises (the explorer fails
+//     listing the widgets);
 //   - clean: no bug, no A or B;
 //
 // and fixed: each window the same, its bug fixed (PLANTED=fixed alone is
 // panic's window fixed; with -planted, PLANTED=fixed fixes its windows). Each window has unrelated buttons and toggles
-// too, for a longer search.
+// too, for a longer search. moved changes the UI: a button "new" comes
+// first in each window, so that every button's address moves by one (a
+// recorded A's structural key names "more 3" then). PLANTED_SPAWN=N makes
+// it start "sleep N" first, with its stdout and stderr, and leave it.
 package main
 
 import (
 	"flag"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"syscall"
@@ -79,6 +85,14 @@ def on_crash(button):
     if not fixed:
         ctypes.memset(0, 1, 1)
 add_button("crash", on_crash)`,
+	// Not a bug of the app's to find: a getter that raises while the
+	// explorer lists the widgets makes the explorer itself fail.
+	"raising": `class Raising(Gtk.Button):
+    def get_label(self):
+        if fixed:
+            return "raising"
+        raise RuntimeError("planted: a getter that raises")
+box.append(Raising())`,
 	"clean": ``,
 }
 
@@ -87,30 +101,44 @@ func main() {
 	flag.Parse()
 	mode := os.Getenv("PLANTED")
 	if *planted != "" {
-		if slices.Contains(strings.Split(mode, ","), "fixed") {
-			*planted += ",fixed"
+		for _, m := range []string{"fixed", "moved"} {
+			if slices.Contains(strings.Split(mode, ","), m) {
+				*planted += "," + m
+			}
 		}
 		mode = *planted
 	}
 	var kinds []string
-	fixed := false
+	fixed, moved := false, false
 	for k := range strings.SplitSeq(mode, ",") {
 		switch _, ok := bugs[k]; {
 		case k == "fixed":
 			fixed = true
+		case k == "moved":
+			moved = true
 		case ok:
 			kinds = append(kinds, k)
 		default:
-			os.Stderr.WriteString("planted: PLANTED=panic, exception, log, stall, leak, hang, wedge, crash, clean or fixed, comma separated\n")
+			os.Stderr.WriteString("planted: PLANTED=panic, exception, log, stall, leak, hang, wedge, crash, raising, clean, fixed or moved, comma separated\n")
 			os.Exit(2)
 		}
 	}
 	if len(kinds) == 0 && fixed {
 		kinds = []string{"panic"}
 	}
+	if secs := os.Getenv("PLANTED_SPAWN"); secs != "" {
+		// A process of its own that outlives it unless ended: sleep,
+		// with its stdout and stderr (a pipe under duetexplore -v).
+		sleep := exec.Command("sleep", secs)
+		sleep.Stdout, sleep.Stderr = os.Stdout, os.Stderr
+		if err := sleep.Start(); err != nil {
+			os.Stderr.WriteString("planted: " + err.Error() + "\n")
+			os.Exit(2)
+		}
+	}
 	os.Exit(app.Main(app.Options{ID: "org.duet.Planted", NonUnique: true}, func(a *app.App) error {
 		for _, kind := range kinds {
-			if err := window(a, kind, fixed); err != nil {
+			if err := window(a, kind, fixed, moved); err != nil {
 				return err
 			}
 		}
@@ -118,10 +146,10 @@ func main() {
 	}))
 }
 
-func window(a *app.App, kind string, fixed bool) error {
+func window(a *app.App, kind string, fixed, moved bool) error {
 	var armed bool
 	vars := pygi.Kw{
-		"application": a.Python(), "title": kind, "fixed": fixed,
+		"application": a.Python(), "title": kind, "fixed": fixed, "moved": moved,
 		"on_a": func(*pygi.Object) { armed = true },
 		"bug":  func() bool { return armed && !fixed },
 		"on_b_panic": func(*pygi.Object) {
@@ -152,6 +180,8 @@ def add_button(label, handler):
 count = Gtk.Label(label="0")
 def bump(button):
     count.set_label(str(int(count.get_label()) + 1))
+if moved:
+    add_button("new", bump)
 for i in range(4):
     add_button("more %d" % i, bump)
 box.append(count)
