@@ -42,13 +42,16 @@ type Result struct {
 	Outcome      string
 	// Counts of what was applied: module functions and class methods whose
 	// code changed, methods added and removed; for a .ui file, the placed
-	// objects replaced by the new interface's.
-	Functions, Methods, Added, Removed, Objects int
-	Restart                                     []string // "Owner: what", one per owner
-	Error, Traceback                            string   // KeptOld: the exception, its traceback
-	Saved                                       time.Time
-	Took                                        time.Duration // the reload itself, on the UI thread
-	Line                                        string        // what it said on stderr (the traceback follows a KeptOld)
+	// objects replaced by the new interface's. Redrawn: the widgets in
+	// windows whose class the module defines, queued to be measured and
+	// drawn again (GTK draws a widget again only when asked: a changed
+	// do_snapshot would not show otherwise).
+	Functions, Methods, Added, Removed, Objects, Redrawn int
+	Restart                                              []string // "Owner: what", one per owner
+	Error, Traceback                                     string   // KeptOld: the exception, its traceback
+	Saved                                                time.Time
+	Took                                                 time.Duration // the reload itself, on the UI thread
+	Line                                                 string        // what it said on stderr (the traceback follows a KeptOld)
 }
 
 var observers struct {
@@ -185,6 +188,7 @@ func apply(r *record, src string, res *Result) {
 	registry.mu.Unlock()
 	count := func(k string) int { n, _ := out[k].(int64); return int(n) }
 	res.Functions, res.Methods, res.Added, res.Removed = count("functions"), count("methods"), count("added"), count("removed")
+	res.Redrawn = count("redrawn")
 	res.Restart = group(out["restart"])
 	res.Outcome = Applied
 	if len(res.Restart) > 0 {
