@@ -251,19 +251,22 @@ func (res *Result) counts() string {
 	return strings.Join(parts, ", ")
 }
 
+// line is the reload's report: one line whatever the error or the
+// restart reasons hold (a Python exception's message may have several),
+// so that a log or a terminal shows one reload per line.
 func line(res *Result) string {
 	head := "duet reload: " + filepath.Base(res.Path) + ": "
 	switch res.Outcome {
 	case KeptOld:
-		s := head + KeptOld + ": " + res.Error
+		s := head + KeptOld + ": " + oneLine(res.Error)
 		if res.Traceback != "" {
 			s += " (traceback follows)"
 		}
 		return s
 	case Skipped:
-		return head + "not reloaded: " + res.Error
+		return head + "not reloaded: " + oneLine(res.Error)
 	}
-	restart := Restart + ": " + strings.Join(res.Restart, "; ")
+	restart := Restart + ": " + oneLine(strings.Join(res.Restart, "; "))
 	switch c := res.counts(); {
 	case len(res.Restart) == 0:
 		return head + Applied + " (" + c + ")"
@@ -272,6 +275,20 @@ func line(res *Result) string {
 	default:
 		return head + Applied + " (" + c + "); " + restart
 	}
+}
+
+// oneLine joins the lines of s, trimmed, with a space.
+func oneLine(s string) string {
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	var parts []string
+	for _, l := range strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }) {
+		if l = strings.TrimSpace(l); l != "" {
+			parts = append(parts, l)
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 // logResult logs the reload with slog.Default(), unless that is Go's
