@@ -37,7 +37,7 @@ import (
 const form = `<interface>
   <object class="GtkWindow" id="window">
     <property name="title">Greeter</property>
-    <property name="default-width">420</property>
+    <property name="default-width">560</property>
     <property name="default-height">220</property>
     <child>
       <object class="GtkBox">
@@ -206,7 +206,7 @@ func main() {
 				if err := eventloop.InvokeWait(context.Background(), func() error { return shot.Take(path) }); err != nil {
 					fail(err)
 				}
-				img, err := crop(path, 420, 220) // the window's default size
+				img, err := crop(path, 560, 220) // the window's default size
 				if err != nil {
 					fail(err)
 				}
