@@ -19,7 +19,7 @@ help:
 	@echo "make stress every stress scenario for STRESS_DURATION (default 60s); report and plot in out/stress"
 	@echo "make bench  duet side by side with pure PyGObject and gotk4; the table goes to out/bench.md"
 	@echo "make gallery-lines  the gallery's Go against its PyGObject twin, in lines"
-	@echo "make reload-shots  the README's pictures of a .ui file reloaded (before, broken, after) in out/"
+	@echo "make reload-shots  the README's pictures of a reload (a Python widget's drawing, a .ui file broken then fixed) in docs/reload/"
 	@echo "make explore  duetexplore on every example for EXPLORE_DURATION each (default 5m); logs and traces in out/explore"
 
 deps:
@@ -74,9 +74,13 @@ endif
 
 # A .ui file reloaded in a running app, headless: out/reload-before.png,
 # reload-broken.png (the banner), reload-after.png.
+# The README's pictures of a reload, in docs/reload (committed: the README
+# shows them). Always under Xvfb, with a display or not: no window manager
+# puts the window at 0,0, where reloadshot crops it.
+RELOAD_SHOTS := $(CURDIR)/docs/reload
 reload-shots: deps
-	@mkdir -p $(OUT)
-	$(XRUN) $(GO) run ./examples/internal/reloadshot -out $(OUT)
+	@mkdir -p $(RELOAD_SHOTS)
+	GTK_A11Y=none xvfb-run -a -s "-screen 0 1280x800x24" $(GO) run ./examples/internal/reloadshot -out $(RELOAD_SHOTS)
 
 STRESS_DURATION ?= 60s
 stress: deps

@@ -89,6 +89,9 @@
 //     static and class methods, property getters and Gtk.Template
 //     callbacks take the new code; new plain methods are added, removed
 //     ones deleted, class attributes set; its decorators do not run again.
+//     The widgets in windows whose class the module defines are then
+//     queued to be measured and drawn again: GTK keeps each widget's last
+//     drawing until asked, so a changed do_snapshot would not show.
 //   - What a running process cannot take is said in the same line as
 //     needing a restart, and left as it is: a property or signal added,
 //     removed or changed, __gtype_name__ or the bases changed, a virtual

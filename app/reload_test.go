@@ -1,13 +1,18 @@
 package app_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -44,7 +49,9 @@ func init() {
 	// loaded with LoadFS from an fs.FS whose files are in
 	// Options.ReloadDir), "env" (DUET_RELOAD=1, LoadFile), "off". Unless
 	// off, the file is then saved with a change, and the label is polled
-	// until the button's next click runs it.
+	// until the button's next click runs it. With RELOAD_IDLE=1 the child
+	// says "idle" a second after the first click instead, and stays so
+	// until a signal ends it (the parent counts its wakeups meanwhile).
 	children["reload"] = func() int {
 		dir, mode := os.Getenv("RELOAD_DIR"), os.Getenv("RELOAD_MODE")
 		file := filepath.Join(dir, "ui", "reload_app.py")
@@ -70,7 +77,13 @@ func init() {
 			must(err)
 			must(g.SetItem("app", a.Python()))
 			must(g.SetItem("panel", panel.Object))
-			must(pygi.Exec("from gi.repository import Gtk\nGtk.ApplicationWindow(application=app, child=panel).present()\n", g))
+			if os.Getenv("RELOAD_IDLE") == "1" {
+				// No window: on an X server other programs share (make
+				// test's), their windows mapped over it would wake it.
+				must(pygi.Exec("from gi.repository import Gtk\nwin = Gtk.ApplicationWindow(application=app, child=panel)\napp.hold()\n", g))
+			} else {
+				must(pygi.Exec("from gi.repository import Gtk\nGtk.ApplicationWindow(application=app, child=panel).present()\n", g))
+			}
 			button, err := panel.Object.Attr("button")
 			must(err)
 			var goClicks int
@@ -95,8 +108,12 @@ func init() {
 				return text
 			}
 			go func() {
-				defer a.Quit()
 				fmt.Println("before:", click())
+				if os.Getenv("RELOAD_IDLE") == "1" {
+					eventloop.After(time.Second, func() { fmt.Println("idle") })
+					select {} // Run ends on the signal
+				}
+				defer a.Quit()
 				if mode == "off" {
 					return
 				}
@@ -164,4 +181,71 @@ func TestReloadInAnApp(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Reload off costs nothing while the app idles: no watcher, and the
+// process's threads sleep (0 wakeups over two seconds; eventloop's
+// TestAnIdleLoopSleeps is the same for a bare loop). On, the watcher
+// waits on the OS's file notifications (no polling) and wakes nothing
+// either until a file changes. The watcher's work is on goroutines, so on
+// Go's threads: those are counted. The UI thread's are only logged: on an
+// X server other programs share (make test's), their comings and goings
+// wake its poll, reload or not.
+func TestReloadOffIdles(t *testing.T) {
+	for _, mode := range []string{"off", "option"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.MkdirAll(filepath.Join(dir, "ui"), 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "ui", "reload_app.py"), []byte(reloadPy), 0o644))
+			ui, others := int64(-1), int64(-1)
+			r := runChild(t, "reload", func(cmd *exec.Cmd, out io.Reader) {
+				sc := bufio.NewScanner(out)
+				for sc.Scan() {
+					if sc.Text() == "idle" {
+						time.Sleep(300 * time.Millisecond) // the print itself, and what the runtime does after it
+						ui0, others0 := voluntarySwitches(cmd.Process.Pid)
+						time.Sleep(2 * time.Second)
+						ui1, others1 := voluntarySwitches(cmd.Process.Pid)
+						ui, others = ui1-ui0, others1-others0
+						break
+					}
+				}
+				cmd.Process.Signal(syscall.SIGTERM)
+			}, "RELOAD_DIR="+dir, "RELOAD_MODE="+mode, "RELOAD_IDLE=1", "DUET_RELOAD=")
+			require.Equal(t, 143, r.code, "ended by SIGTERM; stdout:\n%s\nstderr:\n%s", r.out, r.err)
+			require.NotEqual(t, int64(-1), others, "never idle; stdout:\n%s\nstderr:\n%s", r.out, r.err)
+			t.Logf("%s: in 2 s, %d wakeups of Go's threads, %d of the UI thread", mode, others, ui)
+			if mode == "off" {
+				assert.Contains(t, r.out, "watchers while running: 0 false")
+				assert.Empty(t, r.err)
+			} else {
+				assert.Contains(t, r.out, "watchers while running: 1 true")
+			}
+			// The bound leaves room for a stray runtime wakeup on a loaded
+			// machine: a watcher that polled (every 100 ms, say), or a
+			// timer, would be tens or hundreds.
+			assert.LessOrEqual(t, others, int64(10), "Go's threads woke while the app idled")
+		})
+	}
+}
+
+// voluntarySwitches sums voluntary_ctxt_switches (each one a thread that
+// slept and was woken) of a process's main thread, the UI thread, and of
+// its other threads.
+func voluntarySwitches(pid int) (ui, others int64) {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+	for _, t := range tasks {
+		b, _ := os.ReadFile(t)
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "voluntary_ctxt_switches:"); ok {
+				n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				if filepath.Base(filepath.Dir(t)) == strconv.Itoa(pid) {
+					ui += n
+				} else {
+					others += n
+				}
+			}
+		}
+	}
+	return ui, others
 }

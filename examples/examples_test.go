@@ -255,19 +255,35 @@ func TestWeak(t *testing.T) {
 }
 
 // The README's reload pictures (examples/internal/reloadshot, make
-// reload-shots): a .ui file reloaded in a running app, broken (the banner
-// shows, red over the top of the window) and then fixed (no banner).
+// reload-shots): a Python widget's do_snapshot saved with another colour
+// (reloadshot checks the bar's colour in each picture), then a .ui file
+// reloaded in the running app, broken (the banner shows, red over the top
+// of the window) and then fixed (no banner).
 func TestReloadScreenshots(t *testing.T) {
 	dir := t.TempDir()
 	out, errOut := run(t, "internal/reloadshot", "-out", dir)
-	for _, name := range []string{"reload-before.png", "reload-broken.png", "reload-after.png"} {
+	names := []string{"reload-before.png", "reload-python.png", "reload-broken.png", "reload-after.png"}
+	for _, name := range names {
 		assert.Contains(t, out, "screenshot: "+filepath.Join(dir, name))
 		checkScreenshot(t, filepath.Join(dir, name), name)
 	}
+	assert.Contains(t, errOut, "duet reload: swatch.py: applied (1 method)\n")
 	assert.Contains(t, errOut, "duet reload: form.ui: kept the old code: the interface names handlers with no Go func: on_wave; Go funcs the interface never names: on_greet\n")
 	assert.Contains(t, errOut, "duet reload: form.ui: applied (1 object rebuilt)\n")
-	for name, banner := range map[string]bool{"reload-before.png": false, "reload-broken.png": true, "reload-after.png": false} {
+	for name, banner := range map[string]bool{"reload-before.png": false, "reload-python.png": false, "reload-broken.png": true, "reload-after.png": false} {
 		assert.Equal(t, banner, reddish(t, filepath.Join(dir, name), 2, 2), "%s: the banner's colour at its top left", name)
+	}
+	// The README shows the committed copies (make reload-shots writes
+	// them there): each is in the tree, and small.
+	readme, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	for _, name := range names {
+		rel := "docs/reload/" + name
+		assert.Contains(t, string(readme), "("+rel+")", "the README shows %s", rel)
+		st, err := os.Stat(filepath.Join("..", rel))
+		if assert.NoError(t, err, "make reload-shots writes %s", rel) {
+			assert.Less(t, st.Size(), int64(60<<10), "%s stays small", rel)
+		}
 	}
 }
 

@@ -42,13 +42,16 @@ type Result struct {
 	Outcome      string
 	// Counts of what was applied: module functions and class methods whose
 	// code changed, methods added and removed; for a .ui file, the placed
-	// objects replaced by the new interface's.
-	Functions, Methods, Added, Removed, Objects int
-	Restart                                     []string // "Owner: what", one per owner
-	Error, Traceback                            string   // KeptOld: the exception, its traceback
-	Saved                                       time.Time
-	Took                                        time.Duration // the reload itself, on the UI thread
-	Line                                        string        // what it said on stderr (the traceback follows a KeptOld)
+	// objects replaced by the new interface's. Redrawn: the widgets in
+	// windows whose class the module defines, queued to be measured and
+	// drawn again (GTK draws a widget again only when asked: a changed
+	// do_snapshot would not show otherwise).
+	Functions, Methods, Added, Removed, Objects, Redrawn int
+	Restart                                              []string // "Owner: what", one per owner
+	Error, Traceback                                     string   // KeptOld: the exception, its traceback
+	Saved                                                time.Time
+	Took                                                 time.Duration // the reload itself, on the UI thread
+	Line                                                 string        // what it said on stderr (the traceback follows a KeptOld)
 }
 
 var observers struct {
@@ -185,6 +188,7 @@ func apply(r *record, src string, res *Result) {
 	registry.mu.Unlock()
 	count := func(k string) int { n, _ := out[k].(int64); return int(n) }
 	res.Functions, res.Methods, res.Added, res.Removed = count("functions"), count("methods"), count("added"), count("removed")
+	res.Redrawn = count("redrawn")
 	res.Restart = group(out["restart"])
 	res.Outcome = Applied
 	if len(res.Restart) > 0 {
@@ -247,19 +251,22 @@ func (res *Result) counts() string {
 	return strings.Join(parts, ", ")
 }
 
+// line is the reload's report: one line whatever the error or the
+// restart reasons hold (a Python exception's message may have several),
+// so that a log or a terminal shows one reload per line.
 func line(res *Result) string {
 	head := "duet reload: " + filepath.Base(res.Path) + ": "
 	switch res.Outcome {
 	case KeptOld:
-		s := head + KeptOld + ": " + res.Error
+		s := head + KeptOld + ": " + oneLine(res.Error)
 		if res.Traceback != "" {
 			s += " (traceback follows)"
 		}
 		return s
 	case Skipped:
-		return head + "not reloaded: " + res.Error
+		return head + "not reloaded: " + oneLine(res.Error)
 	}
-	restart := Restart + ": " + strings.Join(res.Restart, "; ")
+	restart := Restart + ": " + oneLine(strings.Join(res.Restart, "; "))
 	switch c := res.counts(); {
 	case len(res.Restart) == 0:
 		return head + Applied + " (" + c + ")"
@@ -268,6 +275,20 @@ func line(res *Result) string {
 	default:
 		return head + Applied + " (" + c + "); " + restart
 	}
+}
+
+// oneLine joins the lines of s, trimmed, with a space.
+func oneLine(s string) string {
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	var parts []string
+	for _, l := range strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }) {
+		if l = strings.TrimSpace(l); l != "" {
+			parts = append(parts, l)
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 // logResult logs the reload with slog.Default(), unless that is Go's

@@ -14,12 +14,14 @@
 //   - The reload (apply.go, reload.py): on the UI thread, between two
 //     events, the module's new source is run and applied to the module,
 //     its functions and its classes in place; what cannot change in a
-//     running process is reported as needing a restart; a module that does
-//     not compile or raises leaves the old code running. Each reload says
-//     one line on stderr (and logs with log/slog). A record of a file
-//     that is not a Python module (widgets' .ui files, LoadedUIFS, keyed
-//     "ui:" and the file's path in its fs.FS) carries the Go func that
-//     applies it instead.
+//     running process is reported as needing a restart; the widgets in
+//     windows whose class the module defines are queued to be measured and
+//     drawn again (GTK would otherwise show their last frame's drawing); a
+//     module that does not compile or raises leaves the old code running.
+//     Each reload says one line on stderr (and logs with log/slog). A
+//     record of a file that is not a Python module (widgets' .ui files,
+//     LoadedUIFS, keyed "ui:" and the file's path in its fs.FS) carries
+//     the Go func that applies it instead.
 //   - The banner (banner.go, banner.py): while a watcher runs and the last
 //     reload of some file failed, each visible window shows the error.
 //

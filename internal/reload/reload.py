@@ -43,9 +43,9 @@ _DECLARED = {"__gtype_name__", "__gsignals__", "__gproperties__"}
 def reload(name, filename, src, old_src):
     """Re-runs module name (file filename) from src and applies it; old_src
     is the source the running code came from. Returns a dict: ok (bool);
-    then functions, methods, added, removed (counts) and restart (a list of
-    [owner, what] the running objects could not take), or error and
-    traceback."""
+    then functions, methods, added, removed, redrawn (counts) and restart
+    (a list of [owner, what] the running objects could not take), or error
+    and traceback."""
     global _active
     module = sys.modules.get(name)
     if module is None or not getattr(module, "__duet_module__", False) or \
@@ -89,12 +89,46 @@ def reload(name, filename, src, old_src):
         _active = None
     r.apply(snapshot)
     _forget_orphans(r)
+    redrawn = _redraw(module)
     if not os.path.exists(filename):
         # A file Python cannot read (go:embed's path): tracebacks of the new
         # code quote the new source.
         linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
     return {"ok": True, "functions": r.functions, "methods": r.methods, "added": r.added,
-            "removed": r.removed, "restart": r.restart}
+            "removed": r.removed, "restart": r.restart, "redrawn": redrawn}
+
+
+def _redraw(module):
+    """Queues a resize and a draw of every widget in a window whose class
+    (or one of its bases) the module defines, and says how many. GTK keeps
+    each widget's render node from the last frame and calls do_snapshot
+    (do_measure) again only for a widget queued: without this, a widget
+    whose drawing changed (its do_snapshot, or a function or constant it
+    reads) would show the old drawing until something else invalidated
+    it. Every reload of the module does it, not only those that changed a
+    method: what a drawing reads may be a module constant."""
+    gtk = sys.modules.get("gi.repository.Gtk")
+    if gtk is None:
+        return 0
+    name = module.__name__
+    ours = {}  # type -> whether the module defines it or a base of it
+    n = 0
+    todo = list(gtk.Window.list_toplevels())
+    while todo:
+        w = todo.pop()
+        t = type(w)
+        mine = ours.get(t)
+        if mine is None:
+            mine = ours[t] = any(getattr(c, "__module__", None) == name for c in t.__mro__)
+        if mine:
+            w.queue_resize()
+            w.queue_draw()
+            n += 1
+        c = w.get_first_child()
+        while c is not None:
+            todo.append(c)
+            c = c.get_next_sibling()
+    return n
 
 
 def _failed(e, tb, src, filename):

@@ -1,10 +1,16 @@
-// Command reloadshot takes the README's pictures of reloading a .ui file,
-// headless: an app in development mode (app.Options.Reload) whose window
-// comes from a .ui file in a temporary directory; the file is saved broken
-// (the window shows the error in its banner), then fixed with new text
-// (the new interface is in the window). A screenshot of each state goes to
-// the directory -out: reload-before.png, reload-broken.png,
-// reload-after.png. make reload-shots runs it under Xvfb.
+// Command reloadshot takes the README's pictures of reloading, headless:
+// an app in development mode (app.Options.Reload) whose window comes from
+// a .ui file and holds a Python widget (swatch.py: a Gtk.Widget whose
+// do_snapshot draws a red bar), both in a temporary directory. Then:
+// swatch.py is saved drawing blue (the bar is blue: the reload made the
+// live widget draw again); the .ui file is saved broken (the window shows
+// the error in its banner, the old interface stays); it is fixed with new
+// text (the new interface is in the window). A screenshot of each state
+// goes to the directory -out: reload-before.png, reload-python.png,
+// reload-broken.png, reload-after.png; each is checked for what it must
+// show (the bar's colour, the banner's) before it is kept. make
+// reload-shots runs it under Xvfb and writes them to docs/reload, where
+// the README shows them.
 package main
 
 import (
@@ -12,15 +18,18 @@ import (
 	"flag"
 	"fmt"
 	"image"
+	"image/color"
 	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/duet-gtk/duet/app"
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/examples/internal/shot"
+	"github.com/duet-gtk/duet/internal/reload"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/widgets"
 )
@@ -28,8 +37,8 @@ import (
 const form = `<interface>
   <object class="GtkWindow" id="window">
     <property name="title">Greeter</property>
-    <property name="default-width">420</property>
-    <property name="default-height">200</property>
+    <property name="default-width">560</property>
+    <property name="default-height">220</property>
     <child>
       <object class="GtkBox">
         <property name="orientation">vertical</property>
@@ -43,6 +52,9 @@ const form = `<interface>
           </object>
         </child>
         <child>
+          <object class="GreeterSwatch"/>
+        </child>
+        <child>
           <object class="GtkButton">
             <property name="label">Greet</property>
             <signal name="clicked" handler="on_greet" object="greeting"/>
@@ -54,6 +66,30 @@ const form = `<interface>
 </interface>
 `
 
+// swatch is the Python widget in the window: a bar drawn by do_snapshot.
+const swatch = `from gi.repository import Gdk, Graphene, Gtk
+
+
+class Swatch(Gtk.Widget):
+    __gtype_name__ = "GreeterSwatch"
+
+    def do_measure(self, orientation, for_size):
+        return 24, 24, -1, -1
+
+    def do_snapshot(self, snapshot):
+        colour = Gdk.RGBA()
+        colour.parse("#e01b24")  # red
+        snapshot.append_color(colour, Graphene.Rect().init(0, 0, self.get_width(), self.get_height()))
+`
+
+// The colours the pictures are checked for: the bar's, and the banner's
+// background over the window's (rgba(165, 29, 45, 0.92) on #fafafa).
+var (
+	red    = color.RGBA{0xe0, 0x1b, 0x24, 0xff}
+	blue   = color.RGBA{0x35, 0x84, 0xe4, 0xff}
+	banner = func(c color.RGBA) bool { return c.R > 150 && c.R < 185 && c.G < 60 && c.B < 70 }
+)
+
 var out = flag.String("out", "out", "directory for the PNGs")
 
 func main() {
@@ -64,16 +100,22 @@ func main() {
 		os.Exit(1)
 	}
 	defer os.RemoveAll(work)
-	file := filepath.Join(work, "form.ui")
-	if err := os.WriteFile(file, []byte(form), 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+	file, py := filepath.Join(work, "form.ui"), filepath.Join(work, "swatch.py")
+	for name, src := range map[string]string{file: form, py: swatch} {
+		if err := os.WriteFile(name, []byte(src), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 	}
 	fail := func(err error) {
 		fmt.Fprintln(os.Stderr, "reloadshot:", err)
 		os.Exit(1)
 	}
 	os.Exit(app.Main(app.Options{ID: "org.duet.ReloadShot", NonUnique: true, Reload: true, ReloadDir: work}, func(a *app.App) error {
+		// The class first: the .ui file names its GType.
+		if _, err := widgets.LoadFile(py); err != nil {
+			return err
+		}
 		ui, err := widgets.LoadUIFS(os.DirFS(work), "form.ui", map[string]any{
 			"on_greet": func(greeting, _ *pygi.Object) error {
 				_, err := greeting.CallMethod("set_label", "Hello!")
@@ -122,17 +164,26 @@ func main() {
 			}
 			return
 		}
-		// save writes src until ok (the first save may come before the
-		// watcher watches the file).
-		save := func(src string, ok func(bool, string) bool) {
+		// pyReloads counts swatch.py's reloads, which say nothing the
+		// interface shows (the bar's colour is in the picture only).
+		var pyReloads atomic.Int64
+		stop := reload.Observe(func(r reload.Result) {
+			if r.Path == py && r.Outcome == reload.Applied {
+				pyReloads.Add(1)
+			}
+		})
+		// save writes src to path until ok (the first save may come before
+		// the watcher watches the file; saved again as it was, a file is
+		// not reloaded twice).
+		save := func(path, src string, ok func(bool, string) bool) {
 			deadline := time.Now().Add(20 * time.Second)
 			for i := 0; ; i++ {
 				if i%40 == 0 {
-					tmp := file + ".tmp~"
+					tmp := path + ".tmp~"
 					if err := os.WriteFile(tmp, []byte(src), 0o644); err != nil {
 						fail(err)
 					}
-					if err := os.Rename(tmp, file); err != nil {
+					if err := os.Rename(tmp, path); err != nil {
 						fail(err)
 					}
 				}
@@ -140,64 +191,113 @@ func main() {
 					return
 				}
 				if time.Now().After(deadline) {
-					fail(fmt.Errorf("the reload never showed"))
+					fail(fmt.Errorf("the reload of %s never showed", filepath.Base(path)))
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
 		}
-		take := func(name string) {
-			time.Sleep(300 * time.Millisecond) // a frame or two
+		// take saves the window's picture once it shows what want accepts
+		// (the frame after a reload comes a little later than the reload).
+		take := func(name string, want func(img image.Image) error) {
 			path := filepath.Join(*out, name)
-			if err := eventloop.InvokeWait(context.Background(), func() error { return shot.Take(path) }); err != nil {
-				fail(err)
-			}
-			if err := crop(path, 420, 200); err != nil { // the window's default size
-				fail(err)
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				time.Sleep(100 * time.Millisecond)
+				if err := eventloop.InvokeWait(context.Background(), func() error { return shot.Take(path) }); err != nil {
+					fail(err)
+				}
+				img, err := crop(path, 560, 220) // the window's default size
+				if err != nil {
+					fail(err)
+				}
+				err = want(img)
+				if err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					fail(fmt.Errorf("%s: %v", name, err))
+				}
 			}
 			fmt.Println("screenshot:", path)
 		}
 		go func() {
 			defer a.Quit()
+			defer stop()
 			if err := os.MkdirAll(*out, 0o755); err != nil {
 				fail(err)
 			}
-			take("reload-before.png")
-			save(strings.Replace(form, `handler="on_greet"`, `handler="on_wave"`, 1),
+			take("reload-before.png", shows(red, false))
+			save(py, strings.Replace(swatch, `"#e01b24")  # red`, `"#3584e4")  # blue`, 1),
+				func(bool, string) bool { return pyReloads.Load() > 0 })
+			take("reload-python.png", shows(blue, false))
+			save(file, strings.Replace(form, `handler="on_greet"`, `handler="on_wave"`, 1),
 				func(banner bool, _ string) bool { return banner })
-			take("reload-broken.png")
-			save(strings.Replace(form, "Hello, world", "Hello, reloaded world", 1),
+			take("reload-broken.png", shows(blue, true))
+			save(file, strings.Replace(form, "Hello, world", "Hello, reloaded world", 1),
 				func(banner bool, text string) bool { return !banner && text == "Hello, reloaded world" })
-			take("reload-after.png")
+			take("reload-after.png", shows(blue, false))
 		}()
 		return b.Err()
 	}))
 }
 
-// crop keeps the top left w×h of the PNG at path: the window (Xvfb has no
-// window manager: it is at 0,0).
-func crop(path string, w, h int) error {
+// shows checks that a picture has the bar in colour bar (a full row of it:
+// no other bar colour) and has the banner or not.
+func shows(bar color.RGBA, withBanner bool) func(image.Image) error {
+	return func(img image.Image) error {
+		var bars, others, banners int
+		b := img.Bounds()
+		for y := b.Min.Y; y < b.Max.Y; y++ {
+			for x := b.Min.X; x < b.Max.X; x++ {
+				c := color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)
+				switch {
+				case c == bar:
+					bars++
+				case c == red || c == blue:
+					others++
+				case banner(c):
+					banners++
+				}
+			}
+		}
+		switch {
+		case bars < 300 || others > 0:
+			return fmt.Errorf("the bar is not %v (%d pixels of it, %d of the other colour)", bar, bars, others)
+		case withBanner && banners < 300:
+			return fmt.Errorf("no banner")
+		case !withBanner && banners > 0:
+			return fmt.Errorf("a banner")
+		}
+		return nil
+	}
+}
+
+// crop keeps the top left w×h of the PNG at path, and returns it: the
+// window (Xvfb has no window manager: it is at 0,0).
+func crop(path string, w, h int) (image.Image, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	img, err := png.Decode(f)
 	f.Close()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sub, ok := img.(interface {
 		SubImage(image.Rectangle) image.Image
 	})
 	if !ok {
-		return nil
+		return img, nil
 	}
+	img = sub.SubImage(image.Rect(0, 0, w, h).Intersect(img.Bounds()))
 	o, err := os.Create(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := png.Encode(o, sub.SubImage(image.Rect(0, 0, w, h).Intersect(img.Bounds()))); err != nil {
+	if err := png.Encode(o, img); err != nil {
 		o.Close()
-		return err
+		return nil, err
 	}
-	return o.Close()
+	return img, o.Close()
 }
