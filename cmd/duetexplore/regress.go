@@ -189,11 +189,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -365,11 +366,24 @@ wait:
 		}
 		f.Close()
 	}
+	// As explore.Finding.Same: addresses in a message do not count, nor a
+	// leak's counts (what leaked does).
+	addresses := regexp.MustCompile("0x[0-9a-fA-F]{4,}")
+	stable := func(msg string) string {
+		msg = addresses.ReplaceAllString(msg, "0x…")
+		if wantKind == "leak" {
+			msg, _, _ = strings.Cut(msg, " grew at each of ")
+		}
+		return msg
+	}
 	same := func(f finding) bool {
 		if f.Kind != wantKind || f.Where != wantWhere {
 			return false
 		}
-		return f.Where != "" || f.Kind == "stall" || f.Kind == "hang" || f.Message == wantMessage
+		if f.Kind == "leak" {
+			return stable(f.Message) == stable(wantMessage)
+		}
+		return f.Where != "" || f.Kind == "stall" || f.Kind == "hang" || stable(f.Message) == stable(wantMessage)
 	}
 	var again *finding
 	for i := range found {
