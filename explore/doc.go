@@ -122,6 +122,12 @@
 //     the explorer puts a log handler of its own ahead of PyGObject's for
 //     those domains (and GLib-GIO), which hands them to GLib's default
 //     handler, as any other domain's go, and takes it out at the end.
+//     A message that names a widget by its address ("Trying to snapshot
+//     GtkGizmo 0x33d9640 without a current allocation": GTK's internal
+//     widgets have no other name) has in its Detail where that widget is
+//     in the UI, found when the message comes (on the UI thread, in the
+//     middle of a frame maybe; the walk only reads): "GtkGizmo 0x33d9640
+//     is at window 'main' > … > GtkScrollbar#0 > GtkRange#0 > GtkGizmo#0".
 //     Under G_DEBUG=fatal-criticals, as in looptest, a critical aborts
 //     the process instead: explore such programs without it;
 //   - a stall: an action whose handlers, or the work they queued (an idle,

@@ -738,6 +738,41 @@ def _do_item(view, kind, pos):
     return words
 
 
+def widget_at(pointer):
+    """Where the widget whose GObject is at pointer ("0x55d5c1e0", as GTK's
+    messages name it) is: its window's name, then each widget's type and
+    index among its siblings of that type, internal children (a
+    scrollbar's trough) included, and its label if it has one; "" when no
+    window holds it. Read-only: a GTK warning may come in the middle of a
+    frame."""
+    try:
+        want = int(pointer, 16)
+    except ValueError:
+        return ""
+
+    def walk(w, path):
+        # PyGObject hashes a wrapper by its GObject's address.
+        if hash(w) == want:
+            return path
+        counts = {}
+        child = w.get_first_child()
+        while child is not None:
+            t = _type_name(child)
+            i = counts.get(t, 0)
+            counts[t] = i + 1
+            found = walk(child, path + " > " + _segment(child, i))
+            if found:
+                return found
+            child = child.get_next_sibling()
+        return ""
+
+    for win in Gtk.Window.list_toplevels():
+        found = walk(win, "window %r" % _window_name(win))
+        if found:
+            return found
+    return ""
+
+
 def forget():
     """Drops the widgets the last listing held, so that the explorer keeps
     nothing alive between its steps (a window the app closes must go)."""

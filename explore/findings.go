@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -134,7 +135,9 @@ func (h *logHandler) Handle(ctx context.Context, r slog.Record) error {
 		if domain == "" {
 			domain = "GLib"
 		}
-		h.x.found(&Finding{Kind: KindLog, Message: fmt.Sprintf("%s-%s: %s", domain, strings.ToUpper(level), firstLine(r.Message))})
+		f := &Finding{Kind: KindLog, Message: fmt.Sprintf("%s-%s: %s", domain, strings.ToUpper(level), firstLine(r.Message))}
+		f.Detail = h.x.whereNamed(f.Message)
+		h.x.found(f)
 		return nil
 	}
 	if !h.next.Enabled(ctx, r.Level) {
@@ -154,3 +157,29 @@ func (h *logHandler) WithGroup(name string) slog.Handler {
 // stderrLogs prints what is not a finding on stderr, as it was before the
 // run routed it.
 func stderrLogs() slog.Handler { return slog.NewTextHandler(os.Stderr, nil) }
+
+// named is an object as GLib's and GTK's messages name one: its type, then
+// its address ("GtkGizmo 0x33d9640").
+var named = regexp.MustCompile(`\b(Gtk[A-Za-z0-9]+|Adw[A-Za-z0-9]+|[A-Z][A-Za-z0-9]+) (0x[0-9a-fA-F]{4,})\b`)
+
+// whereNamed says where in the UI the widget a message names is (a
+// warning about GTK's own internal widget, a scrollbar's trough, says
+// nothing of which one it is): "GtkGizmo 0x33d9640 is at window 'main' >
+// … > GtkScrollbar#0 > GtkRange#0 > GtkGizmo#0". Only on the UI thread,
+// where the message comes from and the widget tree may be read; the walk
+// only reads.
+func (x *explorer) whereNamed(msg string) string {
+	m := named.FindStringSubmatch(msg)
+	if m == nil || x.mod == nil || !eventloop.IsMain() {
+		return ""
+	}
+	r, err := x.mod.CallMethod("widget_at", m[2])
+	if err != nil {
+		return ""
+	}
+	defer r.Close()
+	if where := r.String(); where != "" {
+		return m[1] + " " + m[2] + " is at " + where
+	}
+	return ""
+}

@@ -81,3 +81,19 @@ got = [(w.category.__module__, w.category.__name__) for w in caught]`, g)
 		assert.Equal(t, "[('gobject', 'Warning')]", got.String())
 	})
 }
+
+// A GTK message that names a widget by its address (GTK's own internal
+// widgets' warnings say nothing else) says where that widget is in the UI.
+func TestLogFindingSaysWhereTheNamedWidgetIs(t *testing.T) {
+	window(t, "named", `from gi.repository import GLib
+def on_warn(button):
+    GLib.log_variant("Gtk", GLib.LogLevelFlags.LEVEL_WARNING, GLib.Variant("a{sv}", {
+        "MESSAGE": GLib.Variant("s", "Trying to snapshot GtkLabel 0x%x without a current allocation" % hash(button.get_child()))}))
+inner = Gtk.Box(); box.append(inner)
+b = Gtk.Button(label="warn"); b.connect("clicked", on_warn); inner.append(b)`, nil)
+	rep := run(t, explore.Options{Seed: 1, Actions: 3, LeakRounds: -1})
+	require.Len(t, rep.Findings, 1, "%s", rep)
+	f := rep.Findings[0]
+	assert.Contains(t, f.Message, "Gtk-WARNING: Trying to snapshot GtkLabel 0x")
+	assert.Regexp(t, `^GtkLabel 0x[0-9a-f]+ is at window 'named' > .*GtkBox#0 'group' > GtkButton#0 'warn' > GtkLabel#0 'warn'$`, f.Detail)
+}
