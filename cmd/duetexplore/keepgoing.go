@@ -97,6 +97,7 @@ func (d *driver) exploreAll(ctx context.Context, outDir string) int {
 			}
 			all = append(all, &met{f: f, seed: seed, after: time.Since(began)})
 			fmt.Fprintf(d.out, "duetexplore: finding %d, after %.1f s (seed %d), %d actions: %s\n", len(all), time.Since(began).Seconds(), seed, len(f.Trace), f)
+			logDetail(d.out, f)
 		}
 		// A program that ends by itself at once, twice, has nothing more
 		// to show.

@@ -357,6 +357,7 @@ func (d *driver) explore(ctx context.Context, outFile string) int {
 	}
 	found := o.finding
 	fmt.Fprintf(d.out, "duetexplore: found after %.1f s, %d actions: %s\n", time.Since(began).Seconds(), len(found.Trace), found)
+	logDetail(d.out, found)
 	d.settle(ctx, found, d.seed, outFile)
 	return exitFound
 }
@@ -894,4 +895,13 @@ func readTrace(path string, limit int64) ([]explore.Action, []*explore.Finding, 
 		findings = append(findings, fd.f)
 	}
 	return trace, findings, readErr
+}
+
+// logDetail prints where a GLib/GTK message's widget is, when the explorer
+// found it (a panic's or a crash's detail, its stack, is printed where the
+// trace is confirmed).
+func logDetail(w io.Writer, f *explore.Finding) {
+	if f.Kind == explore.KindLog && f.Detail != "" {
+		fmt.Fprintln(w, "duetexplore:  ", f.Detail)
+	}
 }
