@@ -136,6 +136,9 @@ func (h *logHandler) Handle(ctx context.Context, r slog.Record) error {
 			domain = "GLib"
 		}
 		f := &Finding{Kind: KindLog, Message: fmt.Sprintf("%s-%s: %s", domain, strings.ToUpper(level), firstLine(r.Message))}
+		if h.x.opts.IgnoreLog != nil && h.x.opts.IgnoreLog.MatchString(f.Message) {
+			return h.next.Handle(ctx, r)
+		}
 		f.Detail = h.x.whereNamed(f.Message)
 		h.x.found(f)
 		return nil

@@ -97,3 +97,26 @@ b = Gtk.Button(label="warn"); b.connect("clicked", on_warn); inner.append(b)`, n
 	assert.Contains(t, f.Message, "Gtk-WARNING: Trying to snapshot GtkLabel 0x")
 	assert.Regexp(t, `^GtkLabel 0x[0-9a-f]+ is at window 'named' > .*GtkBox#0 'group' > GtkButton#0 'warn' > GtkLabel#0 'warn'$`, f.Detail)
 }
+
+// Options.IgnoreLog: the toolkit's own warnings a program cannot help are
+// no findings; the others still are.
+func TestIgnoreLog(t *testing.T) {
+	window(t, "ignored", `from gi.repository import GLib
+def warn(text):
+    GLib.log_variant("Gtk", GLib.LogLevelFlags.LEVEL_WARNING, GLib.Variant("a{sv}", {"MESSAGE": GLib.Variant("s", text)}))
+a = Gtk.Button(label="toolkit"); a.connect("clicked", lambda b: warn("Trying to snapshot GtkGizmo 0x%x without a current allocation" % hash(b))); box.append(a)
+b = Gtk.Button(label="mine"); b.connect("clicked", lambda b: warn("my own trouble")); box.append(b)`, nil)
+	opts, err := explore.ParseOptions(`seed=1,actions=30,leak=off,ignore-log="^Gtk-WARNING: Trying to snapshot GtkGizmo 0x[0-9a-f]+ without a current allocation$"`)
+	require.NoError(t, err)
+	rep := run(t, opts)
+	for _, f := range rep.Findings {
+		assert.NotContains(t, f.Message, "Trying to snapshot", "ignored")
+	}
+	opts.KeepGoing = true
+	rep = run(t, opts)
+	require.Len(t, rep.Findings, 1, "%s", rep)
+	assert.Equal(t, "Gtk-WARNING: my own trouble", rep.Findings[0].Message)
+
+	_, err = explore.ParseOptions("seed=1,ignore-log=(")
+	assert.ErrorContains(t, err, `option "ignore-log=("`)
+}

@@ -96,6 +96,7 @@ type driver struct {
 	leakEvery  int
 	leakRounds int
 	keepGoing  bool
+	ignoreLog  string // -ignore-log: checked by regexp.Compile in run
 	children   int
 	keepTmp    bool
 	shrinkTime time.Duration
@@ -123,6 +124,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	noLeak := fs.Bool("no-leak", false, "turn the leak check off")
 	fs.IntVar(&d.leakEvery, "leak-every", 0, "actions between two censuses of the leak check (0: the explorer's default, 20)")
 	fs.IntVar(&d.leakRounds, "leak-rounds", 0, "censuses in a row a row must grow at to be a leak (0: the explorer's default, 5)")
+	fs.StringVar(&d.ignoreLog, "ignore-log", "", "GLib and GTK messages matching this regular expression (\"Gtk-WARNING: Trying to snapshot\", domain and level first) are no findings: for the toolkit's own warnings a program cannot help")
 	fs.BoolVar(&d.keepGoing, "keep-going", false, "go on after a finding to the end of the run (a fresh child with the next seed after a crash or a hang), then confirm, shrink and write each distinct finding")
 	fs.DurationVar(&d.shrinkTime, "shrink-time", 2*time.Minute, "time bound on shrinking a finding's trace")
 	fs.IntVar(&d.maxReplays, "max-replays", 200, "bound on the replays shrinking runs")
@@ -185,6 +187,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "duetexplore: -%s %d: must not be negative\n", c.name, c.n)
 			return exitUsage
 		}
+	}
+	if _, err := regexp.Compile(d.ignoreLog); err != nil {
+		fmt.Fprintf(stderr, "duetexplore: -ignore-log: %v\n", err)
+		return exitUsage
 	}
 	var rec *explore.Report
 	if *replay != "" {
@@ -318,6 +324,9 @@ func (d *driver) options() string {
 		if d.leakRounds > 0 {
 			opts = append(opts, fmt.Sprintf("leak-rounds=%d", d.leakRounds))
 		}
+	}
+	if d.ignoreLog != "" {
+		opts = append(opts, "ignore-log="+strconv.Quote(d.ignoreLog))
 	}
 	if d.keepGoing {
 		// Replays too: a finding met after another is met again only if

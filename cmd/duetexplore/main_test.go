@@ -280,6 +280,8 @@ func TestUsage(t *testing.T) {
 	assert.Equal(t, exitUsage, status)
 	status, _ = drive(t, "clean", "-gc", "often", "-exe", plantedExe)
 	assert.Equal(t, exitUsage, status)
+	status, _ = drive(t, "clean", "-ignore-log", "(", "-exe", plantedExe)
+	assert.Equal(t, exitUsage, status, "a regular expression that does not compile")
 	status, _ = drive(t, "clean", "./testdata/no-such-package")
 	assert.Equal(t, exitUsage, status)
 	status, _ = drive(t, "clean", "-test", "-exe", plantedExe) // no package: no directory
