@@ -46,7 +46,10 @@
 // # Findings
 //
 // Those of the explorer (a Go panic, a Python exception, a GLib/GTK
-// warning or critical, a stall, a hang, a leak: see package explore), and
+// warning or critical, a stall, a hang, a leak: see package explore;
+// -ignore-log REGEXP takes the GLib/GTK messages it matches out, for the
+// toolkit's own warnings a program cannot help, and the message a finding
+// is made of, "Gtk-WARNING: ...", is what it matches), and
 // two only a parent sees: a crash (the process died of a signal, or exited
 // with a status that is neither 0 nor 3; the message names the runtime's
 // "SIGSEGV: segmentation violation" line when there is one, and the crash
