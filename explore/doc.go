@@ -204,9 +204,11 @@
 //   - Running: [Run] with [Options] ([ParseOptions] reads them as
 //     DUET_EXPLORE writes them).
 //   - What it did and found: [Report] ([Report.String], [Report.WriteJSON],
-//     read back with [ReadReport]; [Report.WritePlot] draws it), its
-//     [Action] values ([Action.String]), its [Sample] values, and each
-//     [Finding] ([Finding.String], [Finding.Same]) of a [Kind]:
+//     read back with [ReadReport], lines up to [MaxLine] long;
+//     [Report.WritePlot] draws it), its [Action] values ([Action.String]),
+//     its [Sample] values, and each [Finding] ([Finding.String];
+//     [Finding.Same], what a replay must meet again; [Finding.Distinct],
+//     what a run that goes on counts apart) of a [Kind]:
 //     [KindPanic], [KindException], [KindLog], [KindStall], [KindHang],
 //     [KindLeak], [KindCrash].
 //
