@@ -323,7 +323,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		if x.missing != "" {
 			if missingSince.IsZero() {
 				missingSince = time.Now()
-			} else if time.Since(missingSince) > opts.ReplayWait {
+			} else if time.Since(missingSince) > x.replayWait(opts) {
 				x.report.ReplayError = x.missing
 				break
 			}
@@ -396,6 +396,19 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	return &x.report, nil
 }
 
+// replayWait is how long a replay waits for the recorded address of its
+// next action. The first, while there is nothing at all to act on, waits
+// for the program to come up, which a loaded machine may take seconds to
+// do, up to Hang: a replay that gave up
+// sooner would say that a trace does not reproduce, and shrinking would
+// keep actions the finding does not need.
+func (x *explorer) replayWait(opts Options) time.Duration {
+	if len(x.report.Trace) == 0 && x.bare {
+		return max(opts.ReplayWait, opts.Hang)
+	}
+	return opts.ReplayWait
+}
+
 // explorer is one run's state. Its hooks (exceptions, panics, log records)
 // run on whatever thread reports them; mu guards what they touch.
 type explorer struct {
@@ -413,8 +426,10 @@ type explorer struct {
 
 	// missing says, for a replay, that the last step did not find the
 	// recorded address; replayErr that the recorded action could not be
-	// done as recorded (both only on Run's goroutine and in its steps).
+	// done as recorded; bare that the last listing found nothing to act
+	// on (all only on Run's goroutine and in its steps).
 	missing, replayErr string
+	bare               bool
 
 	censuses []map[string]int
 	marks    []int // len(Trace) at each census
@@ -519,7 +534,7 @@ func (x *explorer) step(ctx context.Context) error {
 		// Coverage is kept as it goes: a program may end the loop (a
 		// window's close button) before the run could ask.
 		x.setCoverage(counts[1], counts[2])
-		x.missing = ""
+		x.missing, x.bare = "", n == 0
 		var i int
 		var input string // the action's input, as JSON: drawn now or recorded
 		var want Action

@@ -75,3 +75,32 @@ func TestSameSeedWhateverTheWait(t *testing.T) {
 	}
 	assert.Equal(t, trace(10*time.Millisecond), trace(400*time.Millisecond))
 }
+
+// A replay's first action waits for the program to come up (up to Hang),
+// not only ReplayWait: a fresh process on a loaded machine may take
+// seconds to show its window, and a replay that gave up would say that a
+// trace does not reproduce. Once a window is up, a missing address is
+// said after ReplayWait.
+func TestReplayWaitsForTheProgramToComeUp(t *testing.T) {
+	looptest.FailOnPythonExceptions(t)
+	var recorded []explore.Action
+	func() {
+		defer laterWindow(t, "slow", everyKind, 10*time.Millisecond)()
+		rep := run(t, explore.Options{Seed: 3, Actions: 5, LeakRounds: -1})
+		require.Len(t, rep.Trace, 5, "%s", rep)
+		recorded = rep.Trace
+	}()
+	func() {
+		defer laterWindow(t, "slow", everyKind, 1500*time.Millisecond)()
+		rep := run(t, explore.Options{Replay: recorded, ReplayWait: 200 * time.Millisecond, LeakRounds: -1})
+		assert.Empty(t, rep.ReplayError)
+		assert.Len(t, rep.Trace, 5, "%s", rep)
+	}()
+	func() {
+		defer laterWindow(t, "other", everyKind, 10*time.Millisecond)()
+		began := time.Now()
+		rep := run(t, explore.Options{Replay: recorded, ReplayStrict: true, ReplayWait: 200 * time.Millisecond, LeakRounds: -1})
+		assert.Contains(t, rep.ReplayError, "recorded action 1")
+		assert.Less(t, time.Since(began), 5*time.Second, "a window is up: the address is missing, no need to wait for Hang")
+	}()
+}
