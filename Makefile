@@ -104,17 +104,24 @@ gallery-lines:
 # out/explore/NAME/; it fails if any example gave a finding (or could not
 # be explored). duetexplore runs itself under Xvfb when there is no display.
 EXPLORE_DURATION ?= 5m
+# GTK 4.8 warns now and then that it snapshots the trough of a scrolled
+# window's scrollbar before allocating it, while the text view in the
+# window grows (the showcase's log, which the toggle appends to): the
+# explorer names the widget (DuetLogView > GtkScrollbar > GtkRange >
+# GtkGizmo); no code of the program's touches it.
+GTK48_TROUGH := ^Gtk-WARNING: Trying to snapshot GtkGizmo 0x[0-9a-f]+ without a current allocation$$
 EXPLORE_EXAMPLES := hello awaker gallery goroutines quotes showcase builder subclass typed weak
 explore: deps
 	@mkdir -p $(OUT)/explore
 	@$(GO) build -o $(OUT)/explore/duetexplore ./cmd/duetexplore
 	@set -u; total=$(words $(EXPLORE_EXAMPLES)); i=0; summary=""; bad=0; \
 	for ex in $(EXPLORE_EXAMPLES); do \
-		i=$$((i+1)); args=""; \
-		case $$ex in gallery) args="-file examples/gallery/gallery.py";; esac; \
+		i=$$((i+1)); args=""; ignore=""; \
+		case $$ex in gallery) args="-file examples/gallery/gallery.py";; \
+		showcase) ignore="$(GTK48_TROUGH)";; esac; \
 		echo "== explore [$$i/$$total] $$ex for $(EXPLORE_DURATION) (log: $(OUT)/explore/$$ex.log)"; \
 		rm -rf $(OUT)/explore/$$ex; \
-		env -u DUET_SCREENSHOT $(OUT)/explore/duetexplore -duration $(EXPLORE_DURATION) -keep-going \
+		env -u DUET_SCREENSHOT $(OUT)/explore/duetexplore -duration $(EXPLORE_DURATION) -keep-going -ignore-log "$$ignore" \
 			-o $(OUT)/explore/$$ex ./examples/$$ex $$args 2>&1 | tee $(OUT)/explore/$$ex.log | grep --line-buffered '^duetexplore: \|^explore: '; \
 		status=$${PIPESTATUS[0]}; \
 		case $$status in \
