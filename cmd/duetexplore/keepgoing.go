@@ -64,6 +64,7 @@ func (d *driver) exploreAll(ctx context.Context, outDir string) int {
 			spec += fmt.Sprintf(",actions=%d", d.actions-actions)
 		}
 		fmt.Fprintf(d.log, "duetexplore: exploring %s with DUET_EXPLORE=%s\n", filepath.Base(d.exe), spec)
+		childBegan := time.Now()
 		o, err := d.child(ctx, spec, left)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -95,8 +96,15 @@ func (d *driver) exploreAll(ctx context.Context, outDir string) int {
 				m.Repeats += 1 + f.Repeats
 				continue
 			}
-			all = append(all, &met{f: f, seed: seed, after: time.Since(began)})
-			fmt.Fprintf(d.out, "duetexplore: finding %d, after %.1f s (seed %d), %d actions: %s\n", len(all), time.Since(began).Seconds(), seed, len(f.Trace), f)
+			// When it was first seen: the child streams each finding with
+			// its time in the run (a crash or a hang, which only the parent
+			// sees, is at the child's end).
+			after := time.Since(began)
+			if f.At > 0 {
+				after = childBegan.Sub(began) + f.At
+			}
+			all = append(all, &met{f: f, seed: seed, after: after})
+			fmt.Fprintf(d.out, "duetexplore: finding %d, after %.1f s (seed %d), %d actions: %s\n", len(all), after.Seconds(), seed, len(f.Trace), f)
 			logDetail(d.out, f)
 		}
 		// A program that ends by itself at once, twice, has nothing more
