@@ -122,6 +122,10 @@
 //     the explorer puts a log handler of its own ahead of PyGObject's for
 //     those domains (and GLib-GIO), which hands them to GLib's default
 //     handler, as any other domain's go, and takes it out at the end.
+//     While it runs, a handler the program set for those domains itself
+//     (GLib.log_set_handler) does not see their messages: GLib gives each
+//     message to the newest handler of its domain, the explorer's; a
+//     warning such a program silences on purpose is a finding then.
 //     A message that names a widget by its address ("Trying to snapshot
 //     GtkGizmo 0x33d9640 without a current allocation": GTK's internal
 //     widgets have no other name) has in its Detail where that widget is

@@ -679,16 +679,30 @@ func describe(res *pygi.Object) (Action, error) {
 }
 
 // found records f with the trace so far, or counts it as a repeat.
+// seenKey is what makes two findings of a run the same trouble.
+func (f *Finding) seenKey() string {
+	if f.key != "" {
+		return f.key
+	}
+	return string(f.Kind) + "\x00" + stable(f.Message) + "\x00" + f.Where
+}
+
+// seenBefore says whether the run has made f's finding already (found
+// would count it as a repeat).
+func (x *explorer) seenBefore(f *Finding) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	_, ok := x.seen[f.seenKey()]
+	return ok
+}
+
 func (x *explorer) found(f *Finding) {
 	x.mu.Lock()
 	if x.ended {
 		x.mu.Unlock()
 		return
 	}
-	key := f.key
-	if key == "" {
-		key = string(f.Kind) + "\x00" + stable(f.Message) + "\x00" + f.Where
-	}
+	key := f.seenKey()
 	if old, ok := x.seen[key]; ok {
 		old.Repeats++
 		x.mu.Unlock()

@@ -15,7 +15,7 @@ from collections import namedtuple
 import gi
 
 gi.require_version("Gtk", "4.0")
-from gi.repository import Gio, GLib, Gtk
+from gi.repository import Gio, GLib, GObject, Gtk
 
 # Texts typed into entries and text views: short, long, empty, non-ASCII
 # (combining marks, right-to-left, astral plane, a NUL-free control char).
@@ -98,6 +98,13 @@ def coverage():
     """How many distinct widgets and actions could be acted on, and were,
     by their structural key (see _structure)."""
     return [len(_seen), len(_reached)]
+
+
+def _gid(obj):
+    """The GObject's address: PyGObject hashes a wrapper by it, through
+    GObject.Object's __hash__, which a program's class that defines __eq__
+    (and so no __hash__ of its own) hides from hash()."""
+    return GObject.Object.__hash__(obj)
 
 
 def _type_name(w):
@@ -395,12 +402,12 @@ def _grabs(windows):
     grabs = {}
     for w in windows:
         if w.get_modal():
-            grabs[hash(w.get_group())] = w
+            grabs[_gid(w.get_group())] = w
     return grabs
 
 
 def _blocked(win, grabs):
-    g = grabs.get(hash(win.get_group()))
+    g = grabs.get(_gid(win.get_group()))
     return g is not None and g is not win
 
 
@@ -424,7 +431,7 @@ def candidates(app):
     by_type, keys = {}, {}
     for w in windows:
         t = _type_name(w)
-        keys[hash(w)] = "%s#%d" % (t, by_type.get(t, 0))
+        keys[_gid(w)] = "%s#%d" % (t, by_type.get(t, 0))
         by_type[t] = by_type.get(t, 0) + 1
     usable = [w for w in windows if w.is_sensitive()]
     grabs = _grabs(windows)
@@ -434,7 +441,7 @@ def candidates(app):
         n = seen.get(title, 0)
         seen[title] = n + 1
         where = "window %r" % _short(title) if n == 0 else "window %r#%d" % (_short(title), n)
-        _window_keys[where] = keys[hash(win)]
+        _window_keys[where] = keys[_gid(win)]
         if not win.is_sensitive():
             continue
         if _blocked(win, grabs):
@@ -751,8 +758,7 @@ def widget_at(pointer):
         return ""
 
     def walk(w, path):
-        # PyGObject hashes a wrapper by its GObject's address.
-        if hash(w) == want:
+        if _gid(w) == want:
             return path
         counts = {}
         child = w.get_first_child()

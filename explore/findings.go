@@ -139,7 +139,9 @@ func (h *logHandler) Handle(ctx context.Context, r slog.Record) error {
 		if h.x.opts.IgnoreLog != nil && h.x.opts.IgnoreLog.MatchString(f.Message) {
 			return h.next.Handle(ctx, r)
 		}
-		f.Detail = h.x.whereNamed(f.Message)
+		if !h.x.seenBefore(f) { // a repeat is only counted: no walk for it
+			f.Detail = h.x.whereNamed(f.Message)
+		}
 		h.x.found(f)
 		return nil
 	}

@@ -120,3 +120,30 @@ b = Gtk.Button(label="mine"); b.connect("clicked", lambda b: warn("my own troubl
 	_, err = explore.ParseOptions("seed=1,ignore-log=(")
 	assert.ErrorContains(t, err, `option "ignore-log=("`)
 }
+
+// A program's class that defines __eq__ has no hash() (Python takes
+// __hash__ away with it): the explorer keys windows and widgets by their
+// GObject's address all the same.
+func TestClassesWithoutHash(t *testing.T) {
+	window(t, "eq", `from gi.repository import GLib
+class EqBox(Gtk.Box):
+    def __eq__(self, other):
+        return self is other
+class EqWin(Gtk.Window):
+    def __eq__(self, other):
+        return self is other
+win.connect("close-request", lambda w: True)  # stays: the warn button with it
+other = EqWin(title="eq window"); other.set_child(Gtk.Button(label="other")); other.present()
+inner = EqBox(); box.append(inner)
+def on_warn(button):
+    GLib.log_variant("Gtk", GLib.LogLevelFlags.LEVEL_WARNING, GLib.Variant("a{sv}", {
+        "MESSAGE": GLib.Variant("s", "Trying to snapshot GtkLabel 0x%x without a current allocation" % GObject.Object.__hash__(button.get_child()))}))
+from gi.repository import GObject
+b = Gtk.Button(label="warn"); b.connect("clicked", on_warn); inner.append(b)`, nil)
+	t.Cleanup(func() {
+		looptest.Do(t, func(t testing.TB) { assert.NoError(t, pygi.Exec("other.destroy()", lastGlobals)) })
+	})
+	rep := run(t, explore.Options{Seed: 1, Actions: 300, LeakRounds: -1})
+	require.NotEmpty(t, rep.Findings, "%s", rep)
+	assert.Contains(t, rep.Findings[0].Detail, "is at window 'eq' > GtkBox#0 'group' > builtins+EqBox#0 'group' > GtkButton#0 'warn'", "%s", rep)
+}

@@ -251,7 +251,13 @@ var numbers = regexp.MustCompile(`[0-9]+(\.[0-9]+)?`)
 
 // distinctKey is what Distinct compares.
 func (f *Finding) distinctKey() string {
-	key := []string{string(f.Kind), f.Where, numbers.ReplaceAllString(stable(f.Message), "N")}
+	what := numbers.ReplaceAllString(stable(f.Message), "N")
+	if f.Kind == KindLeak {
+		// What leaked, as Same has it: its name may have digits of its own
+		// ("Vec2" is not "Vec3"), and only the counts are left out.
+		what = leakIdentity(f.Message)
+	}
+	key := []string{string(f.Kind), f.Where, what}
 	if f.Kind == KindStall || f.Kind == KindHang {
 		var a Action
 		if n := len(f.Trace); n > 0 {
