@@ -33,7 +33,7 @@
 // would leave the driver, the program and the server running, with their
 // files in /tmp; here the driver stays the process the user started.
 //
-// SIGINT or SIGTERM to it ends the run: the program (SIGKILL to its
+// SIGINT, SIGTERM or SIGHUP to it ends the run: the program (SIGKILL to its
 // process group), then the X server; the status is then 128 plus the
 // signal's number (130, 143), as a shell reports it. A second signal ends
 // the driver at once; the program and the X server still go with it (the
@@ -208,5 +208,5 @@
 // error (or an X server that would not start), 1 when -replay could not replay its file (an address not found)
 // and found nothing, 4 when the explorer failed, 5 when the program did
 // not start (see Findings), 6 when -replay's file is not a whole replay
-// file, and 128 plus the signal's number after SIGINT or SIGTERM.
+// file, and 128 plus the signal's number after SIGINT, SIGTERM or SIGHUP.
 package main

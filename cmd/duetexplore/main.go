@@ -39,18 +39,20 @@ const (
 )
 
 func main() {
-	// The command owns its process: SIGINT and SIGTERM end the run (the
-	// children, their process groups, the X server), then the driver,
-	// with 128 plus the signal as a shell reports it. A second one ends
-	// the driver at once (the signal's default): the children go with it
-	// (Pdeathsig), the X server too, cleanly (SIGTERM).
+	// The command owns its process: SIGINT, SIGTERM and SIGHUP (its
+	// terminal gone) end the run (the children, their process groups,
+	// the X server, the temporary directories), then the driver, with 128
+	// plus the signal as a shell reports it. A second one ends the driver
+	// at once (the signal's default): the programs go with it
+	// (Pdeathsig), though not what they started, the X server too,
+	// cleanly (SIGTERM). SIGQUIT keeps Go's meaning: a goroutine dump.
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	ctx, cancel := context.WithCancel(context.Background())
 	caught := make(chan os.Signal, 1)
 	go func() {
 		sig := <-sigs
-		signal.Reset(os.Interrupt, syscall.SIGTERM)
+		signal.Reset(os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 		caught <- sig
 		cancel()
 	}()
@@ -392,6 +394,13 @@ func (d *driver) settle(ctx context.Context, found *explore.Finding, seed uint64
 			fmt.Fprintln(d.out, "duetexplore:", found.Detail)
 		}
 	}
+	if ctx.Err() != nil {
+		// Interrupted (SIGINT): no fresh process to confirm it in; its
+		// trace is kept as it was found.
+		fmt.Fprintf(d.out, "duetexplore: not confirmed: interrupted before its %d actions were replayed\n", len(found.Trace))
+		s.file = d.write(path, found, found.Trace, seed)
+		return s
+	}
 	// Confirm: the same trace again, in a fresh process.
 	confirmed, again := d.reproduces(ctx, found.Trace, found)
 	if !confirmed {
@@ -689,10 +698,21 @@ wait:
 			<-exited
 			return nil, ctx.Err()
 		case <-timer.C:
+			// A driver stopped (Ctrl+Z) past the limit wakes to the timer
+			// with the program long gone (its Wait not yet back, or select
+			// picking the timer): the exit wins.
+			if processExited(pgid) {
+				<-exited // Wait is back at once
+				break wait
+			}
 			killed = fmt.Sprintf("the program was still running %v after its run's time", d.hang+d.grace)
 			stopped = end(cmd.Process, exited)
 			break wait
 		case <-poll.C:
+			if processExited(pgid) { // as for the timer
+				<-exited
+				break wait
+			}
 			w.poll()
 			switch {
 			case w.end == "hang":

@@ -187,3 +187,28 @@ func TestSIGTERMEndsEverything(t *testing.T) {
 	assert.NoFileExists(t, socket)
 	assert.NoDirExists(t, filepath.Dir(authority), "the private directory is removed")
 }
+
+// A driver stopped (Ctrl+Z stops it alone: its programs are in process
+// groups of their own and go on) for longer than the run's time, its -hang
+// and -grace wakes to both the program's exit and its timer: the exit
+// wins, whatever select picks (it picked the timer, and a hang, about a
+// third of the time).
+func TestStoppedDriverReportsNoHang(t *testing.T) {
+	fake, err := filepath.Abs("testdata/fakeclean/run.sh")
+	require.NoError(t, err)
+	for i := range 5 {
+		cmd := exec.Command(os.Args[0], "-seed", "1", "-duration", "300ms", "-hang", "300ms", "-grace", "300ms", "-exe", fake)
+		cmd.Env = append(os.Environ(), asMainVar+"=1", "DISPLAY=:none")
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		require.NoError(t, cmd.Start())
+		time.Sleep(100 * time.Millisecond)
+		require.NoError(t, cmd.Process.Signal(syscall.SIGSTOP))
+		time.Sleep(1500 * time.Millisecond)
+		require.NoError(t, cmd.Process.Signal(syscall.SIGCONT))
+		err := cmd.Wait()
+		assert.NoError(t, err, "run %d:\n%s", i, out.String())
+		assert.Contains(t, out.String(), "nothing found", "run %d", i)
+		assert.NotContains(t, out.String(), "still running", "run %d", i)
+	}
+}

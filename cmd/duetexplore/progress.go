@@ -101,15 +101,32 @@ func end(p *os.Process, exited <-chan error) (stopped bool) {
 // processStopped says whether the process is stopped (state T, or t when
 // traced), from /proc.
 func processStopped(pid int) bool {
+	st := processState(pid)
+	return st == "T" || st == "t"
+}
+
+// processExited says whether the process has exited: a zombie not yet
+// reaped, or gone (reaped: Wait has returned, or is returning).
+func processExited(pid int) bool {
+	st := processState(pid)
+	return st == "" || st == "Z" || st == "X"
+}
+
+// processState is the process's state letter from /proc ("" when there is
+// no such process).
+func processState(pid int) string {
 	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return false
+		return ""
 	}
 	// "pid (comm) S ...": the command may have spaces and parentheses.
 	i := bytes.LastIndexByte(stat, ')')
 	if i < 0 {
-		return false
+		return ""
 	}
 	fields := strings.Fields(string(stat[i+1:]))
-	return len(fields) > 0 && (fields[0] == "T" || fields[0] == "t")
+	if len(fields) == 0 {
+		return ""
+	}
+	return fields[0]
 }

@@ -324,6 +324,11 @@ wait:
 	}
 	errFile.Close()
 	stderr, _ := os.ReadFile(errPath)
+	// The explorer's own failure (a getter that raises while it lists the
+	// widgets, say) ends the program with status 1 and this end line: not
+	// the recorded crash coming back.
+	stream, _ := os.ReadFile(trail)
+	explorerFailed := bytes.Contains(stream, []byte(` + "`" + `{"end":"error"` + "`" + `))
 	status := 0
 	var ee *exec.ExitError
 	if errors.As(runErr, &ee) {
@@ -401,6 +406,8 @@ wait:
 		t.Fatalf("the bug is still there: the replay of %s did not end (a hang: %s)\n%s", trace, killed, stderr)
 	case killed != "" || ctx.Err() != nil:
 		t.Fatalf("the replay of %s did not end (%s)\n%s", trace, killed, stderr)
+	case explorerFailed:
+		t.Fatalf("the explorer failed replaying %s (exit status %d): not the recorded %s\n%s", trace, status, wantKind, stderr)
 	case status != 0 && status != 3 && wantKind == "crash":
 		t.Fatalf("the bug is still there: the program crashed again replaying %s (exit status %d; recorded: %s)\n%s", trace, status, wantMessage, stderr)
 	case status != 0:

@@ -16,7 +16,7 @@
 //     the explorer cannot say anything);
 //   - crash: "crash" writes through a null pointer in C;
 //   - raising: a button whose get_label raises (the explorer fails
-//     listing the widgets);
+//     listing the widgets), unless fixed; raisingalways: even fixed;
 //   - clean: no bug, no A or B;
 //
 // and fixed: each window the same, its bug fixed (PLANTED=fixed alone is
@@ -93,6 +93,12 @@ add_button("crash", on_crash)`,
             return "raising"
         raise RuntimeError("planted: a getter that raises")
 box.append(Raising())`,
+	// The same, fixed or not: the explorer fails on a program whose bug
+	// is fixed (a regression test must not say the bug is back).
+	"raisingalways": `class RaisingAlways(Gtk.Button):
+    def get_label(self):
+        raise RuntimeError("planted: a getter that raises")
+box.append(RaisingAlways())`,
 	"clean": ``,
 }
 
@@ -119,7 +125,7 @@ func main() {
 		case ok:
 			kinds = append(kinds, k)
 		default:
-			os.Stderr.WriteString("planted: PLANTED=panic, exception, log, stall, leak, hang, wedge, crash, raising, clean, fixed or moved, comma separated\n")
+			os.Stderr.WriteString("planted: PLANTED=panic, exception, log, stall, leak, hang, wedge, crash, raising, raisingalways, clean, fixed or moved, comma separated\n")
 			os.Exit(2)
 		}
 	}
