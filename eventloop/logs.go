@@ -6,7 +6,9 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,14 +34,20 @@ import (
 //
 // With gotk4 linked in, GLib's writer is gotk4's, which sends GLib's
 // messages to slog.Default() (GLib accepts one writer per process). While
-// routing, slog.Default() is a tap: the records gotk4 makes of GLib's
-// messages go to the handler (as "glib" records, like those of duet's own
-// writer), and every other record goes on to the handler that was the
-// default, untouched, so the program's own slog output does not move. The
-// log package's output and flags, which slog.SetDefault changes, are put
-// back as they were at once; stop puts the previous default back unless
-// the program set its own meanwhile (then GLib's messages follow the
-// program's choice from then on).
+// routing, slog.Default() is a tap: the records gotk4's writer makes of
+// GLib's messages go to the handler (as "glib" records, like those of
+// duet's own writer), and every other record goes on to the handler that
+// was the default, so the program's own slog output does not move. When
+// that was slog's own default handler, which prints through the log
+// package, the tap prints as it does (level, message, attributes, with
+// log's flags and prefix) to where log's output was when routing began,
+// never through the log package: a program that makes the tap its
+// default again (slog.SetDefault(slog.Default())) sends its log.Print
+// lines through the tap, and slog's handler would take the log package's
+// lock a second time. The log package's output and flags, which
+// slog.SetDefault changes, are put back at once. Stop puts the previous
+// default back unless the program set its own meanwhile; a RouteLogs
+// after the program set its own taps that one.
 
 var routing struct {
 	mu sync.Mutex
@@ -48,12 +56,10 @@ var routing struct {
 	// lock (log.SetOutput), which that caller holds.
 	cur  atomic.Pointer[route]
 	emit *pygi.Object
-	tap     *slog.Logger // slog.Default() while routing with gotk4's writer
-	prev    *slog.Logger // the default the tap replaced
-	// swapping: slog.SetDefault has pointed the log package at the tap and
-	// its output is not yet put back; see glibTap.Handle.
-	swapping atomic.Bool
-	logOut   io.Writer // the log package's output then
+	tap  *slog.Logger // slog.Default() while routing with gotk4's writer
+	prev *slog.Logger // the default the tap replaced
+	// logOut is where the log package wrote when the tap went in.
+	logOut io.Writer
 }
 
 func init() {
@@ -81,9 +87,10 @@ func RouteLogs(h slog.Handler) (stop func(), err error) {
 	rt := &route{h}
 	routing.cur.Store(rt)
 	capi.LogRoute(true)
-	if capi.LogWriterIsGotk4() && routing.tap == nil {
+	if capi.LogWriterIsGotk4() && (routing.tap == nil || slog.Default() != routing.tap) {
 		routing.prev = slog.Default()
-		routing.tap = slog.New(&glibTap{next: routing.prev.Handler()})
+		routing.logOut = log.Writer()
+		routing.tap = slog.New(newTap(routing.prev.Handler(), routing.logOut))
 		setDefaultKeepingLog(routing.tap)
 	}
 	var once sync.Once
@@ -100,7 +107,12 @@ func RouteLogs(h slog.Handler) (stop func(), err error) {
 				if slog.Default() == routing.tap {
 					setDefaultKeepingLog(routing.prev)
 				}
-				routing.tap, routing.prev = nil, nil
+				// The program made the tap its default once more while it
+				// was in: log's output went to the tap, which is out now.
+				if slogsOwn(routing.prev.Handler()) && isHandlerWriter(log.Writer()) {
+					log.SetOutput(routing.logOut)
+				}
+				routing.tap, routing.prev, routing.logOut = nil, nil, nil
 			}
 		})
 	}, nil
@@ -112,48 +124,80 @@ func RouteLogs(h slog.Handler) (stop func(), err error) {
 // program's log.Print lines look (and leave them changed after stop).
 func setDefaultKeepingLog(l *slog.Logger) {
 	out, flags := log.Writer(), log.Flags()
-	routing.logOut = out
-	routing.swapping.Store(true)
 	slog.SetDefault(l)
-	log.SetOutput(out)
-	log.SetFlags(flags)
-	routing.swapping.Store(false)
+	// Only what SetDefault set: a program's own SetOutput meanwhile stays.
+	if w := log.Writer(); w != out && isHandlerWriter(w) {
+		log.SetOutput(out)
+		log.SetFlags(flags)
+	}
 }
+
+// slogsOwn says whether h is slog's own default handler (the one that
+// prints through the log package), which slog does not export.
+func slogsOwn(h slog.Handler) bool { return fmt.Sprintf("%T", h) == "*slog.defaultHandler" }
+
+// isHandlerWriter says whether w is what slog.SetDefault points the log
+// package at: its writer into a slog.Handler.
+func isHandlerWriter(w io.Writer) bool { return fmt.Sprintf("%T", w) == "*slog.handlerWriter" }
 
 // glibTap is slog.Default()'s handler while routing with gotk4's writer.
 type glibTap struct {
 	next slog.Handler // the default's handler before routing
+	out  slog.Handler // where the program's records go: next, or a printer
+}
+
+func newTap(next slog.Handler, logOut io.Writer) *glibTap {
+	t := &glibTap{next: next, out: next}
+	if slogsOwn(next) {
+		t.out = &logPrinter{std: next, l: log.New(logOut, log.Prefix(), log.Flags())}
+	}
+	return t
 }
 
 func (t *glibTap) Enabled(ctx context.Context, l slog.Level) bool {
-	if routing.swapping.Load() {
-		return true // see Handle
-	}
 	if h := currentHandler(); h != nil && h.Enabled(ctx, l) {
 		return true
 	}
-	return t.next.Enabled(ctx, l)
+	return t.out.Enabled(ctx, l)
+}
+
+// gotk4Writer is the prefix of the functions in gotk4's glib package.
+const gotk4Writer = "github.com/diamondburned/gotk4/pkg/glib/v2."
+
+// fromGotk4Writer says whether the record being handled comes from gotk4's
+// log writer: a GLib message, whatever its fields (a message without a
+// domain has none), and not a record of the program's that looks like one.
+// By the stack, a few frames up (the record's own PC names slog's
+// LogAttrs, which inlining makes the caller it records).
+func fromGotk4Writer() bool {
+	var pcs [12]uintptr
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs[:])])
+	for {
+		f, more := frames.Next()
+		if strings.HasPrefix(f.Function, gotk4Writer) {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
 }
 
 func (t *glibTap) Handle(ctx context.Context, r slog.Record) error {
-	var domain string
-	glib := false
-	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "glib_domain" {
-			glib, domain = true, a.Value.String()
-			return false
-		}
-		return true
-	})
+	glib := fromGotk4Writer()
 	if h := currentHandler(); glib && h != nil {
-		if !h.Enabled(ctx, r.Level) {
-			return nil
-		}
 		// As duet's own writer makes them (glibLog), from gotk4's fields.
-		g := slog.NewRecord(r.Time, r.Level, r.Message, 0)
+		var domain string
+		level := r.Level
 		src := &slog.Source{}
 		r.Attrs(func(a slog.Attr) bool {
 			switch a.Key {
+			case "glib_domain":
+				domain = a.Value.String()
+			case "priority":
+				if a.Value.String() == "3" { // G_LOG_LEVEL_ERROR's syslog priority
+					level = slog.LevelError + 4
+				}
 			case "code_file":
 				src.File = a.Value.String()
 			case "code_line":
@@ -163,20 +207,17 @@ func (t *glibTap) Handle(ctx context.Context, r slog.Record) error {
 			}
 			return true
 		})
+		if !h.Enabled(ctx, level) {
+			return nil
+		}
+		g := slog.NewRecord(r.Time, level, r.Message, 0)
 		g.AddAttrs(slog.String("logger", "glib"), slog.String("glib_domain", domain), slog.Any(slog.SourceKey, src))
 		return h.Handle(ctx, g)
 	}
-	if routing.swapping.Load() {
-		// A log.Print in the instant between slog.SetDefault and putting the
-		// log package's output back reaches here holding the log package's
-		// lock; slog's own default handler would take it again and deadlock.
-		_, err := fmt.Fprintln(routing.logOut, r.Message)
-		return err
-	}
-	if !t.next.Enabled(ctx, r.Level) {
+	if !t.out.Enabled(ctx, r.Level) {
 		return nil
 	}
-	return t.next.Handle(ctx, r)
+	return t.out.Handle(ctx, r)
 }
 
 // Tapped is the handler the tap forwards the program's records to: what
@@ -188,6 +229,33 @@ func (t *glibTap) Tapped() slog.Handler { return t.next }
 // keep working as they would have, and outlive the tap.
 func (t *glibTap) WithAttrs(as []slog.Attr) slog.Handler { return t.next.WithAttrs(as) }
 func (t *glibTap) WithGroup(name string) slog.Handler    { return t.next.WithGroup(name) }
+
+// logPrinter prints records as slog's own default handler does ("INFO
+// message key=value", after log's flags and prefix as they were when
+// routing began: slog.SetDefault clears the flags for an instant), with a
+// logger of its own: never through the log package's, whose lock a
+// log.Print that reached the tap through slog's writer into it holds.
+type logPrinter struct {
+	std slog.Handler // slog's own, asked what is enabled (slog.SetLogLoggerLevel)
+	l   *log.Logger
+}
+
+func (p *logPrinter) Enabled(ctx context.Context, l slog.Level) bool { return p.std.Enabled(ctx, l) }
+
+func (p *logPrinter) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString(r.Level.String())
+	b.WriteByte(' ')
+	b.WriteString(r.Message)
+	r.Attrs(func(a slog.Attr) bool {
+		fmt.Fprintf(&b, " %s=%s", a.Key, a.Value.String())
+		return true
+	})
+	return p.l.Output(0, b.String())
+}
+
+func (p *logPrinter) WithAttrs(as []slog.Attr) slog.Handler { return p.std.WithAttrs(as) }
+func (p *logPrinter) WithGroup(name string) slog.Handler    { return p.std.WithGroup(name) }
 
 func setRoute(emit *pygi.Object) error {
 	m, err := hooksPy.Load()

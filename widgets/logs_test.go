@@ -2,11 +2,13 @@ package widgets_test
 
 import (
 	"context"
+	"io"
 	"log"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -114,4 +116,70 @@ GLib.log_variant("Gtk", GLib.LogLevelFlags.LEVEL_WARNING,
 			assert.NotContains(t, logBuf.String()+appBuf.String(), "a GTK warning")
 		})
 	}
+}
+
+func glibWarning(t *testing.T, domain, msg string) {
+	t.Helper()
+	looptest.Do(t, func(t testing.TB) {
+		var b pygi.Block
+		g := b.Globals(pygi.Kw{"domain": domain, "msg": msg})
+		b.Exec(`from gi.repository import GLib
+GLib.log_variant(domain or None, GLib.LogLevelFlags.LEVEL_WARNING, GLib.Variant("a{sv}", {"MESSAGE": GLib.Variant("s", msg)}))`, g)
+		require.NoError(t, b.Err())
+	})
+}
+
+// The tap under gotk4 holds up to what a program may do with slog and log
+// meanwhile: make the tap its default again (slog.SetDefault(slog.Default()),
+// after which log.Print went through the tap into slog's own handler and
+// took the log package's lock twice), set a default of its own (a later
+// RouteLogs taps that one), log records that look like GLib's.
+func TestRouteLogsTapHoldsUp(t *testing.T) {
+	prevOut, prevFlags, prevDefault := log.Writer(), log.Flags(), slog.Default()
+	t.Cleanup(func() {
+		slog.SetDefault(prevDefault)
+		log.SetOutput(prevOut)
+		log.SetFlags(prevFlags)
+	})
+	var logBuf syncBuffer
+	log.SetOutput(&logBuf)
+	within := func(what string, f func()) {
+		t.Helper()
+		done := make(chan struct{})
+		go func() { defer close(done); f() }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: still blocked after 10 s (a deadlock on the log package's lock)", what)
+		}
+	}
+
+	c := &capture{}
+	stop, err := eventloop.RouteLogs(c)
+	require.NoError(t, err)
+	slog.SetDefault(slog.Default())
+	within("log.Print while routing", func() { log.Print("one") })
+	glibWarning(t, "", "a domainless GLib warning")
+	slog.Info("the program's own record", "glib_domain", "mine")
+	stop()
+	within("log.Print after stop", func() { log.Print("two") })
+	assert.Equal(t, io.Writer(&logBuf), log.Writer(), "log's output is the program's again")
+	assert.Contains(t, logBuf.String(), "one\n")
+	assert.Contains(t, logBuf.String(), "two\n")
+	assert.Contains(t, logBuf.String(), "the program's own record glib_domain=mine", "the program's record is the program's")
+	got := strings.Join(c.msgs, "\n")
+	assert.Contains(t, got, "WARN a domainless GLib warning", "a GLib message without a domain is routed too")
+	assert.NotContains(t, got, "the program's own record")
+
+	// The program sets a default of its own: a RouteLogs from then on
+	// taps that one.
+	var appBuf syncBuffer
+	slog.SetDefault(slog.New(slog.NewTextHandler(&appBuf, nil)))
+	c2 := &capture{}
+	stop2, err := eventloop.RouteLogs(c2)
+	require.NoError(t, err)
+	glibWarning(t, "Gtk", "under the second routing")
+	stop2()
+	assert.Contains(t, strings.Join(c2.msgs, "\n"), "WARN under the second routing")
+	assert.NotContains(t, appBuf.String(), "under the second routing")
 }
