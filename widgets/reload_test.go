@@ -898,3 +898,41 @@ func TestReloadDirectoryRemoved(t *testing.T) {
 	r.waitOut(dir + " was removed: reload_rmdir.py no longer watched")
 	assert.Equal(t, int64(1), evalAs[int64](t, r, nil, "m.f()"))
 }
+
+// A program's class that overrides what the redraw after a reload calls
+// (queue_resize) does not make an applied reload say it kept the old code:
+// the redraw calls GTK's own, and what it raises is no failure of the
+// reload.
+func TestReloadRedrawsThroughGTKsOwnMethods(t *testing.T) {
+	src := `from gi.repository import Gtk
+VERSION = 1
+
+class Picky(Gtk.Widget):
+    def queue_resize(self):
+        raise RuntimeError("the program's own queue_resize")
+`
+	path := filepath.Join(t.TempDir(), "picky.py")
+	require.NoError(t, os.WriteFile(path, []byte(src), 0o644))
+	g, err := pygi.NewGlobals()
+	require.NoError(t, err)
+	var mod *widgets.Module
+	looptest.Do(t, func(t testing.TB) {
+		mod, err = widgets.LoadFile(path)
+		require.NoError(t, err)
+		w, err := mod.New("Picky", nil)
+		require.NoError(t, err)
+		require.NoError(t, g.SetItem("w", w.Object))
+		require.NoError(t, g.SetItem("mod", mod.Object))
+		require.NoError(t, pygi.Exec("from gi.repository import Gtk\nwin = Gtk.Window(child=w)\nwin.present()\n", g))
+	})
+	defer looptest.Do(t, func(t testing.TB) { assert.NoError(t, pygi.Exec("win.destroy()", g)) })
+	looptest.Do(t, func(t testing.TB) {
+		res, err := reload.Now(mod.Name, strings.Replace(src, "VERSION = 1", "VERSION = 2", 1), os.Stderr)
+		require.NoError(t, err)
+		assert.Equal(t, reload.Applied, res.Outcome, "%s", res.Line)
+		assert.Equal(t, 1, res.Redrawn)
+		v, err := pygi.Eval("mod.VERSION", g)
+		require.NoError(t, err)
+		assert.Equal(t, "2", v.String())
+	})
+}

@@ -89,7 +89,14 @@ def reload(name, filename, src, old_src):
         _active = None
     r.apply(snapshot)
     _forget_orphans(r)
-    redrawn = _redraw(module)
+    try:
+        redrawn = _redraw(module)
+    except Exception:
+        # The new code is in: a widget that would not be redrawn (its own
+        # get_first_child raising, say) does not make this a failed reload.
+        import traceback
+        traceback.print_exc()
+        redrawn = 0
     if not os.path.exists(filename):
         # A file Python cannot read (go:embed's path): tracebacks of the new
         # code quote the new source.
@@ -121,13 +128,14 @@ def _redraw(module):
         if mine is None:
             mine = ours[t] = any(getattr(c, "__module__", None) == name for c in t.__mro__)
         if mine:
-            w.queue_resize()
-            w.queue_draw()
+            # GTK's own, not an override the program's class may have.
+            gtk.Widget.queue_resize(w)
+            gtk.Widget.queue_draw(w)
             n += 1
-        c = w.get_first_child()
+        c = gtk.Widget.get_first_child(w)
         while c is not None:
             todo.append(c)
-            c = c.get_next_sibling()
+            c = gtk.Widget.get_next_sibling(c)
     return n
 
 
