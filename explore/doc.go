@@ -144,9 +144,13 @@
 //   - a leak: every Options.LeakEvery actions, once both collectors have
 //     run, the explorer takes a forensics census (live Go callbacks by
 //     name and site, Python objects Go holds by type, and the GObjects
-//     duet tracks or watches by GType: a GObject only Python holds counts
-//     as nothing here); a row that grew at each of Options.LeakRounds
-//     censuses in a row is a leak.
+//     duet tracks or watches by GType) and one of what the program's
+//     Python holds (the GObjects Python has a wrapper of, by GType: a list
+//     of labels no Go code knows of; and the instances of the program's
+//     own Python classes, those of modules loaded from its files, not
+//     Python's library, PyGObject's or duet's, by class); a row that grew
+//     at each of Options.LeakRounds censuses in a row is a leak (a GType
+//     both duet watches and Python holds is one leak, not two).
 //
 // A run stops at its first finding unless Options.KeepGoing; the same
 // trouble seen again is counted (Finding.Repeats), not listed again.

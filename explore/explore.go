@@ -788,15 +788,32 @@ func (x *explorer) census(ctx context.Context) {
 		}
 	}
 	var c *forensics.Census
+	var held [][]any // [table, name, count]: what the program's Python holds
 	err := eventloop.InvokeWait(ctx, func() error {
 		var err error
-		c, err = forensics.TakeCensus()
+		if c, err = forensics.TakeCensus(); err != nil {
+			return err
+		}
+		r, err := x.mod.CallMethod("py_census")
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		held, err = pygi.As[[][]any](r)
 		return err
 	})
 	if err != nil {
 		return
 	}
 	rows := map[string]int{}
+	for _, h := range held {
+		if len(h) == 3 {
+			table, _ := h[0].(string)
+			name, _ := h[1].(string)
+			n, _ := h[2].(int64)
+			rows[table+"\x00"+name+"\x00"] = int(n)
+		}
+	}
 	add := func(table string, counts []forensics.Count) {
 		for _, r := range counts {
 			rows[table+"\x00"+r.Name+"\x00"+r.Site] = r.N
@@ -817,18 +834,32 @@ func (x *explorer) census(ctx context.Context) {
 	if len(x.censuses) < need {
 		return
 	}
-	keys := slices.Sorted(maps.Keys(rows))
-	for _, key := range keys {
-		last := rows[key]
-		grew := true
-		for i := 1; i < need && grew; i++ {
-			grew = x.censuses[i][key] > x.censuses[i-1][key]
+	grew := func(key string) bool {
+		for i := 1; i < need; i++ {
+			if x.censuses[i][key] <= x.censuses[i-1][key] {
+				return false
+			}
 		}
-		if !grew {
+		return true
+	}
+	keys := slices.Sorted(maps.Keys(rows))
+	watched := map[string]bool{} // GTypes of the gobjects table that grew
+	for _, key := range keys {
+		if table, rest, _ := strings.Cut(key, "\x00"); table == "gobjects" && grew(key) {
+			name, _, _ := strings.Cut(rest, "\x00")
+			watched[name] = true
+		}
+	}
+	for _, key := range keys {
+		if !grew(key) {
 			continue
 		}
+		last := rows[key]
 		table, rest, _ := strings.Cut(key, "\x00")
 		name, site, _ := strings.Cut(rest, "\x00")
+		if table == "pygobjects" && watched[name] {
+			continue // the same GObjects, which duet watches too: one leak
+		}
 		first := x.censuses[0][key]
 		x.found(&Finding{
 			Kind:    KindLeak,
@@ -848,6 +879,10 @@ func tableWords(table string) string {
 		return "Python objects Go holds, of type"
 	case "gobjects":
 		return "GObjects of type"
+	case "pygobjects":
+		return "GObjects Python holds, of type"
+	case "pyinstances":
+		return "instances of the Python class"
 	}
 	return table
 }

@@ -779,6 +779,56 @@ def widget_at(pointer):
     return ""
 
 
+def py_census():
+    """What the program's Python holds, for the leak check: the GObjects
+    Python has a wrapper of, by GType (a list of Gtk.Label the program
+    keeps), and the instances of the program's own Python classes, by
+    class (those of modules loaded from its files, not Python's library,
+    PyGObject or duet), each as [table, name, count]. The collector's
+    objects only: run after a collection, so that what remains is held."""
+    import gc
+    import sys
+
+    mine = {}  # module name -> whether it is the program's
+
+    def programs(modname):
+        ok = mine.get(modname)
+        if ok is None:
+            m = sys.modules.get(modname)
+            f = getattr(m, "__file__", None) or ""
+            ok = bool(f) and not f.startswith("<") and not any(
+                f.startswith(p) for p in _library_dirs()) and not modname.startswith(("gi.", "duet"))
+            mine[modname] = ok
+        return ok
+
+    counts = {}
+    for o in gc.get_objects():
+        t = type(o)
+        if isinstance(o, GObject.Object):
+            key = ("pygobjects", t.__gtype__.name)
+        elif programs(t.__module__):
+            key = ("pyinstances", t.__module__ + "." + t.__qualname__)
+        else:
+            continue
+        counts[key] = counts.get(key, 0) + 1
+    return [[table, name, n] for (table, name), n in counts.items()]
+
+
+_libdirs = None
+
+
+def _library_dirs():
+    global _libdirs
+    if _libdirs is None:
+        import site
+        import sys
+        import sysconfig
+        dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, sysconfig.get_paths().get("stdlib", "")}
+        dirs.update(getattr(site, "getsitepackages", lambda: [])())
+        _libdirs = tuple(d for d in dirs if d)
+    return _libdirs
+
+
 def forget():
     """Drops the widgets the last listing held, so that the explorer keeps
     nothing alive between its steps (a window the app closes must go)."""

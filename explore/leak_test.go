@@ -2,11 +2,14 @@ package explore_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/duet-gtk/duet/eventloop/looptest"
 	"github.com/duet-gtk/duet/explore"
 	"github.com/duet-gtk/duet/pygi"
 	"github.com/duet-gtk/duet/widgets"
@@ -109,4 +112,54 @@ box.append(Gtk.Button(label="idle"))`
 			assert.True(t, again.Reproduced, "the same leak: %s\nrecorded: %s", again, f)
 		})
 	}
+}
+
+// What the program's Python holds is counted too: GObjects Python keeps a
+// wrapper of (a list of labels no Go code knows of), by GType, and the
+// instances of the program's own Python classes, by class.
+func TestLeaksPythonHolds(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "memo.py")
+	require.NoError(t, os.WriteFile(path, []byte(`from gi.repository import Gtk
+labels, memos = [], []
+
+class Memo:
+    pass
+
+def keep_label(button):
+    labels.append(Gtk.Label(label="kept"))
+
+def keep_memo(button):
+    memos.append(Memo())
+`), 0o644))
+	var mod *widgets.Module
+	looptest.Do(t, func(t testing.TB) {
+		var err error
+		mod, err = widgets.LoadFile(path)
+		require.NoError(t, err)
+	})
+	for _, tc := range []struct{ handler, what string }{
+		{"keep_label", `GObjects Python holds, of type "GtkLabel"`},
+		{"keep_memo", `instances of the Python class "` + mod.Name + `.Memo"`},
+	} {
+		t.Run(tc.handler, func(t *testing.T) {
+			window(t, "hold "+tc.handler, `b = Gtk.Button(label="keep"); b.connect("clicked", handler); box.append(b)`,
+				pygi.Kw{"handler": mustAttr(t, mod.Object, tc.handler)})
+			rep := run(t, explore.Options{Seed: 1, Actions: 400, LeakEvery: 5, LeakRounds: 3})
+			require.NotEmpty(t, rep.Findings, "%s", rep)
+			f := rep.Findings[0]
+			assert.Equal(t, explore.KindLeak, f.Kind, "%s", rep)
+			assert.Contains(t, f.Message, tc.what)
+		})
+	}
+}
+
+func mustAttr(t *testing.T, o *pygi.Object, name string) *pygi.Object {
+	t.Helper()
+	var a *pygi.Object
+	looptest.Do(t, func(t testing.TB) {
+		var err error
+		a, err = o.Attr(name)
+		require.NoError(t, err)
+	})
+	return a
 }
