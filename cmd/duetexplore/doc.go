@@ -97,8 +97,10 @@
 // when it has a comma or a quote, as a TMPDIR may: each recorded action done
 // again on the widget at its recorded address, with its recorded input,
 // at the same pace and with the same forced collections). When the replay meets the same kind
-// of finding at the same place (explore.Finding.Same), the trace is shrunk
-// by delta debugging (ddmin: chunks of it are removed as long as the rest,
+// of finding at the same place (explore.Finding.Same), the trace is shrunk:
+// first to its shortest ending that still meets it (its last 1, 2, 4, ...
+// actions: a long trace's trouble is mostly in its last ones), then by
+// delta debugging (ddmin: chunks of it are removed as long as the rest,
 // replayed, still meets it), within -shrink-time and -max-replays. The
 // shrunk trace is printed in words and written as a replay file (-o, by
 // default a new duetexplore-KIND-*.jsonl in the temporary directory of

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -321,6 +322,20 @@ func TestDdmin(t *testing.T) {
 		return false
 	}
 	assert.Equal(t, []int{7, 31}, ddmin(c, has))
+
+	// The shortest suffix first, in replays that double: trouble that
+	// needs 31 then 38 is in the last 16, found in 5 tests, and ddmin
+	// starts from those 16.
+	tests := 0
+	late := func(s []int) bool {
+		tests++
+		return slices.Contains(s, 31) && slices.Contains(s, 38)
+	}
+	s := suffix(c, late)
+	assert.Equal(t, c[24:], s)
+	assert.Equal(t, 5, tests)
+	assert.Equal(t, []int{31, 38}, ddmin(s, late))
+	assert.Equal(t, c, suffix(c, func([]int) bool { return false }), "none holds: all of it")
 }
 
 // skipSanitized skips, under make sanitize (-asan), a long test of the
