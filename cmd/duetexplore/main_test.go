@@ -622,6 +622,7 @@ func TestReplayRefusesBadFiles(t *testing.T) {
 		{"no first action", strings.Join(lines[1:], ""), "cut: its summary counts 2 actions and 1 findings, the file has 1 and 1"},
 		{"stream", `{"beat":0}` + "\n" + `{"n":0,"action":{"verb":"click","address":"a"}}` + "\n", "a DUET_EXPLORE_TRACE stream, not a replay file"},
 		{"not JSON", "click A\n", "line 1: not a JSON object"},
+		{"a null action", `{"action":null}` + "\n" + strings.Join(lines[1:], ""), "line 1: an action without its verb and address"},
 		{"after the summary", buf.String() + lines[0], "line 5: a line after the summary"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

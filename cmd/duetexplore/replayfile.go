@@ -56,6 +56,10 @@ func readReplayFile(path string) (*explore.Report, error) {
 		}
 		switch {
 		case act:
+			var a struct{ Verb, Address string }
+			if err := json.Unmarshal(line["action"], &a); err != nil || a.Verb == "" || a.Address == "" {
+				return nil, fmt.Errorf("%s: line %d: an action without its verb and address", path, n)
+			}
 			actions++
 		case line["finding"] != nil:
 			findings++
