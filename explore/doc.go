@@ -8,7 +8,9 @@
 //
 // Run explores the program it runs in; the program's loop must be running
 // (from an app's activate on, say: app.Main and app.App.Run start it for
-// any program when DUET_EXPLORE is set, see package app). At each step, in
+// any program when DUET_EXPLORE is set, see package app; cmd/duetexplore
+// runs a program so from outside; the stress harness's explore scenario,
+// go run ./stress -scenario explore, runs it as a workload). At each step, in
 // one visit to the UI thread, the explorer lists what a user could act on
 // now, in every visible toplevel (Gtk.Window.list_toplevels, walked with
 // get_first_child and get_next_sibling: dialogs are windows too, and a

@@ -82,7 +82,7 @@ func TestEveryScenarioRunsClean(t *testing.T) {
 	t.Log(out)
 	require.Equal(t, harness.ExitOK, code, out)
 	s := report(t, dir)
-	require.Len(t, s.Runs, 6)
+	require.Len(t, s.Runs, 7)
 	for _, r := range s.Runs {
 		assert.True(t, r.OK, "%s: %s", r.Scenario, r.Verdict)
 		assert.Nil(t, r.Crash, r.Scenario)
@@ -151,4 +151,20 @@ func TestBadFlags(t *testing.T) {
 		code, out := stress(t, args...)
 		assert.Equal(t, harness.ExitBadFlags, code, "%v: %s", args, out)
 	}
+}
+
+// The explorer as a stress workload: in the broken ownership mode, the Go
+// handlers only the signals hold are freed under them, and the explorer's
+// next action on that widget crashes the process (and the harness says
+// so).
+func TestExploreScenarioCrashesBroken(t *testing.T) {
+	dir := t.TempDir()
+	code, out := stressEnv(t, []string{"DUET_DEBUG=callbacks"}, "-scenario", "explore", "-ownership", "go", "-duration", "10s", "-report", dir)
+	t.Log(out)
+	require.Equal(t, harness.ExitReproduced, code, out)
+	s := report(t, dir)
+	require.Len(t, s.Runs, 1)
+	require.NotNil(t, s.Runs[0].Crash)
+	assert.Contains(t, s.Runs[0].Crash.Diagnosis, "freed by the Go GC")
+	assert.Contains(t, out, "explore ", "the crash report's last operations are the explorer's actions")
 }

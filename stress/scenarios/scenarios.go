@@ -45,6 +45,8 @@ func All() []harness.Scenario {
 			Twin:        sharedTwin, TwinArgs: []string{widgetsSource()}},
 		{Name: "asyncio", NeedsDisplay: true, CanCrashBroken: true, Run: Asyncio,
 			Description: "asyncio on the duet loop: Python awaiting Go async funcs made every round, tasks cancelled, Go awaiting Python"},
+		{Name: "explore", NeedsDisplay: true, CanCrashBroken: true, Run: Explore,
+			Description: "package explore driving a window of every kind of widget it acts on, Go handlers held by the signals"},
 		{Name: "exit", Run: Exit,
 			Description: "short processes that use Python from several goroutines and exit"},
 	}
