@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -430,6 +431,7 @@ type explorer struct {
 	// on (all only on Run's goroutine and in its steps).
 	missing, replayErr string
 	bare               bool
+	heldFailed         bool // py_census failed once (said once, on stderr)
 
 	censuses []map[string]int
 	marks    []int // len(Trace) at each census
@@ -789,21 +791,28 @@ func (x *explorer) census(ctx context.Context) {
 	}
 	var c *forensics.Census
 	var held [][]any // [table, name, count]: what the program's Python holds
+	var heldErr error
 	err := eventloop.InvokeWait(ctx, func() error {
 		var err error
 		if c, err = forensics.TakeCensus(); err != nil {
 			return err
 		}
+		// What Python holds is counted apart: its failure leaves the
+		// other tables standing.
 		r, err := x.mod.CallMethod("py_census")
-		if err != nil {
-			return err
+		if err == nil {
+			held, err = pygi.As[[][]any](r)
+			r.Close()
 		}
-		defer r.Close()
-		held, err = pygi.As[[][]any](r)
-		return err
+		heldErr = err
+		return nil
 	})
 	if err != nil {
 		return
+	}
+	if heldErr != nil && !x.heldFailed {
+		x.heldFailed = true
+		fmt.Fprintf(os.Stderr, "explore: counting what the program's Python holds failed; the leak check goes on without it: %v\n", heldErr)
 	}
 	rows := map[string]int{}
 	for _, h := range held {
@@ -822,20 +831,32 @@ func (x *explorer) census(ctx context.Context) {
 	add("callbacks", c.Callbacks)
 	add("python", c.PyObjects)
 	add("gobjects", c.GObjects)
+	// What Go holds grows over LeakRounds censuses to be a leak; what the
+	// program's Python holds over twice as many: a program keeps bounded
+	// histories and caches of its own objects (the last N entries), which
+	// grow for a while as a leak does.
+	rounds := func(table string) int {
+		if table == "pygobjects" || table == "pyinstances" {
+			return 2 * x.opts.LeakRounds
+		}
+		return x.opts.LeakRounds
+	}
 	x.mu.Lock()
 	x.censuses = append(x.censuses, rows)
 	x.marks = append(x.marks, len(x.report.Trace))
-	need := x.opts.LeakRounds + 1
-	if len(x.censuses) > need {
+	if keep := 2*x.opts.LeakRounds + 1; len(x.censuses) > keep {
 		x.censuses = x.censuses[1:]
 		x.marks = x.marks[1:]
 	}
 	x.mu.Unlock()
-	if len(x.censuses) < need {
-		return
-	}
+	n := len(x.censuses)
 	grew := func(key string) bool {
-		for i := 1; i < need; i++ {
+		table, _, _ := strings.Cut(key, "\x00")
+		r := rounds(table)
+		if n < r+1 {
+			return false
+		}
+		for i := n - r; i < n; i++ {
 			if x.censuses[i][key] <= x.censuses[i-1][key] {
 				return false
 			}
@@ -860,12 +881,13 @@ func (x *explorer) census(ctx context.Context) {
 		if table == "pygobjects" && watched[name] {
 			continue // the same GObjects, which duet watches too: one leak
 		}
-		first := x.censuses[0][key]
+		from := n - rounds(table) - 1
+		first := x.censuses[from][key]
 		x.found(&Finding{
 			Kind:    KindLeak,
-			Message: fmt.Sprintf("%s %q"+leakGrew+"%d censuses, %d or more actions apart: %d → %d", tableWords(table), name, x.opts.LeakRounds, x.opts.LeakEvery, first, last),
+			Message: fmt.Sprintf("%s %q"+leakGrew+"%d censuses, %d or more actions apart: %d → %d", tableWords(table), name, rounds(table), x.opts.LeakEvery, first, last),
 			Where:   site,
-			Detail:  fmt.Sprintf("census table %q, row %q, over actions %d to %d", table, name, x.marks[0], x.marks[len(x.marks)-1]),
+			Detail:  fmt.Sprintf("census table %q, row %q, over actions %d to %d", table, name, x.marks[from], x.marks[n-1]),
 			key:     "leak\x00" + key,
 		})
 	}

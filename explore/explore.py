@@ -784,8 +784,10 @@ def py_census():
     Python has a wrapper of, by GType (a list of Gtk.Label the program
     keeps), and the instances of the program's own Python classes, by
     class (those of modules loaded from its files, not Python's library,
-    PyGObject or duet), each as [table, name, count]. The collector's
-    objects only: run after a collection, so that what remains is held."""
+    site packages, PyGObject or duet), each as [table, name, count]. The
+    collector's objects only: run after a collection, so that what remains
+    is held. An object it cannot read (a weak proxy, a __class__ that
+    raises) is left out, never the census."""
     import gc
     import sys
 
@@ -794,21 +796,25 @@ def py_census():
     def programs(modname):
         ok = mine.get(modname)
         if ok is None:
-            m = sys.modules.get(modname)
-            f = getattr(m, "__file__", None) or ""
-            ok = bool(f) and not f.startswith("<") and not any(
-                f.startswith(p) for p in _library_dirs()) and not modname.startswith(("gi.", "duet"))
+            f = getattr(sys.modules.get(modname), "__file__", None)
+            ok = (isinstance(f, str) and f != "" and not f.startswith("<")
+                  and not _in_library(f) and not modname.startswith(("gi.", "duet")))
             mine[modname] = ok
         return ok
 
     counts = {}
+    gobject = GObject.Object
     for o in gc.get_objects():
-        t = type(o)
-        if isinstance(o, GObject.Object):
-            key = ("pygobjects", t.__gtype__.name)
-        elif programs(t.__module__):
-            key = ("pyinstances", t.__module__ + "." + t.__qualname__)
-        else:
+        try:
+            t = type(o)  # not o.__class__, which a proxy forwards
+            if issubclass(t, gobject):
+                key = ("pygobjects", t.__gtype__.name)
+            else:
+                modname = t.__module__
+                if not isinstance(modname, str) or not programs(modname):
+                    continue
+                key = ("pyinstances", modname + "." + t.__qualname__)
+        except Exception:
             continue
         counts[key] = counts.get(key, 0) + 1
     return [[table, name, n] for (table, name), n in counts.items()]
@@ -817,16 +823,29 @@ def py_census():
 _libdirs = None
 
 
-def _library_dirs():
+def _in_library(path):
+    """Whether the file is Python's own library's or an installed package's
+    (site packages, the user's included), by whole path components."""
     global _libdirs
     if _libdirs is None:
+        import os
         import site
-        import sys
         import sysconfig
-        dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, sysconfig.get_paths().get("stdlib", "")}
-        dirs.update(getattr(site, "getsitepackages", lambda: [])())
-        _libdirs = tuple(d for d in dirs if d)
-    return _libdirs
+        dirs = set()
+        for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+            dirs.add(sysconfig.get_paths().get(key) or "")
+        try:
+            dirs.update(site.getsitepackages())
+        except Exception:
+            pass
+        try:
+            dirs.add(site.getusersitepackages())
+        except Exception:
+            pass
+        _libdirs = tuple(os.path.join(os.path.realpath(d), "") for d in dirs if d)
+    import os
+    real = os.path.realpath(path)
+    return any(real.startswith(d) for d in _libdirs)
 
 
 def forget():
