@@ -1,11 +1,13 @@
 package eventloop
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log"
 	"log/slog"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -40,14 +42,19 @@ import (
 // was the default, so the program's own slog output does not move. When
 // that was slog's own default handler, which prints through the log
 // package, the tap prints as it does (level, message, attributes, with
-// log's flags and prefix) to where log's output was when routing began,
-// never through the log package: a program that makes the tap its
-// default again (slog.SetDefault(slog.Default())) sends its log.Print
-// lines through the tap, and slog's handler would take the log package's
-// lock a second time. The log package's output and flags, which
-// slog.SetDefault changes, are put back at once. Stop puts the previous
-// default back unless the program set its own meanwhile; a RouteLogs
-// after the program set its own taps that one.
+// log's flags and prefix) to where log's output is, never through the log
+// package: a program that makes the tap its default again
+// (slog.SetDefault(slog.Default())) sends its log.Print lines through the
+// tap, and slog's handler would take the log package's lock a second
+// time. The log package's output and flags, which slog.SetDefault
+// changes, are put back at once. Stop puts the previous default back, and
+// log's output and flags with it, unless the program set a default of its
+// own meanwhile; a RouteLogs after the program set its own taps that one.
+// What cannot be helped from outside the log package: in the instant
+// SetDefault has changed log's output and flags and RouteLogs (or stop)
+// puts them back, a log.Print from another goroutine may come out without
+// its flags, and a log.SetOutput from another goroutine at that very
+// instant may be undone.
 
 var routing struct {
 	mu sync.Mutex
@@ -58,8 +65,10 @@ var routing struct {
 	emit *pygi.Object
 	tap  *slog.Logger // slog.Default() while routing with gotk4's writer
 	prev *slog.Logger // the default the tap replaced
-	// logOut is where the log package wrote when the tap went in.
-	logOut io.Writer
+	// logOut and logFlags are the log package's output and flags when the
+	// tap went in.
+	logOut   io.Writer
+	logFlags int
 }
 
 func init() {
@@ -89,7 +98,7 @@ func RouteLogs(h slog.Handler) (stop func(), err error) {
 	capi.LogRoute(true)
 	if capi.LogWriterIsGotk4() && (routing.tap == nil || slog.Default() != routing.tap) {
 		routing.prev = slog.Default()
-		routing.logOut = log.Writer()
+		routing.logOut, routing.logFlags = log.Writer(), log.Flags()
 		routing.tap = slog.New(newTap(routing.prev.Handler(), routing.logOut))
 		setDefaultKeepingLog(routing.tap)
 	}
@@ -105,12 +114,18 @@ func RouteLogs(h slog.Handler) (stop func(), err error) {
 			setRoute(nil)
 			if routing.tap != nil {
 				if slog.Default() == routing.tap {
+					// The program may have made the tap its default once
+					// more (slog.SetDefault(slog.Default())), which pointed
+					// log's output at the tap and cleared log's flags:
+					// both as they were, with the previous default. Not
+					// when the program set a default of its own: its
+					// SetDefault pointed log at its handler, its choice.
+					tapped := isHandlerWriter(log.Writer())
 					setDefaultKeepingLog(routing.prev)
-				}
-				// The program made the tap its default once more while it
-				// was in: log's output went to the tap, which is out now.
-				if slogsOwn(routing.prev.Handler()) && isHandlerWriter(log.Writer()) {
-					log.SetOutput(routing.logOut)
+					if tapped && slogsOwn(routing.prev.Handler()) && isHandlerWriter(log.Writer()) {
+						log.SetOutput(routing.logOut)
+						log.SetFlags(routing.logFlags)
+					}
 				}
 				routing.tap, routing.prev, routing.logOut = nil, nil, nil
 			}
@@ -149,7 +164,7 @@ type glibTap struct {
 func newTap(next slog.Handler, logOut io.Writer) *glibTap {
 	t := &glibTap{next: next, out: next}
 	if slogsOwn(next) {
-		t.out = &logPrinter{std: next, l: log.New(logOut, log.Prefix(), log.Flags())}
+		t.out = &logPrinter{std: next, w: logOut}
 	}
 	return t
 }
@@ -167,9 +182,21 @@ const gotk4Writer = "github.com/diamondburned/gotk4/pkg/glib/v2."
 // fromGotk4Writer says whether the record being handled comes from gotk4's
 // log writer: a GLib message, whatever its fields (a message without a
 // domain has none), and not a record of the program's that looks like one.
-// By the stack, a few frames up (the record's own PC names slog's
-// LogAttrs, which inlining makes the caller it records).
-func fromGotk4Writer() bool {
+// By the record's PC, and when that names slog itself (gotk4's LogAttrs
+// records LogAttrs, which inlining makes the caller it sees), by the stack,
+// a few frames up.
+func fromGotk4Writer(pc uintptr) bool {
+	// The record's own PC settles most: a program's call of slog names the
+	// program's function; only one inside slog says nothing.
+	if fn := runtime.FuncForPC(pc); fn != nil {
+		name := fn.Name()
+		if strings.HasPrefix(name, gotk4Writer) {
+			return true
+		}
+		if !strings.HasPrefix(name, "log/slog.") {
+			return false
+		}
+	}
 	var pcs [12]uintptr
 	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs[:])])
 	for {
@@ -184,7 +211,7 @@ func fromGotk4Writer() bool {
 }
 
 func (t *glibTap) Handle(ctx context.Context, r slog.Record) error {
-	glib := fromGotk4Writer()
+	glib := fromGotk4Writer(r.PC)
 	if h := currentHandler(); glib && h != nil {
 		// As duet's own writer makes them (glibLog), from gotk4's fields.
 		var domain string
@@ -231,27 +258,75 @@ func (t *glibTap) WithAttrs(as []slog.Attr) slog.Handler { return t.next.WithAtt
 func (t *glibTap) WithGroup(name string) slog.Handler    { return t.next.WithGroup(name) }
 
 // logPrinter prints records as slog's own default handler does ("INFO
-// message key=value", after log's flags and prefix as they were when
-// routing began: slog.SetDefault clears the flags for an instant), with a
-// logger of its own: never through the log package's, whose lock a
-// log.Print that reached the tap through slog's writer into it holds.
+// message key=value", attributes quoted and grouped as slog's text
+// handler writes them, which is what that handler uses, after log's flags
+// and prefix as they are now, the file of the flags being the record's
+// caller), with a logger of its own that writes where log's output is
+// (where it was when routing began, for a log.Print that reached the tap
+// through slog's writer into it): never through the log package's, whose
+// lock that log.Print holds.
 type logPrinter struct {
 	std slog.Handler // slog's own, asked what is enabled (slog.SetLogLoggerLevel)
-	l   *log.Logger
+	w   io.Writer
+}
+
+// noBuiltIns leaves the attributes: level, message and time are written
+// as slog's own handler writes them.
+func noBuiltIns(groups []string, a slog.Attr) slog.Attr {
+	if len(groups) == 0 && (a.Key == slog.TimeKey || a.Key == slog.LevelKey || a.Key == slog.MessageKey) {
+		return slog.Attr{}
+	}
+	return a
 }
 
 func (p *logPrinter) Enabled(ctx context.Context, l slog.Level) bool { return p.std.Enabled(ctx, l) }
 
-func (p *logPrinter) Handle(_ context.Context, r slog.Record) error {
-	var b strings.Builder
-	b.WriteString(r.Level.String())
-	b.WriteByte(' ')
-	b.WriteString(r.Message)
-	r.Attrs(func(a slog.Attr) bool {
-		fmt.Fprintf(&b, " %s=%s", a.Key, a.Value.String())
-		return true
-	})
-	return p.l.Output(0, b.String())
+func (p *logPrinter) Handle(ctx context.Context, r slog.Record) error {
+	var attrs bytes.Buffer
+	if r.NumAttrs() > 0 {
+		plain := slog.Record{Level: r.Level}
+		r.Attrs(func(a slog.Attr) bool { plain.AddAttrs(a); return true })
+		h := slog.NewTextHandler(&attrs, &slog.HandlerOptions{Level: slog.LevelDebug - 100, ReplaceAttr: noBuiltIns})
+		if err := h.Handle(ctx, plain); err != nil {
+			return err
+		}
+	}
+	line := r.Level.String() + " " + r.Message
+	if a := bytes.TrimSpace(attrs.Bytes()); len(a) > 0 {
+		line += " " + string(a)
+	}
+	flags := log.Flags()
+	if flags&(log.Lshortfile|log.Llongfile) != 0 && r.PC != 0 {
+		f, _ := runtime.CallersFrames([]uintptr{r.PC}).Next()
+		file := f.File
+		if flags&log.Lshortfile != 0 {
+			file = filepath.Base(file)
+		}
+		line = fmt.Sprintf("%s:%d: %s", file, f.Line, line)
+		flags &^= log.Lshortfile | log.Llongfile
+	}
+	w := p.w
+	if !insideLog() {
+		w = log.Writer() // where the program's log.Print lines go now
+	}
+	return log.New(w, log.Prefix(), flags).Output(0, line)
+}
+
+// insideLog says whether this goroutine is inside the log package's
+// output, which holds its lock (a log.Print that slog's writer into the
+// tap sent here): log.Writer would wait for that lock for good.
+func insideLog() bool {
+	var pcs [16]uintptr
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs[:])])
+	for {
+		f, more := frames.Next()
+		if strings.HasPrefix(f.Function, "log.") {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
 }
 
 func (p *logPrinter) WithAttrs(as []slog.Attr) slog.Handler { return p.std.WithAttrs(as) }

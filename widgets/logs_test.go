@@ -183,3 +183,79 @@ func TestRouteLogsTapHoldsUp(t *testing.T) {
 	assert.Contains(t, strings.Join(c2.msgs, "\n"), "WARN under the second routing")
 	assert.NotContains(t, appBuf.String(), "under the second routing")
 }
+
+// What a program does with log and slog while RouteLogs' tap is in comes
+// out as it would without duet: records formatted as slog's own handler
+// formats them (attributes quoted and grouped, the flags' file the
+// record's caller), written where log's output is now, and after stop the
+// log package as the program left it.
+func TestRouteLogsTapIsTransparent(t *testing.T) {
+	emit := func() { slog.Info("msg", "k", "a b", "e", "", slog.Group("g", "x", 1, "y", 2)) }
+	for _, tc := range []struct {
+		name  string
+		setup func()       // before RouteLogs
+		while func()       // while routing
+		after func()       // after stop
+		check func(string) // what the buffer the program logs to holds
+	}{
+		{name: "format", setup: func() { log.SetFlags(0) }, while: emit, check: func(got string) {
+			assert.Equal(t, "INFO msg k=\"a b\" e=\"\" g.x=1 g.y=2\n", got)
+		}},
+		{name: "file flag", setup: func() { log.SetFlags(log.Lshortfile) }, while: func() { slog.Info("here") }, check: func(got string) {
+			assert.Regexp(t, `^logs_test\.go:\d+: INFO here\n$`, got)
+		}},
+		{name: "set default to the default", setup: func() { log.SetFlags(log.Lmsgprefix); log.SetPrefix("app: ") },
+			while: func() { slog.SetDefault(slog.Default()); log.Print("during") },
+			after: func() { log.Print("after") },
+			check: func(got string) {
+				assert.Contains(t, got, "during\n")
+				assert.Contains(t, got, "app: after\n", "log's flags and prefix as they were")
+				assert.Equal(t, log.Lmsgprefix, log.Flags())
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, flags, prefix, d := log.Writer(), log.Flags(), log.Prefix(), slog.Default()
+			t.Cleanup(func() { slog.SetDefault(d); log.SetOutput(out); log.SetFlags(flags); log.SetPrefix(prefix) })
+			var buf syncBuffer
+			log.SetOutput(&buf)
+			tc.setup()
+			stop, err := eventloop.RouteLogs(&capture{})
+			require.NoError(t, err)
+			tc.while()
+			stop()
+			if tc.after != nil {
+				tc.after()
+			}
+			tc.check(buf.String())
+		})
+	}
+
+	t.Run("set output while routing", func(t *testing.T) {
+		out, flags, prefix, d := log.Writer(), log.Flags(), log.Prefix(), slog.Default()
+		t.Cleanup(func() { slog.SetDefault(d); log.SetOutput(out); log.SetFlags(flags); log.SetPrefix(prefix) })
+		var before, now syncBuffer
+		log.SetFlags(0)
+		log.SetOutput(&before)
+		stop, err := eventloop.RouteLogs(&capture{})
+		require.NoError(t, err)
+		log.SetOutput(&now)
+		slog.Info("slog during")
+		stop()
+		assert.Equal(t, "INFO slog during\n", now.String(), "where log's output is now")
+		assert.Empty(t, before.String())
+	})
+
+	t.Run("own default while routing", func(t *testing.T) {
+		out, flags, prefix, d := log.Writer(), log.Flags(), log.Prefix(), slog.Default()
+		t.Cleanup(func() { slog.SetDefault(d); log.SetOutput(out); log.SetFlags(flags); log.SetPrefix(prefix) })
+		var logBuf, app syncBuffer
+		log.SetOutput(&logBuf)
+		stop, err := eventloop.RouteLogs(&capture{})
+		require.NoError(t, err)
+		slog.SetDefault(slog.New(slog.NewTextHandler(&app, nil)))
+		stop()
+		log.Print("after")
+		assert.Contains(t, app.String(), "msg=after", "log.Print goes to the program's handler, as its SetDefault made it")
+		assert.Empty(t, logBuf.String())
+	})
+}

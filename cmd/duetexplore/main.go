@@ -45,14 +45,22 @@ func main() {
 	// plus the signal as a shell reports it. A second one ends the driver
 	// at once (the signal's default): the programs go with it
 	// (Pdeathsig), though not what they started, the X server too,
-	// cleanly (SIGTERM). SIGQUIT keeps Go's meaning: a goroutine dump.
+	// cleanly (SIGTERM). SIGQUIT keeps Go's meaning: a goroutine dump. A
+	// signal the driver was started ignoring stays ignored (nohup's
+	// SIGHUP, a background job's SIGINT): Notify would take that back.
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	var caughtSigs []os.Signal
+	for _, s := range []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP} {
+		if !signal.Ignored(s) {
+			caughtSigs = append(caughtSigs, s)
+		}
+	}
+	signal.Notify(sigs, caughtSigs...)
 	ctx, cancel := context.WithCancel(context.Background())
 	caught := make(chan os.Signal, 1)
 	go func() {
 		sig := <-sigs
-		signal.Reset(os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+		signal.Reset(caughtSigs...)
 		caught <- sig
 		cancel()
 	}()
