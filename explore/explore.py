@@ -458,7 +458,10 @@ def candidates(app):
     # and shortcuts: not while a modal window of another's holds the input
     # (one of the application's own still takes its shortcuts).
     modal_elsewhere = any(not (isinstance(app, Gtk.Application) and g.get_application() is app) for g in grabs.values())
-    if app is not None and not modal_elsewhere:
+    # An application that has ended (its last window closed, quit) is no
+    # longer registered: asking it for its actions is a GLib-GIO critical
+    # of the explorer's own.
+    if app is not None and not modal_elsewhere and app.get_is_registered():
         _actions(app, "app.", "application", "")
     _candidates.sort(key=lambda c: (c.addr, c.kind))
     _seen.update(c.key for c in _candidates)

@@ -147,3 +147,19 @@ b = Gtk.Button(label="warn"); b.connect("clicked", on_warn); inner.append(b)`, n
 	require.NotEmpty(t, rep.Findings, "%s", rep)
 	assert.Contains(t, rep.Findings[0].Detail, "is at window 'eq' > GtkBox#0 'group' > builtins+EqBox#0 'group' > GtkButton#0 'warn'", "%s", rep)
 }
+
+// An application that has ended (the builder example's Close quits it) is
+// no longer registered: the explorer does not ask it for its actions,
+// which GLib answers with a GLib-GIO critical, of the explorer's own.
+func TestEndedApplicationIsNotAsked(t *testing.T) {
+	window(t, "ended", `b = Gtk.Button(label="ok"); box.append(b)`, nil)
+	var app *pygi.Object
+	looptest.Do(t, func(t testing.TB) {
+		var err error
+		app, err = pygi.Eval(`__import__("gi.repository.Gtk", fromlist=["Gtk"]).Application(application_id="org.duet.test.Ended")`, nil)
+		require.NoError(t, err)
+	})
+	rep := run(t, explore.Options{Seed: 1, Actions: 5, LeakRounds: -1, App: app})
+	assert.Empty(t, rep.Findings, "%s", rep)
+	assert.Len(t, rep.Trace, 5)
+}
