@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/duet-gtk/duet/internal/lines"
 )
 
 // Kind says what sort of trouble a Finding is.
@@ -422,7 +424,7 @@ func ReadReport(r io.Reader) (*Report, error) {
 	br := bufio.NewReader(r)
 	n := 0
 	for {
-		raw, err := readLine(br)
+		raw, err := lines.Read(br, maxLine)
 		if err == io.EOF {
 			break
 		}
@@ -456,38 +458,6 @@ func ReadReport(r io.Reader) (*Report, error) {
 		}
 	}
 	return rep, nil
-}
-
-// bytesWords says n bytes in MiB when it is a whole number of them.
-func bytesWords(n int) string {
-	if n >= 1<<20 && n%(1<<20) == 0 {
-		return fmt.Sprintf("%d MiB", n>>20)
-	}
-	return fmt.Sprintf("%d bytes", n)
-}
-
-// readLine reads one line of any length up to maxLine, without its
-// newline; io.EOF once there is none left (a last line without a newline
-// is a line).
-func readLine(r *bufio.Reader) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := r.ReadSlice('\n')
-		if len(line)+len(bytes.TrimSuffix(chunk, []byte("\n"))) > maxLine {
-			return nil, fmt.Errorf("longer than the limit of %s", bytesWords(maxLine))
-		}
-		line = append(line, chunk...)
-		switch {
-		case err == nil:
-			return line[:len(line)-1], nil
-		case err == bufio.ErrBufferFull:
-			continue
-		case err == io.EOF && len(line) > 0:
-			return line, nil
-		default:
-			return nil, err
-		}
-	}
 }
 
 func readReportFile(path string) (*Report, error) {

@@ -2,11 +2,11 @@ package main
 
 import (
 	"bufio"
-	"bytes"
+	"errors"
 	"fmt"
-	"io"
 
 	"github.com/duet-gtk/duet/explore"
+	"github.com/duet-gtk/duet/internal/lines"
 )
 
 // maxLine bounds a line of the files the driver reads (the streamed trace,
@@ -15,25 +15,11 @@ import (
 var maxLine = explore.MaxLine
 
 // readLine reads one line of any length up to maxLine, without its
-// newline; io.EOF once there is none left (a last line without a newline
-// is a line).
+// newline (lines.Read, with the limit in bytes in its error).
 func readLine(r *bufio.Reader) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := r.ReadSlice('\n')
-		if len(line)+len(bytes.TrimSuffix(chunk, []byte("\n"))) > maxLine {
-			return nil, fmt.Errorf("a line longer than the limit of %d bytes", maxLine)
-		}
-		line = append(line, chunk...)
-		switch {
-		case err == nil:
-			return line[:len(line)-1], nil
-		case err == bufio.ErrBufferFull:
-			continue
-		case err == io.EOF && len(line) > 0:
-			return line, nil
-		default:
-			return nil, err
-		}
+	line, err := lines.Read(r, maxLine)
+	if tl := (*lines.TooLongError)(nil); errors.As(err, &tl) {
+		return nil, fmt.Errorf("a line longer than the limit of %d bytes", tl.Limit)
 	}
+	return line, err
 }
