@@ -197,11 +197,17 @@ func fromGotk4Writer(pc uintptr) bool {
 			return false
 		}
 	}
-	var pcs [12]uintptr
+	return onStack(gotk4Writer)
+}
+
+// onStack says whether a function whose name begins with prefix is among
+// the caller's callers, a few frames up.
+func onStack(prefix string) bool {
+	var pcs [16]uintptr
 	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs[:])])
 	for {
 		f, more := frames.Next()
-		if strings.HasPrefix(f.Function, gotk4Writer) {
+		if strings.HasPrefix(f.Function, prefix) {
 			return true
 		}
 		if !more {
@@ -315,19 +321,7 @@ func (p *logPrinter) Handle(ctx context.Context, r slog.Record) error {
 // insideLog says whether this goroutine is inside the log package's
 // output, which holds its lock (a log.Print that slog's writer into the
 // tap sent here): log.Writer would wait for that lock for good.
-func insideLog() bool {
-	var pcs [16]uintptr
-	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs[:])])
-	for {
-		f, more := frames.Next()
-		if strings.HasPrefix(f.Function, "log.") {
-			return true
-		}
-		if !more {
-			return false
-		}
-	}
-}
+func insideLog() bool { return onStack("log.") }
 
 func (p *logPrinter) WithAttrs(as []slog.Attr) slog.Handler { return p.std.WithAttrs(as) }
 func (p *logPrinter) WithGroup(name string) slog.Handler    { return p.std.WithGroup(name) }

@@ -324,7 +324,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		if x.missing != "" {
 			if missingSince.IsZero() {
 				missingSince = time.Now()
-			} else if time.Since(missingSince) > x.replayWait(opts) {
+			} else if time.Since(missingSince) > x.replayWait() {
 				x.report.ReplayError = x.missing
 				break
 			}
@@ -403,11 +403,11 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 // do, up to Hang: a replay that gave up
 // sooner would say that a trace does not reproduce, and shrinking would
 // keep actions the finding does not need.
-func (x *explorer) replayWait(opts Options) time.Duration {
+func (x *explorer) replayWait() time.Duration {
 	if len(x.report.Trace) == 0 && x.bare {
-		return max(opts.ReplayWait, opts.Hang)
+		return max(x.opts.ReplayWait, x.opts.Hang)
 	}
-	return opts.ReplayWait
+	return x.opts.ReplayWait
 }
 
 // explorer is one run's state. Its hooks (exceptions, panics, log records)

@@ -223,19 +223,26 @@ def _add(kind, addr, label, window, widget, extra=None):
     _candidates.append(Candidate(addr, kind, label, window, widget, extra, _structure(addr)))
 
 
-def _walk(w, path, window):
-    """Lists w's actionable descendants; path is w's address."""
+def _children(w):
+    """w's children, each with its index among its siblings of its type
+    (the address's "GtkButton#1")."""
     counts = {}
     child = w.get_first_child()
     while child is not None:
         t = _type_name(child)
         i = counts.get(t, 0)
         counts[t] = i + 1
+        yield child, i
+        child = child.get_next_sibling()
+
+
+def _walk(w, path, window):
+    """Lists w's actionable descendants; path is w's address."""
+    for child, i in _children(w):
         if _usable(child):
             addr = path + " > " + _segment(child, i)
             if _consider(child, addr, window):
                 _walk(child, addr, window)
-        child = child.get_next_sibling()
 
 
 def _consider(w, addr, window):
@@ -763,16 +770,10 @@ def widget_at(pointer):
     def walk(w, path):
         if _gid(w) == want:
             return path
-        counts = {}
-        child = w.get_first_child()
-        while child is not None:
-            t = _type_name(child)
-            i = counts.get(t, 0)
-            counts[t] = i + 1
+        for child, i in _children(w):
             found = walk(child, path + " > " + _segment(child, i))
             if found:
                 return found
-            child = child.get_next_sibling()
         return ""
 
     for win in Gtk.Window.list_toplevels():

@@ -191,7 +191,9 @@ void duet_callback_retire(duet_cb *cb, int poison);
 void duet_callback_dead(duet_cb *cb, const char *signal, const char *type, uintptr_t instance)
 	__attribute__((noreturn));
 // The same for a handle Go no longer knows (a call that raced the free, or
-// the broken mode without the quarantine). Never returns.
+// the broken mode without the quarantine). Never returns. signal and type
+// are borrowed, for the call only (Go copies what it prints), and may be
+// NULL: Python called, not a signal.
 void duet_callback_gone(uintptr_t handle, const char *signal, const char *type, uintptr_t instance)
 	__attribute__((noreturn));
 

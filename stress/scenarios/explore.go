@@ -47,12 +47,16 @@ win.present()
 // exception, a GTK critical, a stall) fails the run; leaks are the
 // harness's to judge, over the whole run.
 func Explore(env *harness.Env) error {
+	// Closed by the explorer's goroutine; one that never started (the
+	// application never activated) leaves nothing to wait for.
 	done := make(chan struct{})
+	started := false
 	err := runApp(env, "explore", func(a *app.App) (func(), error) {
 		g, err := pygi.NewGlobals()
 		if err != nil {
 			return nil, err
 		}
+		started = true
 		go func() {
 			defer close(done)
 			// What a run sets up once for the process (its Python module,
@@ -100,7 +104,9 @@ func Explore(env *harness.Env) error {
 			g.Close()
 		}, nil
 	})
-	<-done // its report made and its hooks undone before the harness counts
+	if started { // set on the UI thread, in the run runApp has returned from
+		<-done // its report made and its hooks undone before the harness counts
+	}
 	return err
 }
 
