@@ -28,7 +28,7 @@ func init() {
 		}
 		return newCallback(fn, false, opts, captureSite(2+skip))
 	}
-	capi.SetCallbackHandlers(invoke, releaseCallback, releaseHandle)
+	capi.SetCallbackHandlers(invoke, invokeBare, releaseCallback, releaseHandle)
 	diag.CallbackCensus.Set(liveCallbacks)
 	lifetime.SetErrorCause(errorCause)
 	// Go funcs passed anywhere pygi takes a value become callbacks, owned the

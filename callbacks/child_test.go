@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -119,7 +120,123 @@ e = Emitter()
 	return pygi.Finalize(context.Background())
 }
 
+// The same with handlers that take nothing, which run bare (without the
+// GIL, their Go handle copied into the closure): the broken mode must
+// still crash, not run a freed handler or skip it quietly.
+func connectedBareThenEmitted(broken bool) error {
+	if err := pygi.RequireVersion("GObject", "2.0"); err != nil {
+		return err
+	}
+	g, err := pygi.NewGlobals()
+	if err != nil {
+		return err
+	}
+	if err := pygi.Exec(`
+from gi.repository import GObject
+class Emitter(GObject.Object):
+    __gsignals__ = {"pong": (GObject.SignalFlags.RUN_LAST, None, ())}
+e = Emitter()
+`, g); err != nil {
+		return err
+	}
+	e, err := g.Item("e")
+	if err != nil {
+		return err
+	}
+	var calls atomic.Int64
+	for range 50 {
+		cb, err := pyobj.NewCallback(func() { calls.Add(1) }, "handler", broken, false, 0)
+		if err != nil {
+			return err
+		}
+		if _, err := callbacks.Connect(e, "pong", cb); err != nil {
+			return err
+		}
+	}
+	for range 10 {
+		runtime.GC()
+		time.Sleep(2 * time.Millisecond)
+		if err := eventloop.Collect(); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("stats before emitting: %+v\n", forensics.ReadStats().Callbacks)
+	os.Stdout.Sync()
+	if err := pygi.Exec("e.emit('pong')", g); err != nil {
+		return err
+	}
+	if n := calls.Load(); n != 50 {
+		return fmt.Errorf("%d handlers ran, want 50", n)
+	}
+	return pygi.Finalize(context.Background())
+}
+
+// Bare emissions racing disconnects on another thread: a Python thread
+// emits (PyGObject lets go of the GIL around each emission, so the
+// handlers run without it) while a goroutine connects and disconnects
+// handlers, each freed as it is disconnected. GLib lets an emission under
+// way call a handler disconnected meanwhile; duet must neither crash nor
+// take that race for the broken mode's use after free.
+func bareDisconnectRace() error {
+	if err := pygi.RequireVersion("GObject", "2.0"); err != nil {
+		return err
+	}
+	g, err := pygi.NewGlobals()
+	if err != nil {
+		return err
+	}
+	if err := pygi.Exec(`
+import threading
+from gi.repository import GObject
+class Emitter(GObject.Object):
+    __gsignals__ = {"pong": (GObject.SignalFlags.RUN_LAST, None, ())}
+e = Emitter()
+done = threading.Event()
+def emitting():
+    while not done.is_set():
+        for _ in range(100):
+            e.emit('pong')
+emitter = threading.Thread(target=emitting)
+emitter.start()
+`, g); err != nil {
+		return err
+	}
+	e, err := g.Item("e")
+	if err != nil {
+		return err
+	}
+	var calls atomic.Int64
+	deadline := time.Now().Add(2 * time.Second)
+	cycles := 0
+	for ; time.Now().Before(deadline) || calls.Load() == 0; cycles++ {
+		var ids []uint64
+		for range 4 {
+			id, err := callbacks.Connect(e, "pong", func() { calls.Add(1) })
+			if err != nil {
+				return err
+			}
+			ids = append(ids, id)
+		}
+		for _, id := range ids {
+			if err := callbacks.Disconnect(e, id); err != nil {
+				return err
+			}
+		}
+	}
+	if err := pygi.Exec("done.set(); emitter.join()", g); err != nil {
+		return err
+	}
+	fmt.Printf("%d connect cycles, %d calls\n", cycles, calls.Load())
+	if live := forensics.ReadStats().Callbacks.Live; live > 2 { // the connect hook's two
+		return fmt.Errorf("%d callbacks live after every handler was disconnected", live)
+	}
+	return pygi.Finalize(context.Background())
+}
+
 var scenarios = map[string]func() error{
+	"capsule-bare":   func() error { return connectedBareThenEmitted(false) },
+	"broken-bare":    func() error { return connectedBareThenEmitted(true) },
+	"bare-race":      bareDisconnectRace,
 	"capsule":        func() error { return heldThenCalled(false) },
 	"broken":         func() error { return heldThenCalled(true) },
 	"capsule-signal": func() error { return connectedThenEmitted(false) },
@@ -164,7 +281,7 @@ func runChild(t *testing.T, name string) (string, string, error) {
 }
 
 func TestOwnershipInChildProcess(t *testing.T) {
-	for _, via := range []string{"", "-signal"} {
+	for _, via := range []string{"", "-signal", "-bare"} {
 		t.Run("capsule ownership survives"+via, func(t *testing.T) {
 			out, errOut, err := runChild(t, "capsule"+via)
 			require.NoError(t, err, "stderr:\n%s", errOut)
@@ -193,6 +310,13 @@ func brokenCrashes(t *testing.T, scenario string) {
 		assert.Contains(t, out, "FreedByGoGC:50", "Go's GC freed every callback Python still held")
 	}
 	t.Logf("broken mode: exit %d, %s", ee.ExitCode(), firstLine(errOut))
+}
+
+func TestBareEmissionsRaceDisconnects(t *testing.T) {
+	out, errOut, err := runChild(t, "bare-race")
+	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	assert.Contains(t, out, "ok")
+	t.Log(firstLine(out))
 }
 
 func TestGoexitInACallbackEndsTheProcess(t *testing.T) {

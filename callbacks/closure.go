@@ -79,7 +79,7 @@ func connect(obj *pygi.Object, signal string, fn any, after bool, data []any, wh
 	}
 	e := &entry{sig: sig, name: cfg.name, code: code, site: where}
 	h := register(e)
-	id, gobj, st, exc := capi.ConnectNew(o, signal, h, cfg.name, e.sig.doc(cfg), cfg.module, after, nargsOf(&e.sig))
+	id, gobj, st, exc := capi.ConnectNew(o, signal, h, cfg.name, e.sig.doc(cfg), cfg.module, after, nargsOf(&e.sig), bareOf(&e.sig))
 	runtime.KeepAlive(obj)
 	switch st {
 	case capi.OK:
@@ -101,6 +101,11 @@ func nargsOf(sig *signature) int {
 	return len(sig.fixed)
 }
 
+// bareOf says whether a Go function runs bare on a signal: without the GIL
+// (see internal/capi/gobject.c), because it takes nothing from Python and
+// gives nothing back.
+func bareOf(sig *signature) bool { return sig.fast0 != nil || sig.fast0err != nil }
+
 func connectCallback(obj *pygi.Object, signal string, cb *pygi.Object, after bool) (uint64, error) {
 	if err := lifetime.Enter(); err != nil {
 		return 0, err
@@ -119,7 +124,7 @@ func connectCallback(obj *pygi.Object, signal string, cb *pygi.Object, after boo
 	if e == nil {
 		return 0, errNotGoCallback
 	}
-	id, gobj, st, exc := capi.ConnectNative(o, signal, c, after, nargsOf(&e.sig))
+	id, gobj, st, exc := capi.ConnectNative(o, signal, c, after, nargsOf(&e.sig), bareOf(&e.sig))
 	runtime.KeepAlive(obj)
 	runtime.KeepAlive(cb)
 	switch st {

@@ -3,7 +3,10 @@ package callbacks_test
 import (
 	"errors"
 	"fmt"
+	"runtime"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -327,4 +330,77 @@ func TestConnectFailureFreesTheCallback(t *testing.T) {
 	// A Python callable that is not a Go callback is refused, not wrapped.
 	_, err = callbacks.Connect(e, "ping", eval(t, g, "len"))
 	assert.ErrorContains(t, err, "not a Go callback")
+}
+
+// A handler that takes nothing from the signal runs without the GIL, as a
+// gotk4 handler does: Python threads go on while it runs. It waits for a
+// Python thread to make progress; under the GIL that thread could not, and
+// the handler would give up after its deadline.
+func TestBareHandlerLetsPythonRun(t *testing.T) {
+	g := emitterNS(t)
+	var ticks atomic.Int64
+	require.NoError(t, g.SetItem("tick", func() { ticks.Add(1) }))
+	require.NoError(t, pygi.Exec(`
+import threading, time
+stop = threading.Event()
+def ticker():
+    while not stop.is_set():
+        tick()
+        time.sleep(0.001)
+ticking = threading.Thread(target=ticker)
+ticking.start()
+`, g))
+	defer func() { require.NoError(t, pygi.Exec("stop.set(); ticking.join()", g)) }()
+	e := eval(t, g, "e")
+	defer e.Close()
+	progressed := map[string]bool{}
+	wait := func(name string) func() {
+		return func() {
+			from := ticks.Load()
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+				if ticks.Load() >= from+3 {
+					progressed[name] = true
+					return
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}
+	id, err := callbacks.Connect(e, "ping", wait("func()"))
+	require.NoError(t, err)
+	id2, err := callbacks.Connect(e, "ping", func() error { wait("func() error")(); return nil })
+	require.NoError(t, err)
+	// PyGObject's emit lets go of the GIL around the emission.
+	require.NoError(t, pygi.Exec("e.emit('ping', 0, '')", g))
+	require.NoError(t, callbacks.Disconnect(e, id))
+	require.NoError(t, callbacks.Disconnect(e, id2))
+	assert.Equal(t, map[string]bool{"func()": true, "func() error": true}, progressed)
+}
+
+// A bare handler that disconnects itself, its callback freed while it
+// runs: the emission goes on to the next handler, and the count of live
+// callbacks comes back.
+func TestBareHandlerDisconnectsItself(t *testing.T) {
+	g := emitterNS(t)
+	warmUpConnect(t, g)
+	base := looptest.Settle(t)
+	e := eval(t, g, "e")
+	defer e.Close()
+	var id uint64
+	calls, after := 0, 0
+	var err error
+	id, err = callbacks.Connect(e, "ping", func() {
+		calls++
+		require.NoError(t, callbacks.Disconnect(e, id))
+		runtime.GC()
+	})
+	require.NoError(t, err)
+	id2, err := callbacks.ConnectAfter(e, "ping", func() { after++ })
+	require.NoError(t, err)
+	require.NoError(t, pygi.Exec("e.emit('ping', 0, ''); e.emit('ping', 0, '')", g))
+	assert.Equal(t, 1, calls, "disconnected after its first run")
+	assert.Equal(t, 2, after, "the emissions went on")
+	require.NoError(t, callbacks.Disconnect(e, id2))
+	assert.Equal(t, base, looptest.Settle(t), "both freed")
+	assert.Zero(t, evalInt(t, g, "len(raised)"), "nothing raised")
 }

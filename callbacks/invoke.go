@@ -244,6 +244,55 @@ func invoke(h uintptr, args []capi.Ref, nargs, nkw int, kwnames capi.Ref) (res c
 	return res, rc
 }
 
+// invokeBare is the Go side of a bare signal closure (see
+// internal/capi/gobject.c): a function taking nothing and returning nothing
+// or an error, run without the GIL. A failure attaches, raises and prints,
+// as the GIL path's marshal prints what a handler raised.
+func invokeBare(h uintptr) (rc capi.CallbackResult) {
+	e := registry.handles.get(h)
+	if e == nil {
+		return capi.ResultGone
+	}
+	returned := false
+	defer func() {
+		if !returned {
+			escaped(e.name, recover())
+		}
+	}()
+	rc = e.sig.callBare()
+	returned = true
+	return rc
+}
+
+func (s *signature) callBare() (rc capi.CallbackResult) {
+	var err error
+	defer func() {
+		p := recover()
+		if p == nil && err == nil {
+			return
+		}
+		st := capi.Attach()
+		defer capi.Detach(st)
+		if p != nil {
+			var res capi.Ref
+			s.raisePanic(p, &res, &rc)
+		} else {
+			raiseGo(err)
+		}
+		capi.PrintRaised()
+		rc = capi.ResultRaised
+	}()
+	switch {
+	case s.fast0 != nil:
+		s.fast0()
+	case s.fast0err != nil:
+		err = s.fast0err()
+	default: // connected bare only for these shapes (see bareOf)
+		panic("callbacks: a bare closure for a handler that takes or returns values")
+	}
+	return capi.ResultNone
+}
+
 // escaped runs when a callback did not return: a panic that got past the
 // recover (a bug in this package), or runtime.Goexit (t.FailNow, require.*
 // or log.Fatal-like helpers in a handler). Neither can continue: Goexit
@@ -281,13 +330,17 @@ func (s *signature) call(args []capi.Ref, nargs, nkw int, kwnames capi.Ref) (res
 // recoverInto turns a panic into the Python exception the call raises.
 func (s *signature) recoverInto(res *capi.Ref, rc *capi.CallbackResult) {
 	if p := recover(); p != nil {
-		if te, ok := p.(typeError); ok {
-			capi.RaiseMessage(capi.TypeError, string(te))
-		} else {
-			raiseGo(&pygi.PanicError{Where: "Go callback " + s.name, Value: p, Stack: string(debug.Stack())})
-		}
-		*res, *rc = capi.Ref{}, capi.ResultRaised
+		s.raisePanic(p, res, rc)
 	}
+}
+
+func (s *signature) raisePanic(p any, res *capi.Ref, rc *capi.CallbackResult) {
+	if te, ok := p.(typeError); ok {
+		capi.RaiseMessage(capi.TypeError, string(te))
+	} else {
+		raiseGo(&pygi.PanicError{Where: "Go callback " + s.name, Value: p, Stack: string(debug.Stack())})
+	}
+	*res, *rc = capi.Ref{}, capi.ResultRaised
 }
 
 func (s *signature) callSlow(args []capi.Ref, nargs, nkw int, kwnames capi.Ref) (res capi.Ref, rc capi.CallbackResult) {

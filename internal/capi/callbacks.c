@@ -219,6 +219,14 @@ void duet_raise_msg(int kind, const char *msg, int64_t len) {
 	duet_leave(st);
 }
 
+// What a bare Go handler raised (see gobject.c): printed and cleared, as
+// PyGObject's marshaller prints what a Python handler raised. Attached.
+void duet_print_raised(void) {
+	PyGILState_STATE st = duet_enter();
+	if (PyErr_Occurred()) PyErr_Print();
+	duet_leave(st);
+}
+
 DUET_ENTRY(callback_new,
            (uintptr_t handle, const char *name, int64_t nlen, const char *doc, int64_t dlen, const char *module,
             int64_t mlen, int flags),

@@ -30,7 +30,14 @@ const (
 // names are in the tuple kwnames), all borrowed.
 type CallbackHandler func(handle uintptr, args []Ref, nargs, nkw int, kwnames Ref) (Ref, CallbackResult)
 
+// BareHandler runs a Go callback that takes nothing and returns nothing
+// (or an error), for a signal, without the GIL: it attaches only to report
+// a failure, which it prints (as PyGObject prints what a handler raised),
+// so it returns ResultNone, ResultRaised (printed) or ResultGone.
+type BareHandler func(handle uintptr) CallbackResult
+
 var (
+	bareHandler     atomic.Pointer[BareHandler]
 	callbackHandler atomic.Pointer[CallbackHandler]
 	releaseHandler  atomic.Pointer[func(uintptr)]
 	handleRelease   atomic.Pointer[func(uintptr)]
@@ -39,8 +46,9 @@ var (
 // SetCallbackHandlers installs the Go side of callbacks: invoke runs one,
 // release is told when Python freed a callback, handle when Python freed a
 // capsule made by HandleCapsule.
-func SetCallbackHandlers(invoke CallbackHandler, release, handle func(uintptr)) {
+func SetCallbackHandlers(invoke CallbackHandler, bare BareHandler, release, handle func(uintptr)) {
 	callbackHandler.Store(&invoke)
+	bareHandler.Store(&bare)
 	releaseHandler.Store(&release)
 	handleRelease.Store(&handle)
 }
@@ -55,6 +63,15 @@ func duetCallbackInvoke(handle C.uintptr_t, args *C.duet_ref, nargs, nkw C.int64
 	*result = r.c()
 	return C.int(st)
 }
+
+//export duetCallbackInvokeBare
+func duetCallbackInvokeBare(handle C.uintptr_t) C.int {
+	return C.int((*bareHandler.Load())(uintptr(handle)))
+}
+
+// PrintRaised prints the Python exception set on this thread, through
+// sys.excepthook, and clears it; the thread must be Attached.
+func PrintRaised() { C.duet_print_raised() }
 
 //export duetCallbackRelease
 func duetCallbackRelease(handle C.uintptr_t) {

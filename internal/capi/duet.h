@@ -186,6 +186,7 @@ uintptr_t duet_capsule_handle(duet_ref r);
 // SystemError).
 int duet_raise_owned(duet_ref exc);
 void duet_raise_msg(int kind, const char *msg, int64_t len);
+void duet_print_raised(void); // print and clear what is raised (attached)
 
 // ---- signals (signals.c) -----------------------------------------------------
 void duet_signals_save(void);        // before Python starts: Go's handlers

@@ -186,6 +186,7 @@ void duet_ring_more(const char *c); // appends " c"
 // leading to duet_callback_dead (DUET_DEBUG=callbacks). poison: fill with
 // garbage before freeing (the broken mode).
 void duet_callback_retire(duet_cb *cb, int poison);
+extern int duet_debug_callbacks; // DUET_DEBUG=callbacks: the quarantine is on (atomic)
 // A call reached a quarantined callback: report (signal, type, instance
 // when a signal emission called it) and abort. Never returns.
 void duet_callback_dead(duet_cb *cb, const char *signal, const char *type, uintptr_t instance)

@@ -343,33 +343,83 @@ int duet_used_gobjects(uintptr_t *out, const char **names, int max) {
 // from the callback's capsule on every emission, exactly as the trampoline
 // does, so the deliberately broken ownership mode still breaks here.
 
+//
+// A Go function that takes nothing and returns nothing (or only an error)
+// runs bare: without the GIL, as gotk4's own handlers run, so that a
+// handler that touches no Python costs GLib's dispatch and one crossing
+// into Go, and one that does takes the GIL only for what it calls. Bare,
+// the marshal must not touch the callback's Python objects, which another
+// thread may free meanwhile (a disconnect racing the emission, under the
+// GIL): what it needs, the handle and the name, is copied into the closure
+// at connect time, and callable is read and cleared atomically. A Go
+// handle found gone while callable is still set is the broken ownership
+// mode (or a bug): the same diagnosis as under the GIL. Found gone after
+// callable was cleared, it is the race with a disconnect, which GLib
+// allows (an emission under way still calls a handler disconnected
+// meanwhile), and the emission just goes on.
+
 typedef struct {
 	GClosure closure;
-	PyObject *callable; // owned; NULL once invalidated
+	PyObject *callable; // owned; NULL once invalidated; atomic (read bare)
 	int nargs;          // how many of the signal's values the Go function takes; -1: all
+	int bare;           // run without the GIL (see above)
+	uintptr_t handle;   // bare: the callback's Go handle, copied at connect time
+	char name[];        // bare: the callback's name, for crash reports' ring
 } duet_closure;
 
 static void closure_invalidate_in(gpointer data, GClosure *closure) {
 	duet_closure *c = (duet_closure *)closure;
-	if (!c->callable) return;
+	if (!__atomic_load_n(&c->callable, __ATOMIC_ACQUIRE)) return;
 	if (!duet_python_usable()) { // gone (or going) with the interpreter
-		c->callable = NULL;
+		__atomic_store_n(&c->callable, NULL, __ATOMIC_SEQ_CST);
 		return;
 	}
 	PyGILState_STATE st = duet_enter();
 	PyObject *t, *v, *tb;
 	PyErr_Fetch(&t, &v, &tb);
-	Py_CLEAR(c->callable); // may free the callback: its capsule gives the handle back
+	// Cleared before the reference is dropped, which may free the callback
+	// (its capsule gives the handle back): a bare emission that then finds
+	// the handle gone sees it cleared, and knows a disconnect raced it.
+	Py_XDECREF(__atomic_exchange_n(&c->callable, NULL, __ATOMIC_SEQ_CST));
 	PyErr_Restore(t, v, tb);
 	duet_leave(st);
+}
+
+// closure_marshal_bare runs a bare closure's Go function without the GIL;
+// 0 when this emission needs the GIL path instead: a return value other
+// than a boolean (None converts to it only through PyGObject), or
+// DUET_DEBUG=callbacks, whose quarantine is read from the callback's
+// native state.
+static int closure_marshal_bare(duet_closure *c, GValue *ret, guint n, const GValue *params, gpointer hint) {
+	if (ret && G_IS_VALUE(ret) && G_VALUE_TYPE(ret) != G_TYPE_BOOLEAN) return 0;
+	if (__atomic_load_n(&duet_debug_callbacks, __ATOMIC_RELAXED)) return 0;
+	if (!__atomic_load_n(&c->callable, __ATOMIC_ACQUIRE)) return 1; // disconnected
+	if (ret && G_IS_VALUE(ret)) g_value_set_boolean(ret, FALSE); // None, as under PyGObject
+	DUET_RING("signal calls Go");
+	if (duet_ring_cur) {
+		GObject *inst = n > 0 && G_VALUE_HOLDS_OBJECT(&params[0]) ? g_value_get_object(&params[0]) : NULL;
+		DUET_RING_WHAT(c->name, hint ? g_signal_name(((GSignalInvocationHint *)hint)->signal_id) : NULL, SIZE_MAX);
+		if (inst) DUET_RING_MORE(G_OBJECT_TYPE_NAME(inst));
+	}
+	uintptr_t outer = duet_current_cb;
+	duet_current_cb = c->handle;
+	int rc = duetCallbackInvokeBare(c->handle);
+	duet_current_cb = outer;
+	if (rc == -2 && __atomic_load_n(&c->callable, __ATOMIC_SEQ_CST)) {
+		GObject *inst = n > 0 && G_VALUE_HOLDS_OBJECT(&params[0]) ? g_value_get_object(&params[0]) : NULL;
+		const char *signame = hint ? g_signal_name(((GSignalInvocationHint *)hint)->signal_id) : NULL;
+		duet_callback_gone(c->handle, signame, inst ? G_OBJECT_TYPE_NAME(inst) : NULL, (uintptr_t)inst);
+	}
+	return 1;
 }
 
 static void closure_marshal_in(GClosure *closure, GValue *ret, guint n, const GValue *params, gpointer hint,
                                gpointer marshal_data) {
 	duet_closure *c = (duet_closure *)closure;
-	if (!duet_python_usable() || !c->callable) return;
+	if (!duet_python_usable() || !__atomic_load_n(&c->callable, __ATOMIC_ACQUIRE)) return;
+	if (c->bare && closure_marshal_bare(c, ret, n, params, hint)) return;
 	PyGILState_STATE st = duet_enter();
-	PyObject *fn = c->callable;
+	PyObject *fn = __atomic_load_n(&c->callable, __ATOMIC_ACQUIRE);
 	if (!fn) {
 		duet_leave(st);
 		return;
@@ -489,7 +539,7 @@ static void closure_marshal(GClosure *closure, GValue *ret, guint n, const GValu
 // 0, *id and the GObject in *gobj (borrowed: obj holds it), or -1 with an
 // exception set. GIL held.
 static int connect_closure(PyObject *obj, const char *sig, int64_t slen, PyObject *fn, int after, int nargs,
-                           uint64_t *id, void **gobj) {
+                           int bare, uint64_t *id, void **gobj) {
 	if (ensure_pygobject() < 0) return -1;
 	if (!PyObject_TypeCheck(obj, &PyGObject_Type) || !pygobject_get(obj)) {
 		PyErr_SetString(PyExc_TypeError, "connect: not a GObject");
@@ -504,9 +554,19 @@ static int connect_closure(PyObject *obj, const char *sig, int64_t slen, PyObjec
 		PyErr_Format(PyExc_TypeError, "%s: unknown signal name: %s", G_OBJECT_TYPE_NAME(g), name);
 		rc = -1;
 	} else {
-		GClosure *closure = g_closure_new_simple(sizeof(duet_closure), NULL);
-		((duet_closure *)closure)->callable = Py_NewRef(fn); // the connection's reference
-		((duet_closure *)closure)->nargs = nargs;
+		// fn is a duet callback (the caller checked), so its capsule holds
+		// its native state; NULL only in the broken mode once Go freed it.
+		duet_cb *cb = bare ? PyCapsule_GetPointer(PyCFunction_GET_SELF(fn), CB_CAPSULE) : NULL;
+		if (bare && !cb) PyErr_Clear();
+		size_t nlen = cb ? strlen(cb->def.ml_name) : 0;
+		GClosure *closure = g_closure_new_simple(sizeof(duet_closure) + nlen + 1, NULL);
+		duet_closure *c = (duet_closure *)closure;
+		c->callable = Py_NewRef(fn); // the connection's reference
+		c->nargs = nargs;
+		c->bare = cb != NULL;
+		c->handle = cb ? cb->handle : 0;
+		if (cb) memcpy(c->name, cb->def.ml_name, nlen);
+		c->name[nlen] = 0;
 		g_closure_add_invalidate_notifier(closure, NULL, closure_invalidate);
 		g_closure_set_marshal(closure, closure_marshal);
 		*id = g_signal_connect_closure_by_id(g, sid, detail, closure, after != 0);
@@ -519,29 +579,29 @@ static int connect_closure(PyObject *obj, const char *sig, int64_t slen, PyObjec
 // impl_connect_native connects an existing callback; res->n is the id,
 // res->p the GObject.
 static int impl_connect_native(duet_ref objr, const char *sig, int64_t slen, duet_ref fnr, int after, int nargs,
-                               duet_res *res) {
+                               int bare, duet_res *res) {
 	PyGILState_STATE st = duet_enter();
 	int rc = DUET_OK;
 	PyObject *obj = duet_deref(objr), *fn = duet_deref(fnr);
 	uint64_t id = 0;
 	if (!obj || !fn) {
 		rc = DUET_CLOSED;
-	} else if (connect_closure(obj, sig, slen, fn, after, nargs, &id, &res->p) < 0) {
+	} else if (connect_closure(obj, sig, slen, fn, after, nargs, bare, &id, &res->p) < 0) {
 		rc = duet_fail(&res->ref);
 	}
 	res->n = id;
 	duet_leave(st);
 	return rc;
 }
-DUET_ENTRY(connect_native, (duet_ref obj, const char *sig, int64_t slen, duet_ref fn, int after, int nargs),
-           (obj, sig, slen, fn, after, nargs, ))
+DUET_ENTRY(connect_native, (duet_ref obj, const char *sig, int64_t slen, duet_ref fn, int after, int nargs, int bare),
+           (obj, sig, slen, fn, after, nargs, bare, ))
 
 // impl_connect_new makes the callback for a Go handle and connects it in
 // one crossing: the connection holds the only reference, so disconnecting
 // frees it. res->n is the id, res->p the GObject.
 static int impl_connect_new(duet_ref objr, const char *sig, int64_t slen, uintptr_t handle, const char *name,
                             int64_t nlen, const char *doc, int64_t dlen, const char *module, int64_t mlen, int after,
-                            int nargs, duet_res *res) {
+                            int nargs, int bare, duet_res *res) {
 	PyGILState_STATE st = duet_enter();
 	int rc = DUET_OK;
 	PyObject *obj = duet_deref(objr);
@@ -551,7 +611,7 @@ static int impl_connect_new(duet_ref objr, const char *sig, int64_t slen, uintpt
 		rc = DUET_CLOSED;
 	} else {
 		PyObject *fn = duet_callback_make(handle, name, nlen, doc, dlen, module, mlen, 0, &native);
-		if (!fn || connect_closure(obj, sig, slen, fn, after, nargs, &id, &res->p) < 0) rc = duet_fail(&res->ref);
+		if (!fn || connect_closure(obj, sig, slen, fn, after, nargs, bare, &id, &res->p) < 0) rc = duet_fail(&res->ref);
 		Py_XDECREF(fn); // on failure this frees it, and the handle goes back to Go
 	}
 	res->n = id;
@@ -560,8 +620,8 @@ static int impl_connect_new(duet_ref objr, const char *sig, int64_t slen, uintpt
 }
 DUET_ENTRY(connect_new,
            (duet_ref obj, const char *sig, int64_t slen, uintptr_t handle, const char *name, int64_t nlen,
-            const char *doc, int64_t dlen, const char *module, int64_t mlen, int after, int nargs),
-           (obj, sig, slen, handle, name, nlen, doc, dlen, module, mlen, after, nargs, ))
+            const char *doc, int64_t dlen, const char *module, int64_t mlen, int after, int nargs, int bare),
+           (obj, sig, slen, handle, name, nlen, doc, dlen, module, mlen, after, nargs, bare, ))
 
 // impl_disconnect disconnects handler id from the GObject wrapper obj;
 // res->n is 1, or 0 when no such handler is connected (GLib would only

@@ -127,9 +127,12 @@ func UsedGObjects() []UsedGObject {
 // of the signal's values (-1: all), to a signal of the GObject wrapper obj
 // through duet's own closure; it returns the handler id and the GObject's
 // address (an identity only: valid while obj lives).
-func ConnectNative(obj Ref, signal string, fn Ref, after bool, nargs int) (uint64, uintptr, Status, Ref) {
+//
+// bare says the Go function takes nothing and returns nothing or an error:
+// it then runs without the GIL (see BareHandler), when fn is a duet callback.
+func ConnectNative(obj Ref, signal string, fn Ref, after bool, nargs int, bare bool) (uint64, uintptr, Status, Ref) {
 	p, n := cstr(signal)
-	cr := C.duet_connect_native(obj.c(), p, n, fn.c(), cbool(after), C.int(nargs))
+	cr := C.duet_connect_native(obj.c(), p, n, fn.c(), cbool(after), C.int(nargs), cbool(bare))
 	_, st, exc := res(cr)
 	return uint64(cr.n), uintptr(cr.p), st, exc
 }
@@ -137,7 +140,7 @@ func ConnectNative(obj Ref, signal string, fn Ref, after bool, nargs int) (uint6
 // ConnectNew makes the callback for handle (as NewCallback, PythonOwned)
 // and connects it as ConnectNative does, in one crossing; the connection
 // holds the callback's only reference.
-func ConnectNew(obj Ref, signal string, handle uintptr, name, doc, module string, after bool, nargs int) (uint64, uintptr, Status, Ref) {
+func ConnectNew(obj Ref, signal string, handle uintptr, name, doc, module string, after bool, nargs int, bare bool) (uint64, uintptr, Status, Ref) {
 	sp, sn := cstr(signal)
 	np, nl := cstr(name)
 	var dp, mp *C.char
@@ -148,7 +151,7 @@ func ConnectNew(obj Ref, signal string, handle uintptr, name, doc, module string
 	if module != "" {
 		mp, ml = cstr(module)
 	}
-	cr := C.duet_connect_new(obj.c(), sp, sn, C.uintptr_t(handle), np, nl, dp, dl, mp, ml, cbool(after), C.int(nargs))
+	cr := C.duet_connect_new(obj.c(), sp, sn, C.uintptr_t(handle), np, nl, dp, dl, mp, ml, cbool(after), C.int(nargs), cbool(bare))
 	_, st, exc := res(cr)
 	return uint64(cr.n), uintptr(cr.p), st, exc
 }

@@ -37,13 +37,15 @@ void duet_weak_free(void *weak);
 // callback used while it ran (see duet_current_cb in duet_impl.h).
 int duet_used_gobjects(uintptr_t *out, const char **names, int max);
 // Go callbacks on signals through duet's own GClosure (see gobject.c);
-// nargs: how many of the signal's values the Go function takes (-1: all).
-duet_res duet_connect_native(duet_ref obj, const char *sig, int64_t slen, duet_ref fn, int after, int nargs);
+// nargs: how many of the signal's values the Go function takes (-1: all);
+// bare: it takes and returns nothing, and runs without the GIL.
+duet_res duet_connect_native(duet_ref obj, const char *sig, int64_t slen, duet_ref fn, int after, int nargs,
+                             int bare);
 // The same for a Go handle whose callback is made here (the connection
 // holds its only reference).
 duet_res duet_connect_new(duet_ref obj, const char *sig, int64_t slen, uintptr_t handle, const char *name,
                           int64_t nlen, const char *doc, int64_t dlen, const char *module, int64_t mlen, int after,
-                          int nargs);
+                          int nargs, int bare);
 // res.n: 1 when handler id was connected to obj and is now disconnected.
 duet_res duet_disconnect(duet_ref obj, uint64_t id);
 int64_t duet_drain_off_ui(duet_ref *refs, int64_t n);
