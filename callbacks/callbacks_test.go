@@ -547,4 +547,48 @@ func TestBlockParameter(t *testing.T) {
 	assert.Contains(t, s, "raised: str.no_such_method()")
 	_, err = callbacks.New(func(x *pygi.Object, b *pygi.Block) {})
 	assert.ErrorContains(t, err, "must come first")
+
+	// The shapes with a fast path (a block and one or two objects) behave
+	// as the reflective path does: the block's error is raised, a panic
+	// too, and a wrong number of arguments is a TypeError.
+	g2 := ns(t, "def run(f, *a):\n    try:\n        return f(*a)\n    except BaseException as e:\n        return 'raised: %s: %s' % (type(e).__name__, e)\n")
+	var got []string
+	block1 := func(b *pygi.Block, x *pygi.Object) { got = append(got, pygi.BlockAs[string](b, b.CallMethod(x, "upper"))) }
+	block2 := func(b *pygi.Block, x, y *pygi.Object) {
+		got = append(got, pygi.BlockAs[string](b, b.CallMethod(x, "join", pygi.BlockAs[[]string](b, y))))
+	}
+	for _, tc := range []struct {
+		name string
+		code string
+		want string
+		got  []string
+	}{
+		{"one object", "run(block1, 'abc')", "None", []string{"ABC"}},
+		{"two objects", "run(block2, '-', ['a', 'b'])", "None", []string{"a-b"}},
+		{"the block's error", "run(block1, 1)", "raised: GoError: int.upper(): AttributeError", []string{""}},
+		{"a panic", "run(block2, 1, 2)", "raised: GoPanic", nil},
+		{"too few", "run(block2, 'x')", "raised: TypeError: block2() takes 2 positional arguments but 1 were given", nil},
+		{"too many", "run(block1, 'x', 'y')", "raised: TypeError: block1() takes 1 positional argument but 2 were given", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got = nil
+			fns := map[string]any{
+				"block1": block1,
+				"block2": func(b *pygi.Block, x, y *pygi.Object) {
+					if _, err := pygi.As[string](x); err != nil {
+						panic("not a string")
+					}
+					block2(b, x, y)
+				},
+			}
+			for name, fn := range fns {
+				cb, err := callbacks.New(fn, callbacks.Name(name))
+				require.NoError(t, err)
+				require.NoError(t, g2.SetItem(name, cb))
+				cb.Close()
+			}
+			assert.Contains(t, eval(t, g2, "str("+tc.code+")").String(), tc.want)
+			assert.Equal(t, tc.got, got)
+		})
+	}
 }

@@ -45,6 +45,10 @@ type signature struct {
 	fast0err func() error
 	fastObj  func(*pygi.Object)
 	fastObjs func(...*pygi.Object)
+	// the shapes of handlers written with a Block (a list factory's setup
+	// and bind, a widget's map)
+	fastBlock1 func(*pygi.Block, *pygi.Object)
+	fastBlock2 func(*pygi.Block, *pygi.Object, *pygi.Object)
 }
 
 var shapes sync.Map // reflect.Type -> *shape (memoised; an error is not cached)
@@ -71,6 +75,10 @@ func analyze(v reflect.Value, cfg config) (signature, error) {
 		s.fastObj = f
 	case func(...*pygi.Object):
 		s.fastObjs = f
+	case func(*pygi.Block, *pygi.Object):
+		s.fastBlock1 = f
+	case func(*pygi.Block, *pygi.Object, *pygi.Object):
+		s.fastBlock2 = f
 	}
 	return s, nil
 }
@@ -323,6 +331,21 @@ func (s *signature) call(args []capi.Ref, nargs, nkw int, kwnames capi.Ref) (res
 		defer s.recoverInto(&res, &rc)
 		s.fastObj(o)
 		return capi.Ref{}, capi.ResultNone
+	case s.fastBlock1 != nil && nargs == 1 && nkw == 0:
+		o := pyobj.Borrowed(args[0])
+		defer pyobj.Invalidate(o)
+		defer s.recoverInto(&res, &rc)
+		var b pygi.Block
+		s.fastBlock1(&b, o)
+		return s.finish(nil, b.Err()) // the block's first error, as if returned
+	case s.fastBlock2 != nil && nargs == 2 && nkw == 0:
+		o1, o2 := pyobj.Borrowed(args[0]), pyobj.Borrowed(args[1])
+		defer pyobj.Invalidate(o1)
+		defer pyobj.Invalidate(o2)
+		defer s.recoverInto(&res, &rc)
+		var b pygi.Block
+		s.fastBlock2(&b, o1, o2)
+		return s.finish(nil, b.Err())
 	}
 	return s.callSlow(args, nargs, nkw, kwnames)
 }
