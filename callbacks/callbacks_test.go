@@ -553,7 +553,9 @@ func TestBlockParameter(t *testing.T) {
 	// too, and a wrong number of arguments is a TypeError.
 	g2 := ns(t, "def run(f, *a):\n    try:\n        return f(*a)\n    except BaseException as e:\n        return 'raised: %s: %s' % (type(e).__name__, e)\n")
 	var got []string
-	block1 := func(b *pygi.Block, x *pygi.Object) { got = append(got, pygi.BlockAs[string](b, b.CallMethod(x, "upper"))) }
+	block1 := func(b *pygi.Block, x *pygi.Object) {
+		got = append(got, pygi.BlockAs[string](b, b.CallMethod(x, "upper")))
+	}
 	block2 := func(b *pygi.Block, x, y *pygi.Object) {
 		got = append(got, pygi.BlockAs[string](b, b.CallMethod(x, "join", pygi.BlockAs[[]string](b, y))))
 	}
