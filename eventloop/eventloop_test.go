@@ -539,3 +539,96 @@ func TestInvokeTurnsEndAfterTheirBudget(t *testing.T) {
 		assert.LessOrEqual(t, k, 2, "dispatch %d ran %d items of 5 ms", d, k)
 	}
 }
+
+// A flood of Invokes is paced to the loop's speed: the backlog stays about
+// PaceAbove (plus one Invoke per sender let through by a bounded wait),
+// each sender's Invokes still run in its order, and nothing is lost.
+func TestInvokeFloodIsPaced(t *testing.T) {
+	defer watchdog(t, 2*time.Minute)()
+	const senders, each = 8, 5 * eventloop.PaceAbove
+	pacedBefore := forensics.ReadStats().Loop.Paced
+	seen := make([][]int, senders) // the loop thread's only
+	var maxQueued int64            // the loop thread's only
+	var wg sync.WaitGroup
+	for s := range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				eventloop.Invoke(func() {
+					seen[s] = append(seen[s], i)
+					if i%64 == 0 {
+						maxQueued = max(maxQueued, forensics.ReadStats().Loop.Queued)
+					}
+					for end := time.Now().Add(2 * time.Microsecond); time.Now().Before(end); {
+					}
+				})
+			}
+		}()
+	}
+	wg.Wait()
+	looptest.Turn(t)
+	for s := range senders {
+		require.Len(t, seen[s], each, "sender %d", s)
+		assert.True(t, sort.IntsAreSorted(seen[s]), "sender %d ran out of order", s)
+	}
+	assert.Positive(t, forensics.ReadStats().Loop.Paced-pacedBefore, "senders were held back")
+	// A sender held back PaceFor goes on whether or not the loop caught up:
+	// on a loaded machine the backlog may pass the mark by what the senders
+	// queue in that time, but never by the flood.
+	assert.Less(t, maxQueued, int64(senders*each/2), "the backlog stayed bounded")
+	assert.Zero(t, forensics.ReadStats().Loop.Queued, "all ran")
+}
+
+// Where waiting could only hurt, Invoke never waits: on the UI thread
+// (the loop it would wait for), in a goroutine holding the GIL (which the
+// loop may need to catch up), and while no loop runs (nothing would catch
+// up). And it waits at most PaceFor: a loop that waits for the sender does
+// not deadlock it.
+func TestInvokePacingNeverDeadlocks(t *testing.T) {
+	defer watchdog(t, 2*time.Minute)()
+	paced := func() int64 { return forensics.ReadStats().Loop.Paced }
+	release := make(chan struct{})
+	var runs atomic.Int64
+	flood := func(n int) {
+		for range n {
+			eventloop.Invoke(func() { runs.Add(1) })
+		}
+	}
+
+	// The UI thread itself, queueing a backlog.
+	before := paced()
+	looptest.Do(t, func(testing.TB) { flood(3 * eventloop.PaceAbove) })
+	assert.Equal(t, before, paced(), "the UI thread is never held back")
+	looptest.Turn(t)
+
+	// The loop blocked on the sender: a goroutine queues past the mark
+	// while the UI thread waits for it to finish.
+	eventloop.Invoke(func() { <-release })
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		flood(eventloop.PaceAbove + 20)
+		close(release)
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("a sender held back by a loop that waits for it: deadlock")
+	}
+	assert.GreaterOrEqual(t, paced()-before, int64(19), "each Invoke past the mark waited, boundedly")
+	looptest.Turn(t)
+
+	// Holding the GIL, with the loop blocked again.
+	release = make(chan struct{})
+	eventloop.Invoke(func() { <-release })
+	before = paced()
+	require.NoError(t, pygi.WithGIL(func() error {
+		flood(eventloop.PaceAbove + 20)
+		return nil
+	}))
+	assert.Equal(t, before, paced(), "a thread holding the GIL is never held back")
+	close(release)
+	looptest.Turn(t)
+	assert.Zero(t, forensics.ReadStats().Loop.Queued, "all ran")
+}

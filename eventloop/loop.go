@@ -243,17 +243,77 @@ var queue struct {
 // from the same goroutine. It never blocks and is safe from any goroutine.
 // A panic in fn is recovered and reported (see OnPanic); the loop
 // keeps running. Work queued while no loop runs waits for the next one.
+//
+// A flood is paced: while more than PaceAbove Invokes wait for the running
+// loop, a goroutine's Invoke first waits, at most PaceFor, for the loop to
+// catch up, so that senders go at the loop's speed and the backlog stays
+// what the loop runs in a few milliseconds (an InvokeWait behind it comes
+// back in that time, not after every Invoke of the flood). The wait is
+// bounded, so Invoke never deadlocks on a loop that waits for the sender;
+// it is skipped on the UI thread, in a thread that holds the GIL (the loop
+// may need it to catch up) and while no loop runs.
 func Invoke(fn func()) {
 	if fn == nil {
 		return
 	}
+	if backlog.n.Load() > PaceAbove {
+		pace()
+	}
 	queue.mu.Lock()
 	first := len(queue.items) == 0
 	queue.items = append(queue.items, fn)
+	backlog.n.Add(1)
 	queue.mu.Unlock()
 	if first {
 		capi.LoopSetup()
 		capi.LoopPost()
+	}
+}
+
+// PaceAbove and PaceFor bound a flood of Invokes (see Invoke): about a
+// millisecond of small Invokes, and the longest an Invoke is held back.
+const (
+	PaceAbove = 2048
+	PaceFor   = time.Millisecond
+)
+
+// backlog counts the Invokes queued and not yet run, across the queue and
+// the dispatch's carry; caughtUp is closed (and replaced) each time the
+// running loop brings it down to half of PaceAbove.
+var backlog struct {
+	n        atomic.Int64
+	caughtUp atomic.Pointer[chan struct{}]
+	paced    atomic.Int64 // Invokes that waited (forensics' Loop.Paced)
+}
+
+func init() {
+	ch := make(chan struct{})
+	backlog.caughtUp.Store(&ch)
+}
+
+func pace() {
+	if !state.running.Load() || IsMain() || capi.Attached() {
+		return
+	}
+	ch := *backlog.caughtUp.Load()
+	if backlog.n.Load() <= PaceAbove/2 { // caught up meanwhile, its signal maybe missed
+		return
+	}
+	backlog.paced.Add(1)
+	t := time.NewTimer(PaceFor)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	}
+}
+
+// ran counts one Invoke run; at the low-water mark it wakes the paced
+// senders. UI thread.
+func ran() {
+	if backlog.n.Add(-1) == PaceAbove/2 {
+		next := make(chan struct{})
+		close(*backlog.caughtUp.Swap(&next))
 	}
 }
 
@@ -318,7 +378,8 @@ var loopStats struct{ dispatches, timerRuns atomic.Int64 }
 
 func init() {
 	diag.LoopCounts.Set(func() diag.LoopStats {
-		return diag.LoopStats{Dispatches: loopStats.dispatches.Load(), TimerRuns: loopStats.timerRuns.Load(), Collections: gcSteps.Load()}
+		return diag.LoopStats{Dispatches: loopStats.dispatches.Load(), TimerRuns: loopStats.timerRuns.Load(), Collections: gcSteps.Load(),
+			Queued: backlog.n.Load(), Paced: backlog.paced.Load()}
 	})
 }
 
@@ -362,7 +423,9 @@ func dispatch() (more bool) {
 			fn := items[carry.next]
 			items[carry.next] = nil
 			carry.next++
-			if err := runGuarded("eventloop.Invoke", func() error { fn(); return nil }); err != nil {
+			err := runGuarded("eventloop.Invoke", func() error { fn(); return nil })
+			ran()
+			if err != nil {
 				reportError("", err)
 			}
 			if carry.next < len(items) && time.Since(began) > batchBudget {

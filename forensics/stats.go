@@ -35,6 +35,8 @@ type Stats struct {
 		Dispatches  int64 // turns of the Invoke source (each runs a batch)
 		TimerRuns   int64 // runs of After/Every functions
 		Collections int64 // Python cycle collections the loop ran when due
+		Queued      int64 // Invokes waiting for the loop now
+		Paced       int64 // Invokes held back while a flood's backlog was over eventloop.PaceAbove
 	}
 	// GObjects counts package widgets' lifetime management.
 	GObjects struct {

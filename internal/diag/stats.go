@@ -17,6 +17,7 @@ type CallbackStats struct {
 
 type LoopStats struct {
 	Dispatches, TimerRuns, Collections int64
+	Queued, Paced                      int64
 }
 
 type GObjectStats struct {
