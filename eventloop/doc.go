@@ -20,9 +20,10 @@
 // over, the invoke source waits just below GTK's redraw priority, for at
 // most 4 ms: whatever stays ready above that cannot keep Invokes waiting
 // longer; once the queue is empty it is back at the default priority). A
-// round trip still waits for the
-// work queued before it: a goroutine that must not flood the loop waits for
-// it (InvokeWait) rather than queueing without bound.
+// round trip still waits for the work queued before it, so a flood is
+// paced: past [PaceAbove] queued Invokes, a goroutine's Invoke waits (at
+// most [PaceFor], and never on the UI thread or holding the GIL) for the
+// loop to catch up, and the backlog stays a few milliseconds of work.
 // After and Every are timers backed by GLib timeout sources; Cancel is safe
 // from any goroutine, also while the timer's function runs, and once it
 // returns the function does not run again.

@@ -240,7 +240,8 @@ var queue struct {
 }
 
 // Invoke queues fn to run on the loop, in order with every other Invoke
-// from the same goroutine. It never blocks and is safe from any goroutine.
+// from the same goroutine. It is safe from any goroutine and does not wait
+// for the loop, except briefly during a flood (below).
 // A panic in fn is recovered and reported (see OnPanic); the loop
 // keeps running. Work queued while no loop runs waits for the next one.
 //
