@@ -1,6 +1,7 @@
 package pygi
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -170,4 +171,34 @@ func BenchmarkParallelCalls(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkResultLeftToGC and BenchmarkResultClosed: a call returning an
+// object, its Object dropped for Go's collector to release, or closed. The
+// difference is what the cleanup every result registers costs when it
+// runs (the scroll rows of make bench make five such results per row).
+func BenchmarkResultLeftToGC(b *testing.B) {
+	f, err := Eval("lambda: ()", nil)
+	require.NoError(b, err)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := f.Call(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	runtime.GC()
+	require.NoError(b, Drain())
+}
+
+func BenchmarkResultClosed(b *testing.B) {
+	f, err := Eval("lambda: ()", nil)
+	require.NoError(b, err)
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := f.Call()
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.Close()
+	}
 }
