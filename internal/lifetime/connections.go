@@ -15,11 +15,23 @@ import "sync"
 // connected nowhere then). GLib never reuses a handler id, so a record
 // left for an address that a new object took is harmless: disconnecting
 // its id finds nothing connected.
+//
+// Both sides are maps of small slices, not of maps: a GObject has a few Go
+// handlers and a callback is mostly connected once, so a connect and its
+// free cost two map entries and two short slices (a map per entry cost
+// more than the rest of the connect).
 var connections struct {
 	mu      sync.Mutex
-	objs    map[uintptr]map[uint64]uintptr // GObject address -> handler id -> callback handle
-	byCb    map[uintptr]map[uintptr]bool   // callback handle -> GObject addresses
+	objs    map[uintptr][]connection // GObject address -> its recorded handlers
+	byCb    map[uintptr][]connection // callback handle -> where it is connected
 	watcher func(gobj uintptr)
+}
+
+// connection is one record: handler id on the GObject at gobj runs the
+// callback handle (objs leaves gobj out, byCb handle).
+type connection struct {
+	gobj, handle uintptr
+	id           uint64
 }
 
 // SetConnectionWatcher sets what NoteConnection calls for each GObject
@@ -38,26 +50,55 @@ func NoteConnection(gobj, handle uintptr, id uint64) {
 	if gobj == 0 || handle == 0 || id == 0 {
 		return
 	}
+	c := connection{gobj, handle, id}
 	connections.mu.Lock()
 	if connections.objs == nil {
-		connections.objs = map[uintptr]map[uint64]uintptr{}
-		connections.byCb = map[uintptr]map[uintptr]bool{}
+		connections.objs = map[uintptr][]connection{}
+		connections.byCb = map[uintptr][]connection{}
 	}
-	ids := connections.objs[gobj]
-	first := ids == nil
-	if first {
-		ids = map[uint64]uintptr{}
-		connections.objs[gobj] = ids
-	}
-	ids[id] = handle
-	if connections.byCb[handle] == nil {
-		connections.byCb[handle] = map[uintptr]bool{}
-	}
-	connections.byCb[handle][gobj] = true
+	list := connections.objs[gobj]
+	first := len(list) == 0
+	// One record per handler id (a connection may be told twice: by the
+	// connect and by the hook around PyGObject's connect).
+	list, _ = without(list, func(o connection) bool {
+		if o.id != id {
+			return false
+		}
+		cbs, _ := without(connections.byCb[o.handle], func(x connection) bool { return x == o })
+		store(connections.byCb, o.handle, cbs)
+		return true
+	})
+	connections.objs[gobj] = append(list, c)
+	connections.byCb[handle] = append(connections.byCb[handle], c)
 	w := connections.watcher
 	connections.mu.Unlock()
 	if first && w != nil {
 		w(gobj)
+	}
+}
+
+// without returns list without its records that match (their order is
+// not kept), and whether any did.
+func without(list []connection, match func(connection) bool) ([]connection, bool) {
+	found := false
+	for i := 0; i < len(list); {
+		if match(list[i]) {
+			found = true
+			list[i] = list[len(list)-1]
+			list = list[:len(list)-1]
+			continue
+		}
+		i++
+	}
+	return list, found
+}
+
+// store puts list back under key, deleting the key once it is empty.
+func store(m map[uintptr][]connection, key uintptr, list []connection) {
+	if len(list) == 0 {
+		delete(m, key)
+	} else {
+		m[key] = list
 	}
 }
 
@@ -66,14 +107,15 @@ func NoteConnection(gobj, handle uintptr, id uint64) {
 func TakeConnections(gobj uintptr) []uint64 {
 	connections.mu.Lock()
 	defer connections.mu.Unlock()
-	ids := connections.objs[gobj]
-	if ids == nil {
+	list := connections.objs[gobj]
+	if len(list) == 0 {
 		return nil
 	}
-	out := make([]uint64, 0, len(ids))
-	for id, h := range ids {
-		out = append(out, id)
-		forgetPairLocked(h, gobj)
+	out := make([]uint64, 0, len(list))
+	for _, c := range list {
+		out = append(out, c.id)
+		cbs, _ := without(connections.byCb[c.handle], func(o connection) bool { return o == c })
+		store(connections.byCb, c.handle, cbs)
 	}
 	delete(connections.objs, gobj)
 	return out
@@ -89,49 +131,31 @@ func ForgetObject(gobj uintptr) {
 func ForgetConnection(gobj uintptr, id uint64) {
 	connections.mu.Lock()
 	defer connections.mu.Unlock()
-	ids := connections.objs[gobj]
-	h, ok := ids[id]
-	if !ok {
+	var gone connection
+	list, found := without(connections.objs[gobj], func(c connection) bool {
+		if c.id == id {
+			gone = c
+			return true
+		}
+		return false
+	})
+	if !found {
 		return
 	}
-	delete(ids, id)
-	still := false
-	for _, other := range ids {
-		still = still || other == h
-	}
-	if !still {
-		forgetPairLocked(h, gobj)
-	}
-	if len(ids) == 0 {
-		delete(connections.objs, gobj)
-	}
+	store(connections.objs, gobj, list)
+	cbs, _ := without(connections.byCb[gone.handle], func(c connection) bool { return c == gone })
+	store(connections.byCb, gone.handle, cbs)
 }
 
 // ForgetCallback drops the records of a callback that was freed.
 func ForgetCallback(handle uintptr) {
 	connections.mu.Lock()
 	defer connections.mu.Unlock()
-	for gobj := range connections.byCb[handle] {
-		ids := connections.objs[gobj]
-		for id, h := range ids {
-			if h == handle {
-				delete(ids, id)
-			}
-		}
-		if len(ids) == 0 {
-			delete(connections.objs, gobj)
-		}
+	for _, c := range connections.byCb[handle] {
+		list, _ := without(connections.objs[c.gobj], func(o connection) bool { return o == c })
+		store(connections.objs, c.gobj, list)
 	}
 	delete(connections.byCb, handle)
-}
-
-func forgetPairLocked(handle, gobj uintptr) {
-	if m := connections.byCb[handle]; m != nil {
-		delete(m, gobj)
-		if len(m) == 0 {
-			delete(connections.byCb, handle)
-		}
-	}
 }
 
 // Connected reports whether callback handle is recorded as connected to
@@ -139,7 +163,12 @@ func forgetPairLocked(handle, gobj uintptr) {
 func Connected(gobj, handle uintptr) bool {
 	connections.mu.Lock()
 	defer connections.mu.Unlock()
-	return connections.byCb[handle][gobj]
+	for _, c := range connections.byCb[handle] {
+		if c.gobj == gobj {
+			return true
+		}
+	}
+	return false
 }
 
 // ConnectionCount is how many connections are recorded (tests).
@@ -147,8 +176,8 @@ func ConnectionCount() int {
 	connections.mu.Lock()
 	defer connections.mu.Unlock()
 	n := 0
-	for _, ids := range connections.objs {
-		n += len(ids)
+	for _, list := range connections.objs {
+		n += len(list)
 	}
 	return n
 }
