@@ -194,15 +194,12 @@ func callbackHandle(o *pygi.Object) (h uintptr) {
 func Disconnect(obj *pygi.Object, id uint64) error {
 	var ok bool
 	err := pyobj.Use(obj, func(r capi.Ref) (st capi.Status, exc capi.Ref) {
-		ok, st, exc = capi.Disconnect(r, id)
+		var gobj uintptr
+		ok, gobj, st, exc = capi.Disconnect(r, id)
 		if ok {
 			// The record goes with the connection (the callback may live
 			// on, held by Go or another connection).
-			if p, _, pst, pexc := capi.GObjectPointer(r); pst == capi.OK {
-				lifetime.ForgetConnection(uintptr(p), id)
-			} else if pst == capi.Err {
-				capi.Drain([]capi.Ref{pexc})
-			}
+			lifetime.ForgetConnection(gobj, id)
 		}
 		return st, exc
 	})

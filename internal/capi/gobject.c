@@ -624,8 +624,8 @@ DUET_ENTRY(connect_new,
            (obj, sig, slen, handle, name, nlen, doc, dlen, module, mlen, after, nargs, bare, ))
 
 // impl_disconnect disconnects handler id from the GObject wrapper obj;
-// res->n is 1, or 0 when no such handler is connected (GLib would only
-// warn).
+// res->n is 1 and res->p the GObject (an address only: for the records),
+// or res->n is 0 when no such handler is connected (GLib would only warn).
 static int impl_disconnect(duet_ref objr, uint64_t id, duet_res *res) {
 	PyGILState_STATE st = duet_enter();
 	int rc = DUET_OK;
@@ -643,6 +643,7 @@ static int impl_disconnect(duet_ref objr, uint64_t id, duet_res *res) {
 		// the invalidate notifier does that under the GIL we hold.
 		g_signal_handler_disconnect(pygobject_get(obj), (gulong)id);
 		res->n = 1;
+		res->p = pygobject_get(obj);
 	}
 	duet_leave(st);
 	return rc;

@@ -156,12 +156,13 @@ func ConnectNew(obj Ref, signal string, handle uintptr, name, doc, module string
 	return uint64(cr.n), uintptr(cr.p), st, exc
 }
 
-// Disconnect disconnects handler id from the GObject wrapper obj; false
-// when no such handler was connected.
-func Disconnect(obj Ref, id uint64) (bool, Status, Ref) {
+// Disconnect disconnects handler id from the GObject wrapper obj and
+// returns the GObject's address (an identity only); false when no such
+// handler was connected.
+func Disconnect(obj Ref, id uint64) (bool, uintptr, Status, Ref) {
 	cr := C.duet_disconnect(obj.c(), C.uint64_t(id))
 	_, st, exc := res(cr)
-	return cr.n == 1, st, exc
+	return cr.n == 1, uintptr(cr.p), st, exc
 }
 
 // DrainOffUI releases, off the UI thread once the loop has returned, the
