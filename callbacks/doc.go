@@ -32,7 +32,8 @@
 // back to Go as a *pygi.Error that unwraps to the original error or to a
 // *PanicError.
 //
-// The function runs on the thread Python called it from, holding the GIL.
+// The function runs on the thread Python called it from, holding the GIL
+// (except a bare signal handler: see Signals).
 // Calling back into Python from it is fine (re-entrancy is supported);
 // blocking on other goroutines that need Python is not: wrap such waits in
 // pygi.WithoutGIL.
@@ -63,6 +64,13 @@
 // boolean signal, as None is under PyGObject); what it raises or panics is
 // printed through sys.excepthook and the emission goes on, as with
 // PyGObject's closures.
+//
+// A handler that takes nothing and returns nothing (func(), or func()
+// error) runs bare: without the GIL, as gotk4's own handlers run, so a
+// handler that touches no Python costs GLib's dispatch and one crossing
+// into Go, and Python threads run meanwhile. The pygi calls it makes take
+// the GIL each; wrap a run of them in pygi.WithGIL to take it once. Every
+// other shape runs holding the GIL, as a Python handler would.
 //
 // Every connection of a Go handler is recorded in one place, whichever
 // way it was made: Connect and ConnectAfter, widgets.Widget.Connect, the
