@@ -111,6 +111,7 @@ func run() error {
 			measure(t.emitC, 2, func() (float64, error) { return emitC("gotk4", count(100000)) }),
 			measure(t.emitCObj, 0, func() (float64, error) { return emitC("object", count(100000)) }),
 			func() error { t.emitCObj.add(t.emitCObj.sides[1], last(t.emitC, 1)); return nil }, // the same lambda
+			measure(t.emitCObj, 2, func() (float64, error) { return emitC("typed", count(100000)) }),
 			measure(t.emitCFloor, 0, func() (float64, error) { return emitC("c", count(100000)) }),
 			measure(t.emitCFloor, 1, func() (float64, error) { return emitC("none", count(100000)) }),
 			measure(t.emit, 0, func() (float64, error) { return emitDuet(Gtk, count(100000)) }),
@@ -203,8 +204,9 @@ func emitDuet(Gtk *pygi.Object, n int) (float64, error) {
 // emitC: a C loop emits clicked on a gotk4-made button, the way GTK emits
 // from its own code, to one handler: a duet Go func taking nothing
 // ("func") or the emitter ("object"), a Python lambda connected through
-// PyGObject ("lambda"), gotk4's own Go handler ("gotk4"), a C function
-// doing nothing ("c": the floor under any handler), or none.
+// PyGObject ("lambda"), gotk4's own Go handler ("gotk4"), a Go func taking
+// the emitter typed through gotk4's reflective Connect ("typed"), a C
+// function doing nothing ("c": the floor under any handler), or none.
 func emitC(handler string, n int) (float64, error) {
 	b := gtk.NewButtonWithLabel("x")
 	py, err := widgets.ToPython(b)
@@ -224,6 +226,8 @@ func emitC(handler string, n int) (float64, error) {
 		}
 	case "gotk4":
 		b.ConnectClicked(func() {})
+	case "typed":
+		coreglib.InternObject(b).Connect("clicked", func(*gtk.Button) {})
 	case "c":
 		err = capi.ConnectNoop(coreglib.InternObject(b).Native(), "clicked")
 	}
