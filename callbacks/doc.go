@@ -70,7 +70,10 @@
 // handler that touches no Python costs GLib's dispatch and one crossing
 // into Go, and Python threads run meanwhile. The pygi calls it makes take
 // the GIL each; wrap a run of them in pygi.WithGIL to take it once. Every
-// other shape runs holding the GIL, as a Python handler would.
+// other shape runs holding the GIL, as a Python handler would. Without the
+// GIL nothing serialises bare handlers of signals emitted on several
+// threads at once (GTK emits on the UI thread; a GObject of your own may
+// not): such a handler guards its own state, as a gotk4 handler does.
 //
 // Every connection of a Go handler is recorded in one place, whichever
 // way it was made: Connect and ConnectAfter, widgets.Widget.Connect, the
