@@ -18,6 +18,7 @@ import (
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/forensics"
+	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/pyobj"
 	"github.com/duet-gtk/duet/internal/testutil"
 	"github.com/duet-gtk/duet/pygi"
@@ -233,14 +234,125 @@ emitter.start()
 	return pygi.Finalize(context.Background())
 }
 
+// pongEmitter makes a GObject with a signal "pong" and returns its
+// wrapper and its address, with a reference of its own taken through
+// ctypes that nothing gives back: the object outlives the interpreter, as
+// one a C library emits from would.
+func pongEmitter() (*pygi.Object, uintptr, error) {
+	if err := pygi.RequireVersion("GObject", "2.0"); err != nil {
+		return nil, 0, err
+	}
+	g, err := pygi.NewGlobals()
+	if err != nil {
+		return nil, 0, err
+	}
+	defer g.Close()
+	if err := pygi.Exec(`
+import ctypes
+from gi.repository import GObject
+class Emitter(GObject.Object):
+    __gsignals__ = {"pong": (GObject.SignalFlags.RUN_LAST, None, ())}
+e = Emitter()
+cap = e.__gpointer__
+api = ctypes.pythonapi
+api.PyCapsule_GetName.restype = ctypes.c_char_p
+api.PyCapsule_GetName.argtypes = [ctypes.py_object]
+api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+ptr = api.PyCapsule_GetPointer(cap, api.PyCapsule_GetName(cap))
+gobject = ctypes.CDLL("libgobject-2.0.so.0")
+gobject.g_object_ref.argtypes = [ctypes.c_void_p]
+gobject.g_object_ref(ptr)
+`, g); err != nil {
+		return nil, 0, err
+	}
+	e, err := g.Item("e")
+	if err != nil {
+		return nil, 0, err
+	}
+	p, err := pygi.As[uint64](eval0(g, "ptr"))
+	return e, uintptr(p), err
+}
+
+func eval0(g *pygi.Object, expr string) *pygi.Object {
+	r, _ := pygi.Eval(expr, g)
+	return r
+}
+
+// A bare handler holds no GIL, but it holds Finalize back as one holding
+// the GIL did: one emitted on a thread of its own, still running when
+// Finalize is called, ends (its failure printed through Python) before the
+// interpreter does, and the rest of the emission (the Python class's
+// default handler) meets a live interpreter.
+func bareHoldsFinalizeBack() error {
+	e, p, err := pongEmitter()
+	if err != nil {
+		return err
+	}
+	if _, err := callbacks.Connect(e, "pong", func() error {
+		time.Sleep(300 * time.Millisecond)
+		// Finalize is waiting for this handler now: a call into Python
+		// from it is nested in it, not made to wait for Finalize.
+		r, err := pygi.Eval("6*7", nil)
+		if err != nil {
+			return err
+		}
+		r.Close()
+		fmt.Println("handler: done")
+		return errors.New("late failure")
+	}); err != nil {
+		return err
+	}
+	e.Close()
+	emitted := make(chan error)
+	go func() {
+		runtime.LockOSThread() // a thread Python never saw
+		_, err := capi.EmitN(p, "pong", 1)
+		emitted <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := pygi.Finalize(ctx); err != nil {
+		return err
+	}
+	fmt.Println("Finalize returned")
+	return <-emitted
+}
+
+// Finalize from inside a bare handler is refused, as from inside any Go
+// callback: the emission returns into GLib, whose other handlers may be
+// Python's.
+func bareFinalizeInside() error {
+	runtime.LockOSThread() // the thread that starts Python
+	e, p, err := pongEmitter()
+	if err != nil {
+		return err
+	}
+	var inside error
+	if _, err := callbacks.Connect(e, "pong", func() { inside = pygi.Finalize(context.Background()) }); err != nil {
+		return err
+	}
+	if _, err := capi.EmitN(p, "pong", 1); err != nil {
+		return err
+	}
+	if !errors.Is(inside, pygi.ErrInsideCall) {
+		return fmt.Errorf("Finalize inside a bare handler returned %v, want ErrInsideCall", inside)
+	}
+	e.Close()
+	return pygi.Finalize(context.Background())
+}
+
 var scenarios = map[string]func() error{
-	"capsule-bare":   func() error { return connectedBareThenEmitted(false) },
-	"broken-bare":    func() error { return connectedBareThenEmitted(true) },
-	"bare-race":      bareDisconnectRace,
-	"capsule":        func() error { return heldThenCalled(false) },
-	"broken":         func() error { return heldThenCalled(true) },
-	"capsule-signal": func() error { return connectedThenEmitted(false) },
-	"broken-signal":  func() error { return connectedThenEmitted(true) },
+	"bare-holds-finalize":  bareHoldsFinalizeBack,
+	"bare-finalize-inside": bareFinalizeInside,
+	"capsule-bare":         func() error { return connectedBareThenEmitted(false) },
+	"broken-bare":          func() error { return connectedBareThenEmitted(true) },
+	"bare-race":            bareDisconnectRace,
+	"capsule":              func() error { return heldThenCalled(false) },
+	"broken":               func() error { return heldThenCalled(true) },
+	"capsule-signal":       func() error { return connectedThenEmitted(false) },
+	"broken-signal":        func() error { return connectedThenEmitted(true) },
 	// runtime.Goexit inside a callback that Python called from a goroutine:
 	// the process must end with a message, not hang with the GIL held.
 	"goexit": func() error {
@@ -317,6 +429,20 @@ func TestBareEmissionsRaceDisconnects(t *testing.T) {
 	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	assert.Contains(t, out, "ok")
 	t.Log(firstLine(out))
+}
+
+func TestBareHandlerAndFinalize(t *testing.T) {
+	t.Run("it holds Finalize back", func(t *testing.T) {
+		out, errOut, err := runChild(t, "bare-holds-finalize")
+		require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
+		assert.Contains(t, out, "handler: done\nFinalize returned\nok", "Finalize waited for the handler")
+		assert.Contains(t, errOut, "GoError: late failure", "its failure printed through Python")
+	})
+	t.Run("Finalize inside it is refused", func(t *testing.T) {
+		out, errOut, err := runChild(t, "bare-finalize-inside")
+		require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
+		assert.Contains(t, out, "ok")
+	})
 }
 
 func TestGoexitInACallbackEndsTheProcess(t *testing.T) {

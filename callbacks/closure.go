@@ -27,8 +27,10 @@ var ErrNotConnected = errors.New("callbacks: no such handler connected")
 //
 // Without data the handler runs through duet's own closure: GLib hands the
 // signal's values straight to Go and only the arguments fn takes are made;
-// a Go func is made into its callable and connected in one crossing. With
-// data it runs through PyGObject's closure, which holds the data.
+// a Go func is made into its callable and connected in one crossing. A
+// handler that takes nothing and returns nothing or an error runs there
+// bare, without the GIL (see the package doc). With data it runs through
+// PyGObject's closure, which holds the data.
 //
 // The connection owns the callback, as a PyGObject connection would:
 // disconnecting it, or the object's finalisation, frees it. Every

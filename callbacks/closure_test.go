@@ -404,3 +404,58 @@ func TestBareHandlerDisconnectsItself(t *testing.T) {
 	assert.Equal(t, base, looptest.Settle(t), "both freed")
 	assert.Zero(t, evalInt(t, g, "len(raised)"), "nothing raised")
 }
+
+// Python code that Go called lets go of the GIL around an emission (emit,
+// a property set, a wrapper's dealloc): a bare handler runs there outside
+// the entry around it, so that pygi sees no GIL held: WithoutGIL in the
+// handler (the documented way to block) works, and so do calls into
+// Python, their failures included.
+func TestBareHandlerInsideAnEntry(t *testing.T) {
+	g := emitterNS(t)
+	e := eval(t, g, "e")
+	defer e.Close()
+	var ran []string
+	id, err := callbacks.Connect(e, "ping", func() {
+		pygi.WithoutGIL(func() { ran = append(ran, "without the GIL") })
+		if _, err := pygi.Eval("1/0", nil); err != nil {
+			ran = append(ran, "raised")
+		}
+		n, err := pygi.As[int](eval(t, g, "6*7"))
+		require.NoError(t, err)
+		ran = append(ran, fmt.Sprint(n))
+	})
+	require.NoError(t, err)
+	require.NoError(t, pygi.Exec("e.emit('ping', 0, '')", g))
+	require.NoError(t, pygi.Exec("e.n = 1", g)) // no handler on notify: the entry itself still works
+	require.NoError(t, callbacks.Disconnect(e, id))
+	assert.Equal(t, []string{"without the GIL", "raised", "42"}, ran)
+	assert.Zero(t, evalInt(t, g, "len(raised)"), "nothing raised out of the handler")
+}
+
+// A bare handler that fails leaves a boolean signal's value as the
+// handlers before it set it (PyGObject's closure does the same for a
+// Python handler that raises); one that returns gives False, None's value.
+func TestBareHandlerOnABooleanSignal(t *testing.T) {
+	g := emitterNS(t)
+	e := eval(t, g, "e")
+	defer e.Close()
+	require.NoError(t, pygi.Exec("hid = e.connect('ask', lambda *a: True)", g))
+	defer func() { require.NoError(t, pygi.Exec("e.disconnect(hid)", g)) }()
+	for _, tc := range []struct {
+		name string
+		fn   any
+		want string
+	}{
+		{"an error", func() error { return errors.New("no answer") }, "True"},
+		{"a panic", func() { panic("no answer") }, "True"},
+		{"nothing", func() {}, "False"},
+		{"a nil error", func() error { return nil }, "False"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id, err := callbacks.ConnectAfter(e, "ask", tc.fn)
+			require.NoError(t, err)
+			defer func() { require.NoError(t, callbacks.Disconnect(e, id)) }()
+			assert.Equal(t, tc.want, eval(t, g, "e.emit('ask', 1)").String())
+		})
+	}
+}

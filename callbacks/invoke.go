@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/duet-gtk/duet/internal/capi"
+	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/internal/pyobj"
 	"github.com/duet-gtk/duet/pygi"
 )
@@ -256,11 +257,22 @@ func invoke(h uintptr, args []capi.Ref, nargs, nkw int, kwnames capi.Ref) (res c
 // internal/capi/gobject.c): a function taking nothing and returning nothing
 // or an error, run without the GIL. A failure attaches, raises and prints,
 // as the GIL path's marshal prints what a handler raised.
+//
+// It runs as an entry of the lifetime gate, as the GIL held Finalize back
+// on the GIL path: Finalize waits for it (and the pygi calls it makes are
+// nested in it), so neither the handler's failure nor the rest of the
+// emission (Python's handlers, a Python class's default handler) meets a
+// finalised interpreter. Once Finalize has begun, the closure takes the
+// GIL path instead, as before there were bare handlers.
 func invokeBare(h uintptr) (rc capi.CallbackResult) {
 	e := registry.handles.get(h)
 	if e == nil {
 		return capi.ResultGone
 	}
+	if !lifetime.TryEnter() {
+		return capi.ResultNotBare
+	}
+	defer lifetime.Exit()
 	returned := false
 	defer func() {
 		if !returned {
@@ -279,7 +291,9 @@ func (s *signature) callBare() (rc capi.CallbackResult) {
 		if p == nil && err == nil {
 			return
 		}
-		st := capi.Attach()
+		rc = capi.ResultRaised
+		st := capi.Attach() // inside invokeBare's entry
+
 		defer capi.Detach(st)
 		if p != nil {
 			var res capi.Ref
@@ -288,7 +302,6 @@ func (s *signature) callBare() (rc capi.CallbackResult) {
 			raiseGo(err)
 		}
 		capi.PrintRaised()
-		rc = capi.ResultRaised
 	}()
 	switch {
 	case s.fast0 != nil:

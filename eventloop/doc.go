@@ -128,8 +128,9 @@
 //   - Running the loop: [Run] and [Drive] with their [Option] values
 //     [HostSignals], [SignalGrace] and [AsyncioGrace]; [Quit], [Running];
 //     [ErrRunning] (one at a time).
-//   - Work on the loop: [Invoke], [InvokeWait], and the [Timer] of [After]
-//     and [Every], with [Timer.Cancel] and [Timer.Fired].
+//   - Work on the loop: [Invoke], [InvokeWait] (a flood paced past
+//     [PaceAbove], for at most [PaceFor] an Invoke), and the [Timer] of
+//     [After] and [Every], with [Timer.Cancel] and [Timer.Fired].
 //   - The UI thread: [IsMain], [RequireMain], [ErrNotMain].
 //   - Garbage: [Collect] (both collectors; Python's on the UI thread).
 //   - Reporting: [OnPythonException], [OnPanic] (panics in loop work, as

@@ -250,9 +250,10 @@ var queue struct {
 // catch up, so that senders go at the loop's speed and the backlog stays
 // what the loop runs in a few milliseconds (an InvokeWait behind it comes
 // back in that time, not after every Invoke of the flood). The wait is
-// bounded, so Invoke never deadlocks on a loop that waits for the sender;
-// it is skipped on the UI thread, in a thread that holds the GIL (the loop
-// may need it to catch up) and while no loop runs.
+// bounded, so Invoke never deadlocks on a loop that waits for the sender,
+// and a wait that saw the loop run nothing stops the pacing until it runs
+// again. It is skipped on the UI thread, in a thread that holds the GIL
+// (the loop may need it to catch up) and while no loop runs.
 func Invoke(fn func()) {
 	if fn == nil {
 		return
@@ -285,15 +286,22 @@ var backlog struct {
 	n        atomic.Int64
 	caughtUp atomic.Pointer[chan struct{}]
 	paced    atomic.Int64 // Invokes that waited (forensics' Loop.Paced)
+	// runs counts the Invokes run; stalled is its value when a wait ran
+	// out with none run meanwhile. Until the loop runs one more, nobody
+	// waits: a loop stuck in one long function (or waiting for a lock the
+	// sender holds) costs each sender one PaceFor, not one per Invoke.
+	runs, stalled atomic.Int64
 }
 
 func init() {
 	ch := make(chan struct{})
 	backlog.caughtUp.Store(&ch)
+	backlog.stalled.Store(-1)
 }
 
 func pace() {
-	if !state.running.Load() || IsMain() || capi.Attached() {
+	runs := backlog.runs.Load()
+	if runs == backlog.stalled.Load() || !state.running.Load() || IsMain() || capi.Attached() {
 		return
 	}
 	ch := *backlog.caughtUp.Load()
@@ -306,12 +314,16 @@ func pace() {
 	select {
 	case <-ch:
 	case <-t.C:
+		if backlog.runs.Load() == runs {
+			backlog.stalled.Store(runs)
+		}
 	}
 }
 
 // ran counts one Invoke run; at the low-water mark it wakes the paced
 // senders. UI thread.
 func ran() {
+	backlog.runs.Add(1)
 	if backlog.n.Add(-1) == PaceAbove/2 {
 		next := make(chan struct{})
 		close(*backlog.caughtUp.Swap(&next))

@@ -292,8 +292,11 @@ func Finalize(ctx context.Context) error {
 	if lifetime.LoopRunning() {
 		return ErrLoopRunning
 	}
-	if lifetime.Current() == lifetime.Ready && capi.Attached() {
-		return ErrInsideCall // on any thread: this scope holds the GIL
+	if lifetime.Current() == lifetime.Ready && (capi.Attached() || capi.InCallback()) {
+		// On any thread: this scope holds the GIL, or a Go callback (a
+		// bare signal handler holds none) returns into an emission whose
+		// other handlers may be Python's.
+		return ErrInsideCall
 	}
 	var onThread func(func())
 	interp.mu.Lock()

@@ -23,6 +23,9 @@ const (
 	// knows what is calling (a signal, or Python), reports it through the
 	// dead handler and aborts.
 	ResultGone CallbackResult = -2
+	// ResultNotBare: a bare closure's handler did not run; the marshal
+	// runs it on the GIL path instead (Finalize has begun).
+	ResultNotBare CallbackResult = -3
 )
 
 // CallbackHandler runs a Go callback. args aliases C memory valid only
@@ -33,7 +36,8 @@ type CallbackHandler func(handle uintptr, args []Ref, nargs, nkw int, kwnames Re
 // BareHandler runs a Go callback that takes nothing and returns nothing
 // (or an error), for a signal, without the GIL: it attaches only to report
 // a failure, which it prints (as PyGObject prints what a handler raised),
-// so it returns ResultNone, ResultRaised (printed) or ResultGone.
+// so it returns ResultNone, ResultRaised (printed), ResultGone or
+// ResultNotBare.
 type BareHandler func(handle uintptr) CallbackResult
 
 var (

@@ -230,6 +230,10 @@ func LeakedExceptions() int64 { return int64(C.duet_leaked_exceptions()) }
 // when sub-interpreters exist, unlike PyGILState_Check.
 func Attached() bool { return C.duet_attached() != 0 }
 
+// InCallback reports whether a Go callback runs on the calling OS thread,
+// attached or not (a bare signal handler runs without the GIL).
+func InCallback() bool { return C.duet_in_callback() != 0 }
+
 // IsMainThread reports whether the calling OS thread is the process's main
 // thread.
 func IsMainThread() bool { return C.duet_is_main_thread() != 0 }

@@ -80,6 +80,7 @@ void duet_detach(int state);
 // point, a batch scope, or a Go callback Python is running). duet's own
 // per-thread count, not PyGILState_Check (see duet_impl.h).
 int duet_attached(void);
+int duet_in_callback(void); // a Go callback runs on this thread (bare ones too)
 // Detach while blocking (attached on entry); *depth carries duet's count
 // over to duet_restore_thread, on the same thread.
 void *duet_save_thread(int *depth);

@@ -387,14 +387,13 @@ static void closure_invalidate_in(gpointer data, GClosure *closure) {
 
 // closure_marshal_bare runs a bare closure's Go function without the GIL;
 // 0 when this emission needs the GIL path instead: a return value other
-// than a boolean (None converts to it only through PyGObject), or
+// than a boolean (None converts to it only through PyGObject),
 // DUET_DEBUG=callbacks, whose quarantine is read from the callback's
-// native state.
+// native state, or Finalize under way (see callbacks' invokeBare).
 static int closure_marshal_bare(duet_closure *c, GValue *ret, guint n, const GValue *params, gpointer hint) {
 	if (ret && G_IS_VALUE(ret) && G_VALUE_TYPE(ret) != G_TYPE_BOOLEAN) return 0;
 	if (__atomic_load_n(&duet_debug_callbacks, __ATOMIC_RELAXED)) return 0;
 	if (!__atomic_load_n(&c->callable, __ATOMIC_ACQUIRE)) return 1; // disconnected
-	if (ret && G_IS_VALUE(ret)) g_value_set_boolean(ret, FALSE); // None, as under PyGObject
 	DUET_RING("signal calls Go");
 	if (duet_ring_cur) {
 		GObject *inst = n > 0 && G_VALUE_HOLDS_OBJECT(&params[0]) ? g_value_get_object(&params[0]) : NULL;
@@ -403,8 +402,22 @@ static int closure_marshal_bare(duet_closure *c, GValue *ret, guint n, const GVa
 	}
 	uintptr_t outer = duet_current_cb;
 	duet_current_cb = c->handle;
+	// This thread may be inside a duet entry whose Python code let go of
+	// the GIL around the emission (PyGObject's emit, a property set, a
+	// wrapper's dealloc): its depth says attached, the GIL says otherwise.
+	// The Go handler runs outside that entry, as it would on a thread that
+	// never entered, so that pygi (WithoutGIL, an exception check) sees the
+	// truth; both are put back for the entry's own leave.
+	int depth = duet_depth, entry_exc = duet_entry_exc;
+	if (depth > 0 && !PyGILState_Check()) duet_depth = 0;
 	int rc = duetCallbackInvokeBare(c->handle);
+	duet_depth = depth;
+	duet_entry_exc = entry_exc;
 	duet_current_cb = outer;
+	if (rc == -3) return 0; // not run: Finalize has begun, the GIL path runs it
+	// None, as under PyGObject; a handler that raised leaves the value as
+	// the handlers before it set it.
+	if (rc == 1 && ret && G_IS_VALUE(ret)) g_value_set_boolean(ret, FALSE);
 	if (rc == -2 && __atomic_load_n(&c->callable, __ATOMIC_SEQ_CST)) {
 		GObject *inst = n > 0 && G_VALUE_HOLDS_OBJECT(&params[0]) ? g_value_get_object(&params[0]) : NULL;
 		const char *signame = hint ? g_signal_name(((GSignalInvocationHint *)hint)->signal_id) : NULL;
@@ -520,7 +533,7 @@ out:
 // waits for them, and refused on other threads once it has begun.
 static void closure_invalidate(gpointer data, GClosure *closure) {
 	if (!duet_glib_enter()) {
-		((duet_closure *)closure)->callable = NULL; // gone with the interpreter
+		__atomic_store_n(&((duet_closure *)closure)->callable, NULL, __ATOMIC_SEQ_CST); // gone with the interpreter
 		return;
 	}
 	closure_invalidate_in(data, closure);

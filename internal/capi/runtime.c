@@ -144,6 +144,7 @@ int duet_finalize(void) {
 }
 
 int duet_attached(void) { return duet_initialized && duet_depth > 0; }
+int duet_in_callback(void) { return duet_current_cb != 0; }
 
 // ---- threads that end ---------------------------------------------------------
 //

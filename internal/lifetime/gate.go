@@ -165,8 +165,8 @@ func enterSlow(s int64) error {
 		case Ready:
 			return nil
 		case Closing:
-			if capi.Attached() {
-				return nil // nested in something in flight (rule 3)
+			if capi.Attached() || capi.InCallback() {
+				return nil // nested in something in flight (rule 3): a bare handler is an entry
 			}
 			gate.state.Add(-1)
 			waitChange()
