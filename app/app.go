@@ -169,7 +169,10 @@ func New(opts Options) (*App, error) {
 		if err != nil {
 			return err
 		}
-		flags, err := pygi.Eval("__import__('gi.repository.Gio', fromlist=['Gio']).ApplicationFlags", nil)
+		// From the module imported above: an __import__ with a fromlist
+		// would also look for a submodule gi.repository.Gio.Gio on every
+		// sys.path entry.
+		flags, err := gio.Attr("ApplicationFlags")
 		if err != nil {
 			return err
 		}

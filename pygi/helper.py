@@ -2,7 +2,11 @@
 # sys.modules['_duet'] when the interpreter starts. Everything here runs with
 # the GIL held, called from Go.
 import sys
-import traceback
+
+# traceback (with linecache and tokenize) is imported where an error is
+# formatted, not here: this module runs as the interpreter starts, and a
+# program that raises nothing should not pay for it on its way to the
+# first frame.
 
 
 def _qualname(t):
@@ -25,6 +29,8 @@ def exc_info(e):
     except BaseException as inner:  # a broken __str__ must not hide the error
         msg = "<unprintable %s: %s>" % (t.__name__, type(inner).__name__)
     try:
+        import traceback
+
         tb = "".join(traceback.format_exception(t, e, e.__traceback__))
     except BaseException:
         tb = ""
@@ -104,6 +110,8 @@ def shutdown_threads(timeout):
                 try:
                     call()
                 except BaseException:
+                    import traceback
+
                     print("Exception ignored on threading shutdown:", file=sys.stderr)
                     traceback.print_exc()
 
