@@ -38,10 +38,13 @@ def exc_info(e):
     return (_qualname(t), msg, tb, mro)
 
 
-def exec_module(name, src, filename):
+def exec_module(name, src, filename, compiled=None):
     """pygi.ExecModule: src run as a new module called name, registered in
     sys.modules. A name Python already knows as another module is refused;
-    if src raises, sys.modules is left as it was."""
+    if src raises, sys.modules is left as it was. compiled, when given, is
+    src compiled ahead (MAGIC_NUMBER, then marshal's bytes; see
+    internal/pysrc's precompiled.go), used instead of compiling src when
+    this interpreter's bytecode is the one it holds."""
     import importlib.util
     import os
     import types
@@ -62,7 +65,13 @@ def exec_module(name, src, filename):
     m = types.ModuleType(name)
     m.__file__ = filename
     m.__duet_module__ = True
-    code = compile(src, filename, "exec")
+    code = None
+    if compiled is not None and sys.flags.optimize == 0 and compiled[:4] == importlib.util.MAGIC_NUMBER:
+        import marshal
+
+        code = marshal.loads(memoryview(compiled)[4:])
+    if code is None:
+        code = compile(src, filename, "exec")
     sys.modules[name] = m
     try:
         exec(code, m.__dict__)
