@@ -169,7 +169,10 @@ func New(opts Options) (*App, error) {
 		if err != nil {
 			return err
 		}
-		flags, err := pygi.Eval("__import__('gi.repository.Gio', fromlist=['Gio']).ApplicationFlags", nil)
+		// From the module imported above: an __import__ with a fromlist
+		// would also look for a submodule gi.repository.Gio.Gio on every
+		// sys.path entry.
+		flags, err := gio.Attr("ApplicationFlags")
 		if err != nil {
 			return err
 		}
@@ -400,7 +403,18 @@ func (a *App) OnCommandLine(fn func(args []string) int) error {
 		if err != nil {
 			return err
 		}
-		h, err := pygi.Eval("__import__('gi.repository.Gio', fromlist=['Gio']).ApplicationFlags.HANDLES_COMMAND_LINE", nil)
+		// Not __import__ with a fromlist, which also looks for a submodule
+		// gi.repository.Gio.Gio on every sys.path entry (as app.New).
+		gio, err := pygi.Import("gi.repository.Gio")
+		if err != nil {
+			return err
+		}
+		defer gio.Close()
+		af, err := gio.Attr("ApplicationFlags")
+		if err != nil {
+			return err
+		}
+		h, err := af.Attr("HANDLES_COMMAND_LINE")
 		if err != nil {
 			return err
 		}

@@ -3,9 +3,12 @@
 # Go's log/slog while routed (RouteLogs), and import watches load duet
 # code that goes with a module only when the program imports that module.
 
-import sys, threading, traceback
+import sys, threading
 _orig = (sys.excepthook, threading.excepthook, sys.unraisablehook)
-_logs = {"emit": None}
+# traceback and logging are imported by the first route(), not here: this
+# module loads as the loop starts, and most programs never route their
+# logs (they cost a few milliseconds on the way to the first frame).
+_logs = {"emit": None, "traceback": None}
 
 def _thread():
     return threading.current_thread().name
@@ -20,6 +23,7 @@ def install(report):
     def unraisable_hook(u):
         emit = _logs["emit"]
         if emit is not None:
+            traceback = _logs["traceback"]
             text = "".join(traceback.format_exception(u.exc_type, u.exc_value, u.exc_traceback)) if u.exc_type else ""
             what = u.err_msg or "Exception ignored in"
             if u.object is not None:
@@ -39,9 +43,10 @@ def install(report):
     sys.unraisablehook = unraisable_hook
 
 # Python's output channels, routed to Go while emit is set (RouteLogs).
-import warnings, logging
+import warnings
 _orig_showwarning = warnings.showwarning
-_orig_last_resort = logging.lastResort
+_orig_last_resort = None  # logging's own, read by the first route()
+GoHandler = None  # the class, made by the first route()
 
 def _showwarning(message, category, filename, lineno, file=None, line=None):
     emit = _logs["emit"]
@@ -49,23 +54,37 @@ def _showwarning(message, category, filename, lineno, file=None, line=None):
         return _orig_showwarning(message, category, filename, lineno, file, line)
     emit(30, "py.warnings", "%s: %s" % (category.__name__, message), filename, lineno, _thread())
 
-class GoHandler(logging.Handler):
-    """Hands records to Go's log/slog (duet's eventloop.RouteLogs)."""
-    def emit(self, record):
-        emit = _logs["emit"]
-        if emit is None:
-            return _orig_last_resort.handle(record) if _orig_last_resort else None
-        try:
-            msg = record.getMessage()
-            if record.exc_info:
-                msg += "\n" + logging.Formatter().formatException(record.exc_info)
-            emit(record.levelno, record.name, msg, record.pathname, record.lineno, record.threadName or _thread())
-        except Exception:
-            self.handleError(record)
+def _logging():
+    """logging, with GoHandler made at the first route(): the last resort
+    kept (and put back by route(None)) is the one in place when routing
+    first began."""
+    global GoHandler, _orig_last_resort
+    import logging, traceback
+    _logs["traceback"] = traceback
+    if GoHandler is not None:
+        return logging
+    _orig_last_resort = logging.lastResort
+
+    class GoHandler(logging.Handler):
+        """Hands records to Go's log/slog (duet's eventloop.RouteLogs)."""
+        def emit(self, record):
+            emit = _logs["emit"]
+            if emit is None:
+                return _orig_last_resort.handle(record) if _orig_last_resort else None
+            try:
+                msg = record.getMessage()
+                if record.exc_info:
+                    msg += "\n" + logging.Formatter().formatException(record.exc_info)
+                emit(record.levelno, record.name, msg, record.pathname, record.lineno, record.threadName or _thread())
+            except Exception:
+                self.handleError(record)
+
+    return logging
 
 warnings.showwarning = _showwarning
 
 def route(emit):
+    logging = _logging()
     _logs["emit"] = emit
     # Records that reach no handler of the app's own configuration go to
     # logging's last resort (python3 prints them on stderr): that is where

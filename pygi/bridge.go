@@ -31,4 +31,11 @@ func init() {
 	bridge.Decode = func(o any, dst any) error { return o.(*Object).decode(dst) }
 	bridge.Keep = func(o any) { keep(o.(*Object)) }
 	bridge.PythonFiles = pyFiles
+	bridge.ExecCompiled = func(name, src, filename string, compiled []byte) (any, error) {
+		m, err := execModule(name, src, filename, compiled)
+		if err != nil {
+			return nil, err // not a nil *Object in an interface
+		}
+		return m, nil
+	}
 }

@@ -2,7 +2,11 @@
 # sys.modules['_duet'] when the interpreter starts. Everything here runs with
 # the GIL held, called from Go.
 import sys
-import traceback
+
+# traceback (with linecache and tokenize) is imported where an error is
+# formatted, not here: this module runs as the interpreter starts, and a
+# program that raises nothing should not pay for it on its way to the
+# first frame.
 
 
 def _qualname(t):
@@ -25,6 +29,8 @@ def exc_info(e):
     except BaseException as inner:  # a broken __str__ must not hide the error
         msg = "<unprintable %s: %s>" % (t.__name__, type(inner).__name__)
     try:
+        import traceback
+
         tb = "".join(traceback.format_exception(t, e, e.__traceback__))
     except BaseException:
         tb = ""
@@ -32,10 +38,13 @@ def exc_info(e):
     return (_qualname(t), msg, tb, mro)
 
 
-def exec_module(name, src, filename):
+def exec_module(name, src, filename, compiled=None):
     """pygi.ExecModule: src run as a new module called name, registered in
     sys.modules. A name Python already knows as another module is refused;
-    if src raises, sys.modules is left as it was."""
+    if src raises, sys.modules is left as it was. compiled, when given, is
+    src compiled ahead (MAGIC_NUMBER, then marshal's bytes; see
+    internal/pysrc's precompiled.go), used instead of compiling src when
+    this interpreter's bytecode is the one it holds."""
     import importlib.util
     import os
     import types
@@ -56,7 +65,13 @@ def exec_module(name, src, filename):
     m = types.ModuleType(name)
     m.__file__ = filename
     m.__duet_module__ = True
-    code = compile(src, filename, "exec")
+    code = None
+    if compiled is not None and sys.flags.optimize == 0 and compiled[:4] == importlib.util.MAGIC_NUMBER:
+        import marshal
+
+        code = marshal.loads(memoryview(compiled)[4:])
+    if code is None:
+        code = compile(src, filename, "exec")
     sys.modules[name] = m
     try:
         exec(code, m.__dict__)
@@ -104,6 +119,8 @@ def shutdown_threads(timeout):
                 try:
                     call()
                 except BaseException:
+                    import traceback
+
                     print("Exception ignored on threading shutdown:", file=sys.stderr)
                     traceback.print_exc()
 

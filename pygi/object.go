@@ -584,11 +584,20 @@ func ExecFile(src, filename string, globals *Object) error {
 // before. If src raises, sys.modules is as it was and the error comes back
 // as *Error.
 func ExecModule(name, src, filename string) (*Object, error) {
+	return execModule(name, src, filename, nil)
+}
+
+// execModule is ExecModule with src's code compiled ahead, when not nil
+// (see internal/pysrc's precompiled.go).
+func execModule(name, src, filename string, compiled []byte) (*Object, error) {
 	if err := enter(); err != nil { // starts Python: the helper exists from then on
 		return nil, err
 	}
 	defer exit()
-	return interp.helper.CallMethod("exec_module", name, src, filename)
+	if compiled == nil {
+		return interp.helper.CallMethod("exec_module", name, src, filename)
+	}
+	return interp.helper.CallMethod("exec_module", name, src, filename, compiled)
 }
 
 // Eval evaluates one Python expression with globals (a dict; nil for a

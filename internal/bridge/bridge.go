@@ -31,6 +31,9 @@ var (
 	// PythonFiles is pygi's embedded Python (its bootstrap, which
 	// internal/pysrc lists with every package's files).
 	PythonFiles fs.FS
+	// ExecCompiled is pygi.ExecModule given src compiled ahead as well
+	// (nil: compile src), for internal/pysrc's precompiled files.
+	ExecCompiled func(name, src, filename string, compiled []byte) (any, error)
 )
 
 // FuncToPython makes a Go func (a non-nil reflect.Func) into a Python

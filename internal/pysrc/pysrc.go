@@ -17,8 +17,9 @@
 // # Loading
 //
 //   - Load runs the file as the module Name (pygi.ExecModule: it goes into
-//     sys.modules, and tracebacks name it "<duet eventloop/hooks.py>"),
-//     then the module's Setup, and only then hands it out: concurrent
+//     sys.modules, and tracebacks name it "<duet eventloop/hooks.py>"; its
+//     code compiled ahead when precompiled.bin has it for this very
+//     source), then the module's Setup, and only then hands it out: concurrent
 //     Loads wait for the one load and get the same module, which is
 //     shared (Close on it does nothing). Once loaded, Load is one atomic
 //     load.
@@ -229,10 +230,12 @@ func (m *Module) run() (*pygi.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	mod, err := pygi.ExecModule(m.name, string(src), filename(m.files.pkg, m.file))
+	name := filename(m.files.pkg, m.file)
+	o, err := bridge.ExecCompiled(m.name, string(src), name, precompiledCode(name, string(src)))
 	if err != nil {
 		return nil, err
 	}
+	mod := o.(*pygi.Object)
 	if m.setup != nil {
 		if err := m.setup(mod); err != nil {
 			mod.Close()

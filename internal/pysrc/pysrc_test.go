@@ -435,3 +435,54 @@ func BenchmarkLoadLoaded(b *testing.B) {
 		}
 	}
 }
+
+// countCompiles wraps builtins.compile to count the compiles of each file
+// name (builtins.compile.calls), which is how a load that compiles is seen.
+const countCompiles = `
+import builtins, collections, functools
+if not hasattr(builtins.compile, "calls"):
+    @functools.wraps(builtins.compile)
+    def _counted(source, filename, *args, **kwargs):
+        _counted.calls[filename] += 1
+        return _counted.__wrapped__(source, filename, *args, **kwargs)
+    _counted.calls = collections.Counter()
+    builtins.compile = _counted
+`
+
+// A module whose file was compiled ahead (precompiled.bin) loads from that
+// code and runs as compiled from its source: compile() is not called. An
+// entry made from another source than the embedded file's is not used:
+// the file is compiled as it loads, as it is with no entry.
+func TestPrecompiledCodeIsUsedOnlyForItsOwnSource(t *testing.T) {
+	defer watchdog(t)()
+	require.NoError(t, pygi.Exec(countCompiles, nil))
+	defer func() {
+		require.NoError(t, pygi.Exec("import builtins\nbuiltins.compile = builtins.compile.__wrapped__", nil))
+	}()
+	compiles := func() int64 {
+		return evalInt(t, "__import__('builtins').compile.calls['<duet internal/pysrc/testdata/plain.py>']")
+	}
+	for _, stale := range []bool{false, true} {
+		restore, err := pysrc.PrecompileForTest(plainPy, stale)
+		require.NoError(t, err)
+		pysrc.Reset()
+		before := compiles()
+		m, err := plainPy.Load()
+		restore()
+		require.NoError(t, err)
+		v, err := m.Attr("VALUE")
+		require.NoError(t, err)
+		n, err := pygi.As[int64](v)
+		require.NoError(t, err)
+		assert.EqualValues(t, 42, n)
+		file, err := m.Attr("__file__")
+		require.NoError(t, err)
+		assert.Equal(t, "<duet internal/pysrc/testdata/plain.py>", file.String())
+		want := int64(0)
+		if stale {
+			want = 1
+		}
+		assert.Equal(t, want, compiles()-before, "compiles of plain.py when its entry is stale: %v", stale)
+	}
+	pysrc.Reset()
+}

@@ -1,0 +1,55 @@
+package pysrc
+
+import "github.com/duet-gtk/duet/pygi"
+
+// PrecompileForTest puts m's file, compiled now, into the precompiled
+// index, as made from its source or (stale) from another; restore puts
+// back what was there.
+func PrecompileForTest(m *Module, stale bool) (restore func(), err error) {
+	files, err := moduleFiles()
+	if err != nil {
+		return nil, err
+	}
+	var src string
+	for _, f := range files {
+		if f.Package == m.files.pkg && f.Path == m.file {
+			src = f.Source
+		}
+	}
+	dump, err := pygi.Eval(precompileFunc, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer dump.Close()
+	name := filename(m.files.pkg, m.file)
+	r, err := dump.Call(src, name)
+	if err != nil {
+		return nil, err
+	}
+	code, err := pygi.As[[]byte](r)
+	r.Close()
+	if err != nil {
+		return nil, err
+	}
+	sum := sourceSum(src)
+	if stale {
+		sum = sourceSum(src + "\n# edited since\n")
+	}
+	precompiledIndex()
+	precompiled.mu.Lock()
+	defer precompiled.mu.Unlock()
+	if precompiled.index == nil {
+		precompiled.index = map[string]compiled{}
+	}
+	old, had := precompiled.index[name]
+	precompiled.index[name] = compiled{sum: sum, code: string(code)}
+	return func() {
+		precompiled.mu.Lock()
+		defer precompiled.mu.Unlock()
+		if had {
+			precompiled.index[name] = old
+		} else {
+			delete(precompiled.index, name)
+		}
+	}, nil
+}
