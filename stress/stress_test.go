@@ -93,6 +93,10 @@ func TestEveryScenarioRunsClean(t *testing.T) {
 		if assert.NotNil(t, r.Census.Start, r.Scenario) && assert.NotNil(t, r.Census.End, r.Scenario) {
 			assert.Empty(t, r.Census.Grew, "%s: a clean run ends with what it started with", r.Scenario)
 		}
+		if r.Twin != nil { // the pure PyGObject twin the report compares memory with
+			assert.Empty(t, r.Twin.Err, "%s: its pure PyGObject twin ran", r.Scenario)
+			assert.NotEmpty(t, r.Twin.Samples, "%s: its pure PyGObject twin ran", r.Scenario)
+		}
 	}
 }
 

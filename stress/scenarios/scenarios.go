@@ -58,10 +58,10 @@ func All() []harness.Scenario {
 var sharedTwin string
 
 // widgetsSource is duet's LineChart source, which the twin uses as it is:
-// in the module's tree, next to this file's package.
+// in the module's tree, in package widgets/kit.
 func widgetsSource() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "widgets", "py", "duet_widgets.py")
+	return filepath.Join(filepath.Dir(file), "..", "..", "widgets", "kit", "duet_widgets.py")
 }
 
 // warmRenderer draws one frame of a throwaway window before the workload
