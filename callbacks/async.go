@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/internal/pyobj"
 	"github.com/duet-gtk/duet/pygi"
@@ -148,7 +149,10 @@ func startAsync(fv reflect.Value, name string, split func([]reflect.Value) (any,
 	call[0] = reflect.ValueOf(ctx)
 	token := awaits.next.Add(1)
 	awaits.m.Store(token, cancel)
-	go func() {
+	if duetLoop {
+		capi.LoopExpect()
+	}
+	goAsync(func() {
 		defer func() {
 			awaits.m.Delete(token)
 			cancel()
@@ -178,17 +182,76 @@ func startAsync(fv reflect.Value, name string, split func([]reflect.Value) (any,
 			return
 		}
 		// Settled on the loop's thread, where the future lives (through the
-		// loop when it runs; here when it has stopped: nobody awaits then).
-		// Waited for, so that a loop stopping first leaves nothing queued
-		// for a loop that may never come (the future, and what the result
-		// holds, would stay until then).
-		lifetime.OnUI(func() error {
+		// loop when it runs, after the Invokes fn made; here when it has
+		// stopped: nobody awaits then). Not waited for: the goroutine is
+		// free for the next call at once, and the loop's stop runs the
+		// settle if the loop has not, so nothing is left queued for a loop
+		// that may never come (the future, and what the result holds,
+		// would stay until then).
+		lifetime.PostUI(func() {
 			defer fut.Close()
 			settle(fut, name, value, err)
-			return nil
 		})
-	}()
+	})
 	return token, nil
+}
+
+// starters are goroutines kept between two async calls, each parked in C
+// (a capi.Parker) when idle: handing the next call to one costs at most a
+// futex wake-up, where a go statement on the UI thread costs the new
+// goroutine tens of microseconds before another thread may take it (capi's
+// loop.c says why). The one parked last is woken first: it is the one still
+// spinning, and the others stay asleep. A call that finds none idle gets a
+// goroutine of its own, which parks in turn when done unless
+// maxIdleStarters already are: so a call never waits for another one,
+// however long that one blocks.
+var starters struct {
+	mu   sync.Mutex
+	idle []*starter
+	runs atomic.Int64
+}
+
+type starter struct {
+	park capi.Parker
+	job  func() // the next call, under starters.mu
+}
+
+const maxIdleStarters = 2
+
+// goAsync runs job on a goroutine other than the caller's, at once.
+func goAsync(job func()) {
+	starters.mu.Lock()
+	if n := len(starters.idle); n > 0 {
+		s := starters.idle[n-1]
+		starters.idle[n-1] = nil
+		starters.idle = starters.idle[:n-1]
+		s.job = job
+		starters.mu.Unlock()
+		s.park.Wake()
+		return
+	}
+	starters.mu.Unlock()
+	go runStarter(job)
+}
+
+func runStarter(job func()) {
+	s := &starter{park: capi.NewParker()}
+	defer s.park.Free()
+	for {
+		job()
+		starters.runs.Add(1)
+		starters.mu.Lock()
+		if len(starters.idle) >= maxIdleStarters {
+			starters.mu.Unlock()
+			return
+		}
+		starters.idle = append(starters.idle, s)
+		starters.mu.Unlock()
+		s.park.Wait()
+		starters.mu.Lock()
+		job, s.job = s.job, nil
+		starters.mu.Unlock()
+	}
 }
 
 // settle sets the future's result, or its exception for err.

@@ -75,6 +75,108 @@ static gboolean restore_dispatch(GSource *s, GSourceFunc cb, gpointer data) {
 
 static GSourceFuncs restore_funcs = {NULL, NULL, restore_dispatch, NULL, NULL, NULL};
 
+// ---- the spin before poll ----------------------------------------------------------
+//
+// An await of a Go async func is mostly wake-ups: the UI thread goes to sleep
+// in poll right after starting the goroutine, and the goroutine's completion
+// (an Invoke) has to write the context's eventfd and wake it again. When an
+// async call was started moments ago, the UI thread instead spins for a short,
+// bounded window before sleeping, watching the invoke source's flag; a post
+// that finds it spinning writes nothing, and the loop dispatches at once.
+//
+// Bounded three ways, so that what is idle stays asleep and a slow async func
+// costs little: only a start arms the window (an idle app never spins), the
+// window ends SPIN_US after the latest start however many iterations fall in
+// it, and a window that ends with nothing posted makes the next 2^k starts
+// (k the failures in a row, up to SPIN_BACKOFF_MAX) arm nothing. Never on one
+// CPU: the spinner would hold the CPU the goroutine needs.
+//
+// The handshake with duet_loop_post is Dekker's: the spinner clears spinning,
+// then reads pending; the poster sets pending, then reads spinning (all
+// sequentially consistent), so at least one of them sees the other and no
+// post is left without a wake-up.
+#define SPIN_US 60
+#define SPIN_BACKOFF_MAX 8
+
+static GPollFunc base_poll;
+static gint spinning;         // the UI thread spins in duet_poll
+static gint64 spin_until;     // the armed window's end (monotonic µs), 0 for none; set and read on the UI thread
+static guint spin_skip;       // UI thread only: starts left that arm nothing
+static guint spin_failures;   // UI thread only: windows in a row that ended with nothing
+static gint spin_stats[3];    // windows that found a post, windows that ended empty, posts without a wake-up
+
+#if defined(__x86_64__) || defined(__i386__)
+#define cpu_relax() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define cpu_relax() __asm__ __volatile__("yield")
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+// More than one CPU: spinning can pay. Cached; computing it twice is harmless.
+static int multi_cpu(void) {
+	static gint cpus;
+	gint n = g_atomic_int_get(&cpus);
+	if (!n) g_atomic_int_set(&cpus, n = g_get_num_processors());
+	return n > 1;
+}
+
+void duet_loop_expect(void) {
+	if (!multi_cpu()) return;
+	if (spin_skip) {
+		spin_skip--;
+		return;
+	}
+	__atomic_store_n(&spin_until, g_get_monotonic_time() + SPIN_US, __ATOMIC_RELAXED);
+}
+
+static gint duet_poll(GPollFD *fds, guint nfds, gint timeout) {
+	// Only the thread iterating the default context (the UI thread, its
+	// owner) polls through here.
+	gint64 until = __atomic_load_n(&spin_until, __ATOMIC_RELAXED);
+	if (timeout == 0 || !until) return base_poll(fds, nfds, timeout);
+	gint64 now = g_get_monotonic_time();
+	if (now >= until) {
+		__atomic_store_n(&spin_until, 0, __ATOMIC_RELAXED);
+		return base_poll(fds, nfds, timeout);
+	}
+	gint64 began = now;
+	int found = 0;
+	g_atomic_int_set(&spinning, 1);
+	while (now < until) {
+		if (g_atomic_int_get(&invoker->pending)) {
+			found = 1;
+			break;
+		}
+		for (int i = 0; i < 32; i++) cpu_relax();
+		now = g_get_monotonic_time();
+	}
+	g_atomic_int_set(&spinning, 0);
+	if (!found && g_atomic_int_get(&invoker->pending)) found = 1; // posted as the spin ended: no wake-up was written
+	if (found) {
+		spin_failures = 0;
+		g_atomic_int_inc(&spin_stats[0]);
+		// The rest of the window stays armed for the iterations the
+		// completion makes (the await's next start re-arms it anyway).
+		return base_poll(fds, nfds, 0);
+	}
+	__atomic_store_n(&spin_until, 0, __ATOMIC_RELAXED);
+	g_atomic_int_inc(&spin_stats[1]);
+	if (spin_failures < SPIN_BACKOFF_MAX) spin_failures++;
+	spin_skip = (1u << spin_failures) - 1;
+	if (timeout > 0) {
+		gint spent = (gint)((now - began + 999) / 1000);
+		timeout = timeout > spent ? timeout - spent : 0;
+	}
+	return base_poll(fds, nfds, timeout);
+}
+
+void duet_loop_spin_stats(int *found, int *empty, int *unwoken) {
+	*found = g_atomic_int_get(&spin_stats[0]);
+	*empty = g_atomic_int_get(&spin_stats[1]);
+	*unwoken = g_atomic_int_get(&spin_stats[2]);
+}
+
 void duet_loop_setup(void) {
 	if (invoker) return;
 	invoke_source *s = (invoke_source *)g_source_new(&invoke_funcs, sizeof(invoke_source));
@@ -86,10 +188,18 @@ void duet_loop_setup(void) {
 	g_source_set_name(restorer, "duet invoke backlog");
 	g_source_attach(restorer, NULL); // as the invoke source: for the process
 	invoker = s; // keeps the reference g_source_new gave: lives for the process
+	// Wrapped, not replaced: whatever poll the context had still polls.
+	GMainContext *ctx = g_main_context_default();
+	base_poll = g_main_context_get_poll_func(ctx);
+	g_main_context_set_poll_func(ctx, duet_poll);
 }
 
 void duet_loop_post(void) {
 	if (!g_atomic_int_compare_and_exchange(&invoker->pending, 0, 1)) return; // a wakeup is already due
+	if (g_atomic_int_get(&spinning)) {
+		g_atomic_int_inc(&spin_stats[2]); // the spinner sees the flag (the handshake above)
+		return;
+	}
 	g_main_context_wakeup(NULL);
 }
 
@@ -181,3 +291,76 @@ void duet_log_install(void) {
 }
 
 void duet_log_route(int on) { g_atomic_int_set(&log_routed, on); }
+
+// ---- parked starters ------------------------------------------------------------
+//
+// Goroutines that wait here, in C, to run the next Go async func (package
+// callbacks), each on a parker of its own. Waking one is at most a futex
+// wake-up, nothing of Go's scheduler: a goroutine started or readied by the
+// UI thread goes to the UI thread's P, where another P may only take it
+// after backing off (runtime.runqgrab's usleep(3), some 50 µs with Linux's
+// default timer slack). A starter spins PARK_SPIN_US before it sleeps (with
+// more than one CPU): an await loop's next call comes within that, and then
+// costs no wake-up at all; each finished call buys one such spin, no more,
+// and an idle app has nobody spinning. One parker per starter, so that a
+// wake meant for the spinning one never wakes a sleeping one.
+#define PARK_SPIN_US 60
+
+typedef struct {
+	GMutex mu;
+	GCond cond;
+	gint woken;    // a wake given and not taken
+	gint sleeping; // in g_cond_wait (under mu)
+} parker;
+
+static gint park_stats[2]; // wakes taken while spinning, wakes that needed a futex wake-up
+
+void *duet_parker_new(void) {
+	parker *p = g_new0(parker, 1);
+	g_mutex_init(&p->mu);
+	g_cond_init(&p->cond);
+	return p;
+}
+
+void duet_parker_free(void *p) {
+	g_mutex_clear(&((parker *)p)->mu);
+	g_cond_clear(&((parker *)p)->cond);
+	g_free(p);
+}
+
+void duet_park_wait(void *v) {
+	parker *p = v;
+	if (multi_cpu()) {
+		gint64 until = g_get_monotonic_time() + PARK_SPIN_US;
+		do {
+			if (g_atomic_int_compare_and_exchange(&p->woken, 1, 0)) {
+				g_atomic_int_inc(&park_stats[0]);
+				return;
+			}
+			for (int i = 0; i < 32; i++) cpu_relax();
+		} while (g_get_monotonic_time() < until);
+	}
+	g_mutex_lock(&p->mu);
+	p->sleeping = 1;
+	while (!g_atomic_int_compare_and_exchange(&p->woken, 1, 0)) g_cond_wait(&p->cond, &p->mu);
+	p->sleeping = 0;
+	g_mutex_unlock(&p->mu);
+}
+
+void duet_park_wake(void *v) {
+	parker *p = v;
+	g_atomic_int_set(&p->woken, 1);
+	// A spinner takes it by itself; one about to sleep looks at woken under
+	// the mutex first, so only one asleep already needs the signal.
+	g_mutex_lock(&p->mu);
+	if (p->sleeping) {
+		g_atomic_int_inc(&park_stats[1]);
+		g_cond_signal(&p->cond);
+	}
+	g_mutex_unlock(&p->mu);
+}
+
+void duet_park_stats(int *spun, int *slept) {
+	*spun = g_atomic_int_get(&park_stats[0]);
+	*slept = g_atomic_int_get(&park_stats[1]);
+}

@@ -47,6 +47,44 @@ func LoopSetup() { C.duet_loop_setup() }
 // LoopPost makes the invoke source dispatch soon; safe from any thread.
 func LoopPost() { C.duet_loop_post() }
 
+// LoopExpect says, on the UI thread, that an async Go call has just started
+// whose completion is an Invoke: the loop spins for it a short, bounded
+// while before sleeping in poll (see loop.c).
+func LoopExpect() { C.duet_loop_expect() }
+
+// SpinStats counts the loop's spins before poll: those that found a post,
+// those that ended with none, and the posts that needed no wake-up because
+// the loop was spinning.
+func SpinStats() (found, empty, unwoken int) {
+	var f, e, u C.int
+	C.duet_loop_spin_stats(&f, &e, &u)
+	return int(f), int(e), int(u)
+}
+
+// A Parker is where one goroutine waits, in C, for a wake from any other
+// (loop.c): it spins a few tens of microseconds first, then sleeps.
+type Parker struct{ p unsafe.Pointer } // C memory
+
+func NewParker() Parker { return Parker{C.duet_parker_new()} }
+
+// Free releases the parker; nobody may wait on it or wake it after.
+func (p Parker) Free() { C.duet_parker_free(p.p) }
+
+// Wait blocks the calling goroutine's thread until a Wake (one given first
+// is kept).
+func (p Parker) Wait() { C.duet_park_wait(p.p) }
+
+// Wake ends the Wait, or the next one.
+func (p Parker) Wake() { C.duet_park_wake(p.p) }
+
+// ParkStats counts the wakes parked starters took while spinning, and
+// those that needed a futex wake-up.
+func ParkStats() (spun, slept int) {
+	var s, w C.int
+	C.duet_park_stats(&s, &w)
+	return int(s), int(w)
+}
+
 // A MainLoop is a GMainLoop on the default context.
 type MainLoop struct{ p unsafe.Pointer } // GMainLoop*: C memory
 

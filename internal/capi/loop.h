@@ -7,6 +7,17 @@
 
 void duet_loop_setup(void);
 void duet_loop_post(void);
+// UI thread: an async Go call has just started; the loop may spin briefly
+// before its next poll (loop.c).
+void duet_loop_expect(void);
+void duet_loop_spin_stats(int *found, int *empty, int *unwoken);
+// Parkers of the goroutines that start async Go calls (loop.c): any thread
+// may wake; one goroutine waits on each.
+void *duet_parker_new(void);
+void duet_parker_free(void *p);
+void duet_park_wait(void *p);
+void duet_park_wake(void *p);
+void duet_park_stats(int *spun, int *slept);
 void *duet_loop_new(void);
 void duet_loop_run(void *loop);
 void duet_loop_quit(void *loop);
