@@ -135,7 +135,11 @@ def _make_classes():
         def dispatch(self, callback, args):
             loop = self.loop
             if loop is not None:
-                loop._run_once()
+                loop._duet_depth += 1
+                try:
+                    loop._run_once()
+                finally:
+                    loop._duet_depth -= 1
                 # stop() means nothing to a loop duet drives: the duet loop
                 # is stopped from Go (or by the app quitting).
                 loop._stopping = False
@@ -149,6 +153,28 @@ def _make_classes():
             self._glib_source = _Source()
             super().__init__(GLibSelector(self._glib_source))
             self._pidfd_watcher = None
+            self._duet_depth = 0  # running callbacks: in _run_once or _duet_run_ready
+
+        def _duet_run_ready(self):
+            """Runs the callbacks ready now, as _run_once's second half does,
+            unless callbacks already run (this is nested in one: the
+            outer _run_once owns the queue) or the loop debugs (_run_once
+            times each callback). For a future just settled from outside
+            the loop's own source (a Go async func's result, package
+            callbacks): its awaiting task resumes now instead of a GLib
+            iteration later. Timers and file descriptors wait for the
+            source's next dispatch, which comes in the next iteration."""
+            if self._duet_depth or self._debug or self._closed:
+                return
+            ready = self._ready
+            self._duet_depth += 1
+            try:
+                for _ in range(len(ready)):
+                    handle = ready.popleft()
+                    if not handle._cancelled:
+                        handle._run()
+            finally:
+                self._duet_depth -= 1
 
         def _attach(self):
             self._glib_source.loop = self
