@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime/debug"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 
@@ -208,7 +209,7 @@ func startAsync(fv reflect.Value, name string, split func([]reflect.Value) (any,
 var starters struct {
 	mu   sync.Mutex
 	idle []*starter
-	runs atomic.Int64
+	made atomic.Int64 // goroutines started, for tests
 }
 
 type starter struct {
@@ -231,6 +232,7 @@ func goAsync(job func()) {
 		return
 	}
 	starters.mu.Unlock()
+	starters.made.Add(1)
 	go runStarter(job)
 }
 
@@ -239,7 +241,8 @@ func runStarter(job func()) {
 	defer s.park.Free()
 	for {
 		job()
-		starters.runs.Add(1)
+		// What the call left on its goroutine is not the next call's.
+		pprof.SetGoroutineLabels(context.Background())
 		starters.mu.Lock()
 		if len(starters.idle) >= maxIdleStarters {
 			starters.mu.Unlock()

@@ -121,6 +121,8 @@ static int multi_cpu(void) {
 	return n > 1;
 }
 
+int duet_multi_cpu(void) { return multi_cpu(); }
+
 void duet_loop_expect(void) {
 	if (!multi_cpu()) return;
 	if (spin_skip) {

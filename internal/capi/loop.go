@@ -77,6 +77,10 @@ func (p Parker) Wait() { C.duet_park_wait(p.p) }
 // Wake ends the Wait, or the next one.
 func (p Parker) Wake() { C.duet_park_wake(p.p) }
 
+// MultiCPU reports whether the loop's and the starters' spins are on: with
+// one CPU they would take the CPU that what they wait for needs.
+func MultiCPU() bool { return C.duet_multi_cpu() != 0 }
+
 // ParkStats counts the wakes parked starters took while spinning, and
 // those that needed a futex wake-up.
 func ParkStats() (spun, slept int) {

@@ -11,6 +11,7 @@ void duet_loop_post(void);
 // before its next poll (loop.c).
 void duet_loop_expect(void);
 void duet_loop_spin_stats(int *found, int *empty, int *unwoken);
+int duet_multi_cpu(void);
 // Parkers of the goroutines that start async Go calls (loop.c): any thread
 // may wake; one goroutine waits on each.
 void *duet_parker_new(void);
