@@ -27,7 +27,11 @@ var (
 // Async makes fn, a func(ctx context.Context, args...) returning (T,
 // error), error, T or nothing, into a Python coroutine function: awaiting
 // it (on the duet loop, where asyncio runs; see package eventloop) runs fn
-// on a goroutine of its own, and the await's value is fn's result. A
+// on a goroutine of its own, and the await's value is fn's result. (The
+// goroutine is one kept for such calls, so that an await costs no
+// goroutine start: it runs one call at a time, and a call never waits for
+// another. A thread fn locks with runtime.LockOSThread and leaves locked
+// stays with it for later calls instead of ending with it.) A
 // returned error raises GoError, a panic GoPanic, as for any callback.
 // Cancelling the awaiting task cancels ctx (fn decides when to stop; the
 // task does not wait for it). The arguments are converted as for New,
@@ -197,13 +201,14 @@ func startAsync(fv reflect.Value, name string, split func([]reflect.Value) (any,
 	return token, nil
 }
 
-// starters are goroutines kept between two async calls, each parked in C
-// (a capi.Parker) when idle: handing the next call to one costs at most a
-// futex wake-up, where a go statement on the UI thread costs the new
+// starters are goroutines kept between two async calls: handing the next
+// call to one that is still spinning after its last one (capi.Parker) is
+// an atomic swap, where a go statement on the UI thread costs the new
 // goroutine tens of microseconds before another thread may take it (capi's
-// loop.c says why). The one parked last is woken first: it is the one still
-// spinning, and the others stay asleep. A call that finds none idle gets a
-// goroutine of its own, which parks in turn when done unless
+// loop.c says why). The one parked last is woken first: it is the one
+// still spinning. After its spin a starter sleeps as any goroutine does,
+// and waking it costs what a go statement does. A call that finds none
+// parked gets a goroutine of its own, which parks in turn when done unless
 // maxIdleStarters already are: so a call never waits for another one,
 // however long that one blocks.
 var starters struct {
@@ -214,7 +219,8 @@ var starters struct {
 
 type starter struct {
 	park capi.Parker
-	job  func() // the next call, under starters.mu
+	wake chan struct{} // wakes it once asleep
+	job  func()        // the next call, under starters.mu
 }
 
 const maxIdleStarters = 2
@@ -228,7 +234,9 @@ func goAsync(job func()) {
 		starters.idle = starters.idle[:n-1]
 		s.job = job
 		starters.mu.Unlock()
-		s.park.Wake()
+		if !s.park.Wake() {
+			s.wake <- struct{}{}
+		}
 		return
 	}
 	starters.mu.Unlock()
@@ -237,8 +245,7 @@ func goAsync(job func()) {
 }
 
 func runStarter(job func()) {
-	s := &starter{park: capi.NewParker()}
-	defer s.park.Free()
+	var s *starter
 	for {
 		job()
 		// What the call left on its goroutine is not the next call's.
@@ -246,11 +253,20 @@ func runStarter(job func()) {
 		starters.mu.Lock()
 		if len(starters.idle) >= maxIdleStarters {
 			starters.mu.Unlock()
+			if s != nil {
+				s.park.Free()
+			}
 			return
 		}
+		if s == nil {
+			s = &starter{park: capi.NewParker(), wake: make(chan struct{}, 1)}
+		}
+		s.park.Arm()
 		starters.idle = append(starters.idle, s)
 		starters.mu.Unlock()
-		s.park.Wait()
+		if !s.park.Spin() {
+			<-s.wake
+		}
 		starters.mu.Lock()
 		job, s.job = s.job, nil
 		starters.mu.Unlock()

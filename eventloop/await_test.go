@@ -294,6 +294,37 @@ func TestKeyboardInterruptAfterAGoAwait(t *testing.T) {
 	}
 }
 
+func init() {
+	// The loop's first set-up races with Invokes from goroutines (each sets
+	// up what it needs): one invoke source, and one poll wrapper around
+	// GLib's own (a wrapper around itself would spin forever).
+	lifetimeChildren["setup-race"] = func() error {
+		var ran atomic.Int32
+		start := make(chan struct{})
+		for range 8 {
+			go func() {
+				<-start
+				eventloop.Invoke(func() { ran.Add(1) })
+			}()
+		}
+		close(start)
+		eventloop.After(100*time.Millisecond, eventloop.Quit)
+		if err := eventloop.Run(context.Background()); err != nil {
+			return err
+		}
+		fmt.Printf("ran %d; poll wrapped once: %v\n", ran.Load(), capi.LoopPollWrapped())
+		return pygi.Finalize(context.Background())
+	}
+}
+
+func TestTheLoopIsSetUpOnce(t *testing.T) {
+	for range 3 {
+		out, errOut, code := runLifetimeChild(t, "setup-race")
+		require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+		assert.Contains(t, out, "ran 8; poll wrapped once: true")
+	}
+}
+
 func TestPostUIRunsOnceWhenTheLoopStopsFirst(t *testing.T) {
 	out, errOut, code := runLifetimeChild(t, "post-at-stop")
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)

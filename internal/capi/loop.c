@@ -2,6 +2,7 @@
 // here in C, never through Python's GLib.idle_add (PyGObject 3.42 leaks a
 // libffi closure for each of those).
 #include <glib.h>
+#include <sched.h>
 #include <string.h>
 
 #include "_cgo_export.h"
@@ -105,13 +106,12 @@ static guint spin_skip;       // UI thread only: starts left that arm nothing
 static guint spin_failures;   // UI thread only: windows in a row that ended with nothing
 static gint spin_stats[3];    // windows that found a post, windows that ended empty, posts without a wake-up
 
-#if defined(__x86_64__) || defined(__i386__)
-#define cpu_relax() __builtin_ia32_pause()
-#elif defined(__aarch64__)
-#define cpu_relax() __asm__ __volatile__("yield")
-#else
-#define cpu_relax() ((void)0)
-#endif
+// A spinner yields its CPU between two looks: when the thread it waits for
+// (or anything else) is runnable on that CPU, it runs, instead of the spin
+// keeping it off (on a busy machine a spin would otherwise be the very
+// thing that delays what it waits for). With nothing else runnable the
+// yield returns at once.
+#define spin_pause() sched_yield()
 
 // More than one CPU: spinning can pay. Cached; computing it twice is harmless.
 static int multi_cpu(void) {
@@ -150,7 +150,7 @@ static gint duet_poll(GPollFD *fds, guint nfds, gint timeout) {
 			found = 1;
 			break;
 		}
-		for (int i = 0; i < 32; i++) cpu_relax();
+		spin_pause();
 		now = g_get_monotonic_time();
 	}
 	g_atomic_int_set(&spinning, 0);
@@ -180,7 +180,11 @@ void duet_loop_spin_stats(int *found, int *empty, int *unwoken) {
 }
 
 void duet_loop_setup(void) {
-	if (invoker) return;
+	// Once, also when the first Invoke (from any goroutine) races with the
+	// loop's start: two setups would leave a second invoke source, and
+	// the second would wrap duet_poll in itself (a poll that never polls).
+	static gsize once;
+	if (!g_once_init_enter(&once)) return;
 	invoke_source *s = (invoke_source *)g_source_new(&invoke_funcs, sizeof(invoke_source));
 	g_source_set_priority(&s->base, G_PRIORITY_DEFAULT);
 	g_source_set_name(&s->base, "duet invoke");
@@ -193,7 +197,13 @@ void duet_loop_setup(void) {
 	// Wrapped, not replaced: whatever poll the context had still polls.
 	GMainContext *ctx = g_main_context_default();
 	base_poll = g_main_context_get_poll_func(ctx);
+	if (base_poll == NULL || base_poll == duet_poll) base_poll = g_poll;
 	g_main_context_set_poll_func(ctx, duet_poll);
+	g_once_init_leave(&once, 1);
+}
+
+int duet_loop_poll_wrapped(void) {
+	return g_main_context_get_poll_func(g_main_context_default()) == duet_poll && base_poll != duet_poll;
 }
 
 void duet_loop_post(void) {
@@ -296,70 +306,48 @@ void duet_log_route(int on) { g_atomic_int_set(&log_routed, on); }
 
 // ---- parked starters ------------------------------------------------------------
 //
-// Goroutines that wait here, in C, to run the next Go async func (package
-// callbacks), each on a parker of its own. Waking one is at most a futex
-// wake-up, nothing of Go's scheduler: a goroutine started or readied by the
-// UI thread goes to the UI thread's P, where another P may only take it
-// after backing off (runtime.runqgrab's usleep(3), some 50 µs with Linux's
-// default timer slack). A starter spins PARK_SPIN_US before it sleeps (with
-// more than one CPU): an await loop's next call comes within that, and then
-// costs no wake-up at all; each finished call buys one such spin, no more,
-// and an idle app has nobody spinning. One parker per starter, so that a
-// wake meant for the spinning one never wakes a sleeping one.
+// Goroutines that wait to run the next Go async func (package callbacks):
+// first spinning here, in C, for PARK_SPIN_US, then asleep in Go. Waking a
+// spinner is one compare-and-swap, nothing of Go's scheduler: a goroutine
+// started or readied by the UI thread goes to the UI thread's P, where
+// another P may only take it after backing off (runtime.runqgrab's
+// usleep(3), some 50 µs with Linux's default timer slack), and an await
+// loop's next call comes well within the spin. Asleep, a starter is an
+// ordinary blocked goroutine, holding no P (a goroutine asleep in C would
+// keep its P from the rest of the program until sysmon retakes it), and
+// its waker readies it from Go. Each finished call buys one spin, no more,
+// and an idle app has nobody spinning. Never with one CPU.
 #define PARK_SPIN_US 60
 
-typedef struct {
-	GMutex mu;
-	GCond cond;
-	gint woken;    // a wake given and not taken
-	gint sleeping; // in g_cond_wait (under mu)
-} parker;
+enum { PARK_RUNNING, PARK_SPINNING, PARK_SLEEPING, PARK_WOKEN };
 
-static gint park_stats[2]; // wakes taken while spinning, wakes that needed a futex wake-up
+static gint park_stats[2]; // wakes a spinner took, wakes of a starter asleep
 
-void *duet_parker_new(void) {
-	parker *p = g_new0(parker, 1);
-	g_mutex_init(&p->mu);
-	g_cond_init(&p->cond);
-	return p;
-}
+void *duet_parker_new(void) { return g_new0(gint, 1); }
+void duet_parker_free(void *p) { g_free(p); }
 
-void duet_parker_free(void *p) {
-	g_mutex_clear(&((parker *)p)->mu);
-	g_cond_clear(&((parker *)p)->cond);
-	g_free(p);
-}
+void duet_park_arm(void *p) { g_atomic_int_set((gint *)p, PARK_SPINNING); }
 
-void duet_park_wait(void *v) {
-	parker *p = v;
+int duet_park_spin(void *v) {
+	gint *state = v;
 	if (multi_cpu()) {
 		gint64 until = g_get_monotonic_time() + PARK_SPIN_US;
 		do {
-			if (g_atomic_int_compare_and_exchange(&p->woken, 1, 0)) {
-				g_atomic_int_inc(&park_stats[0]);
-				return;
-			}
-			for (int i = 0; i < 32; i++) cpu_relax();
+			if (g_atomic_int_get(state) == PARK_WOKEN) goto woken;
+			spin_pause();
 		} while (g_get_monotonic_time() < until);
 	}
-	g_mutex_lock(&p->mu);
-	p->sleeping = 1;
-	while (!g_atomic_int_compare_and_exchange(&p->woken, 1, 0)) g_cond_wait(&p->cond, &p->mu);
-	p->sleeping = 0;
-	g_mutex_unlock(&p->mu);
+	if (g_atomic_int_compare_and_exchange(state, PARK_SPINNING, PARK_SLEEPING)) return 0;
+woken: // the waker set WOKEN: it touches the parker no more
+	g_atomic_int_set(state, PARK_RUNNING);
+	g_atomic_int_inc(&park_stats[0]);
+	return 1;
 }
 
-void duet_park_wake(void *v) {
-	parker *p = v;
-	g_atomic_int_set(&p->woken, 1);
-	// A spinner takes it by itself; one about to sleep looks at woken under
-	// the mutex first, so only one asleep already needs the signal.
-	g_mutex_lock(&p->mu);
-	if (p->sleeping) {
-		g_atomic_int_inc(&park_stats[1]);
-		g_cond_signal(&p->cond);
-	}
-	g_mutex_unlock(&p->mu);
+int duet_park_wake(void *p) {
+	if (g_atomic_int_compare_and_exchange((gint *)p, PARK_SPINNING, PARK_WOKEN)) return 1;
+	g_atomic_int_inc(&park_stats[1]);
+	return 0; // asleep: the waker wakes it in Go
 }
 
 void duet_park_stats(int *spun, int *slept) {

@@ -12,12 +12,15 @@ void duet_loop_post(void);
 void duet_loop_expect(void);
 void duet_loop_spin_stats(int *found, int *empty, int *unwoken);
 int duet_multi_cpu(void);
-// Parkers of the goroutines that start async Go calls (loop.c): any thread
-// may wake; one goroutine waits on each.
+int duet_loop_poll_wrapped(void);
+// Parkers of the goroutines that start async Go calls (loop.c): the
+// starter arms, then spins (1: woken; 0: gone to sleep, to be woken in Go);
+// its waker's wake says 1 when the spinner took it, 0 when it sleeps.
 void *duet_parker_new(void);
 void duet_parker_free(void *p);
-void duet_park_wait(void *p);
-void duet_park_wake(void *p);
+void duet_park_arm(void *p);
+int duet_park_spin(void *p);
+int duet_park_wake(void *p);
 void duet_park_stats(int *spun, int *slept);
 void *duet_loop_new(void);
 void duet_loop_run(void *loop);
