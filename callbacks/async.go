@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"reflect"
 	"runtime/debug"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 
+	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/internal/pyobj"
 	"github.com/duet-gtk/duet/pygi"
@@ -25,7 +27,11 @@ var (
 // Async makes fn, a func(ctx context.Context, args...) returning (T,
 // error), error, T or nothing, into a Python coroutine function: awaiting
 // it (on the duet loop, where asyncio runs; see package eventloop) runs fn
-// on a goroutine of its own, and the await's value is fn's result. A
+// on a goroutine of its own, and the await's value is fn's result. (The
+// goroutine is one kept for such calls, so that an await costs no
+// goroutine start: it runs one call at a time, and a call never waits for
+// another. A thread fn locks with runtime.LockOSThread and leaves locked
+// stays with it for later calls instead of ending with it.) A
 // returned error raises GoError, a panic GoPanic, as for any callback.
 // Cancelling the awaiting task cancels ctx (fn decides when to stop; the
 // task does not wait for it). The arguments are converted as for New,
@@ -148,7 +154,10 @@ func startAsync(fv reflect.Value, name string, split func([]reflect.Value) (any,
 	call[0] = reflect.ValueOf(ctx)
 	token := awaits.next.Add(1)
 	awaits.m.Store(token, cancel)
-	go func() {
+	if duetLoop {
+		capi.LoopExpect()
+	}
+	goAsync(func() {
 		defer func() {
 			awaits.m.Delete(token)
 			cancel()
@@ -178,17 +187,90 @@ func startAsync(fv reflect.Value, name string, split func([]reflect.Value) (any,
 			return
 		}
 		// Settled on the loop's thread, where the future lives (through the
-		// loop when it runs; here when it has stopped: nobody awaits then).
-		// Waited for, so that a loop stopping first leaves nothing queued
-		// for a loop that may never come (the future, and what the result
-		// holds, would stay until then).
-		lifetime.OnUI(func() error {
+		// loop when it runs, after the Invokes fn made; here when it has
+		// stopped: nobody awaits then). Not waited for: the goroutine is
+		// free for the next call at once, and the loop's stop runs the
+		// settle if the loop has not, so nothing is left queued for a loop
+		// that may never come (the future, and what the result holds,
+		// would stay until then).
+		lifetime.PostUI(func() {
 			defer fut.Close()
 			settle(fut, name, value, err)
-			return nil
 		})
-	}()
+	})
 	return token, nil
+}
+
+// starters are goroutines kept between two async calls: handing the next
+// call to one that is still spinning after its last one (capi.Parker) is
+// an atomic swap, where a go statement on the UI thread costs the new
+// goroutine tens of microseconds before another thread may take it (capi's
+// loop.c says why). The one parked last is woken first: it is the one
+// still spinning. After its spin a starter sleeps as any goroutine does,
+// and waking it costs what a go statement does. A call that finds none
+// parked gets a goroutine of its own, which parks in turn when done unless
+// maxIdleStarters already are: so a call never waits for another one,
+// however long that one blocks.
+var starters struct {
+	mu   sync.Mutex
+	idle []*starter
+	made atomic.Int64 // goroutines started, for tests
+}
+
+type starter struct {
+	park capi.Parker
+	wake chan struct{} // wakes it once asleep
+	job  func()        // the next call, under starters.mu
+}
+
+const maxIdleStarters = 2
+
+// goAsync runs job on a goroutine other than the caller's, at once.
+func goAsync(job func()) {
+	starters.mu.Lock()
+	if n := len(starters.idle); n > 0 {
+		s := starters.idle[n-1]
+		starters.idle[n-1] = nil
+		starters.idle = starters.idle[:n-1]
+		s.job = job
+		starters.mu.Unlock()
+		if !s.park.Wake() {
+			s.wake <- struct{}{}
+		}
+		return
+	}
+	starters.mu.Unlock()
+	starters.made.Add(1)
+	go runStarter(job)
+}
+
+func runStarter(job func()) {
+	var s *starter
+	for {
+		job()
+		// What the call left on its goroutine is not the next call's.
+		pprof.SetGoroutineLabels(context.Background())
+		starters.mu.Lock()
+		if len(starters.idle) >= maxIdleStarters {
+			starters.mu.Unlock()
+			if s != nil {
+				s.park.Free()
+			}
+			return
+		}
+		if s == nil {
+			s = &starter{park: capi.NewParker(), wake: make(chan struct{}, 1)}
+		}
+		s.park.Arm()
+		starters.idle = append(starters.idle, s)
+		starters.mu.Unlock()
+		if !s.park.Spin() {
+			<-s.wake
+		}
+		starters.mu.Lock()
+		job, s.job = s.job, nil
+		starters.mu.Unlock()
+	}
 }
 
 // settle sets the future's result, or its exception for err.

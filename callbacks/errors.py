@@ -51,6 +51,11 @@ def settle(fut, ok, value):
         return  # nobody awaits any more
     if asyncio._get_running_loop() is loop:
         _settle_now(fut, ok, value)
+        # duet's loop resumes the awaiting task at once (eventloop's
+        # asyncio.py): otherwise that takes another GLib iteration.
+        run_ready = getattr(loop, "_duet_run_ready", None)
+        if run_ready is not None:
+            run_ready()
     else:
         try:
             loop.call_soon_threadsafe(_settle_now, fut, ok, value)

@@ -106,7 +106,7 @@ def _make_classes():
             loop = self.loop
             if loop is None:
                 return -1
-            if loop._ready or loop._stopping:
+            if loop._ready or loop._stopping or loop._duet_raise is not None:
                 return 0
             if loop._scheduled and loop._scheduled[0]._cancelled:
                 return 0  # asyncio's iteration drops it
@@ -135,7 +135,15 @@ def _make_classes():
         def dispatch(self, callback, args):
             loop = self.loop
             if loop is not None:
-                loop._run_once()
+                exc = loop._duet_raise
+                if exc is not None:
+                    loop._duet_raise = None
+                    raise exc
+                loop._duet_depth += 1
+                try:
+                    loop._run_once()
+                finally:
+                    loop._duet_depth -= 1
                 # stop() means nothing to a loop duet drives: the duet loop
                 # is stopped from Go (or by the app quitting).
                 loop._stopping = False
@@ -149,6 +157,34 @@ def _make_classes():
             self._glib_source = _Source()
             super().__init__(GLibSelector(self._glib_source))
             self._pidfd_watcher = None
+            self._duet_depth = 0  # running callbacks: in _run_once or _duet_run_ready
+            self._duet_raise = None  # what a callback of _duet_run_ready let out, for the source to raise
+
+        def _duet_run_ready(self):
+            """Runs the callbacks ready now, as _run_once's second half does,
+            unless callbacks already run (this is nested in one: the
+            outer _run_once owns the queue) or the loop debugs (_run_once
+            times each callback). For a future just settled from outside
+            the loop's own source (a Go async func's result, package
+            callbacks): its awaiting task resumes now instead of a GLib
+            iteration later. Timers and file descriptors wait for the
+            source's next dispatch, which comes in the next iteration.
+            What a callback lets out (SystemExit, KeyboardInterrupt) is
+            raised by that dispatch, where _run_once would have let it
+            out, not into the settle's caller."""
+            if self._duet_depth or self._debug or self._closed or self._duet_raise is not None:
+                return
+            ready = self._ready
+            self._duet_depth += 1
+            try:
+                for _ in range(len(ready)):
+                    handle = ready.popleft()
+                    if not handle._cancelled:
+                        handle._run()
+            except BaseException as e:
+                self._duet_raise = e
+            finally:
+                self._duet_depth -= 1
 
         def _attach(self):
             self._glib_source.loop = self

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/eventloop/looptest"
 	"github.com/duet-gtk/duet/forensics"
@@ -26,9 +27,57 @@ func init() {
 	// An idle loop, watched from the parent: a non-blocking iteration from
 	// Python finds nothing to dispatch; then the child says "ready" with
 	// duet's counters and idles until SIGTERM, when it prints them again.
-	lifetimeChildren["idle"] = func() error {
-		eventloop.Invoke(func() {
-			err := pygi.Exec(`
+	lifetimeChildren["idle"] = func() error { return idleChild(0) }
+	// The same after awaits of a Go async func, which arm the loop's spin
+	// before poll and leave parked starters: both sleep once idle.
+	lifetimeChildren["idle-after-awaits"] = func() error { return idleChild(500) }
+}
+
+func idleChild(awaits int) error {
+	if awaits > 0 {
+		one, err := callbacks.Async(func(ctx context.Context) int { return 1 })
+		if err != nil {
+			return err
+		}
+		g, err := pygi.NewGlobals()
+		if err != nil {
+			return err
+		}
+		if err := g.SetItem("one", one); err != nil {
+			return err
+		}
+		if err := pygi.Exec("async def main(n):\n    for _ in range(n):\n        await one()\n", g); err != nil {
+			return err
+		}
+		main, err := g.Item("main")
+		if err != nil {
+			return err
+		}
+		go func() {
+			for !eventloop.Running() {
+				time.Sleep(time.Millisecond)
+			}
+			if _, err := eventloop.Await(context.Background(), main, awaits); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			eventloop.Invoke(idleThen)
+		}()
+	} else {
+		eventloop.Invoke(idleThen)
+	}
+	err := eventloop.Run(context.Background())
+	fmt.Printf("stopped %+v\n", forensics.ReadStats().Loop)
+	if _, ok := err.(*eventloop.SignalError); !ok {
+		return fmt.Errorf("want a SignalError, got %v", err)
+	}
+	return pygi.Finalize(context.Background())
+}
+
+// idleThen runs on the loop: whatever is due now runs, then nothing is;
+// "ready" follows a second later.
+func idleThen() {
+	err := pygi.Exec(`
 import time
 from gi.repository import GLib
 ctx = GLib.MainContext.default()
@@ -37,19 +86,11 @@ while ctx.iteration(False):  # whatever is due now (a collection after start-up,
 time.sleep(0.05)
 assert not ctx.iteration(False), "a non-blocking iteration dispatched something though nothing was due"
 `, nil)
-			if err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				os.Exit(1)
-			}
-			eventloop.After(time.Second, func() { fmt.Printf("ready %+v\n", forensics.ReadStats().Loop) })
-		})
-		err := eventloop.Run(context.Background())
-		fmt.Printf("stopped %+v\n", forensics.ReadStats().Loop)
-		if _, ok := err.(*eventloop.SignalError); !ok {
-			return fmt.Errorf("want a SignalError, got %v", err)
-		}
-		return pygi.Finalize(context.Background())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
+	eventloop.After(time.Second, func() { fmt.Printf("ready %+v\n", forensics.ReadStats().Loop) })
 }
 
 // voluntarySwitches sums voluntary_ctxt_switches over a process's threads.
@@ -71,12 +112,18 @@ func voluntarySwitches(pid int) int64 {
 // An idle app does not wake up: duet's sources do not run, and the threads
 // of the process sleep (pure PyGObject's do too).
 func TestAnIdleLoopSleeps(t *testing.T) {
+	for _, child := range []string{"idle", "idle-after-awaits"} {
+		t.Run(child, func(t *testing.T) { idleLoopSleeps(t, child) })
+	}
+}
+
+func idleLoopSleeps(t *testing.T, child string) {
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := testutil.Command(ctx, exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), "EVENTLOOP_CHILD=idle")
+	cmd.Env = append(os.Environ(), "EVENTLOOP_CHILD="+child)
 	var errb strings.Builder
 	cmd.Stderr = &errb
 	out, err := cmd.StdoutPipe()

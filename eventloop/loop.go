@@ -159,8 +159,10 @@ func Drive(ctx context.Context, run func(), quit func(), opts ...Option) error {
 	// GTK objects must be finalised on this thread: Python references are
 	// released here, and Python's cycle collector runs here too.
 	stopped := make(chan struct{})
-	lifetime.LoopStarted(func(fn func()) error { return onLoop(stopped, fn) }, func() { Invoke(drainReleases) })
+	openPosts()
+	lifetime.LoopStarted(func(fn func()) error { return onLoop(stopped, fn) }, postUI, func() { Invoke(drainReleases) })
 	defer func() {
+		closePosts()
 		lifetime.LoopStopped()
 		close(stopped)
 	}()
@@ -384,6 +386,70 @@ func onLoop(stopped <-chan struct{}, fn func()) error {
 			run()
 		}
 		return <-done
+	}
+}
+
+// posts are the functions lifetime.PostUI queued on the running loop that
+// have not run yet: what the loop still owes when it stops, and runs then.
+var posts struct {
+	mu   sync.Mutex
+	open bool // a loop runs and will run what is posted
+	left map[*post]struct{}
+}
+
+type post struct {
+	fn      func()
+	claimed atomic.Bool // by the loop's Invoke or by its stop, whichever comes first
+}
+
+func openPosts() {
+	posts.mu.Lock()
+	posts.open = true
+	if posts.left == nil {
+		posts.left = map[*post]struct{}{}
+	}
+	posts.mu.Unlock()
+}
+
+// postUI is lifetime.PostUI while the loop runs: an Invoke, in order with
+// the others, that the loop's stop runs if the loop has not.
+func postUI(fn func()) {
+	p := &post{fn: fn}
+	posts.mu.Lock()
+	if !posts.open {
+		posts.mu.Unlock()
+		fn() // the loop has stopped: nothing to confine to
+		return
+	}
+	posts.left[p] = struct{}{}
+	posts.mu.Unlock()
+	Invoke(p.run)
+}
+
+func (p *post) run() {
+	if !p.claimed.CompareAndSwap(false, true) {
+		return
+	}
+	posts.mu.Lock()
+	delete(posts.left, p)
+	posts.mu.Unlock()
+	p.fn()
+}
+
+// closePosts runs, on the UI thread as the loop stops, what was posted and
+// has not run: nothing is left queued for a loop that may never come.
+func closePosts() {
+	posts.mu.Lock()
+	posts.open = false
+	left := make([]*post, 0, len(posts.left))
+	for p := range posts.left {
+		left = append(left, p)
+	}
+	posts.mu.Unlock()
+	for _, p := range left {
+		if err := runGuarded("eventloop (on the UI thread)", func() error { p.run(); return nil }); err != nil {
+			reportError("", err)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@
 // here in C, never through Python's GLib.idle_add (PyGObject 3.42 leaks a
 // libffi closure for each of those).
 #include <glib.h>
+#include <sched.h>
 #include <string.h>
 
 #include "_cgo_export.h"
@@ -75,8 +76,115 @@ static gboolean restore_dispatch(GSource *s, GSourceFunc cb, gpointer data) {
 
 static GSourceFuncs restore_funcs = {NULL, NULL, restore_dispatch, NULL, NULL, NULL};
 
+// ---- the spin before poll ----------------------------------------------------------
+//
+// An await of a Go async func is mostly wake-ups: the UI thread goes to sleep
+// in poll right after starting the goroutine, and the goroutine's completion
+// (an Invoke) has to write the context's eventfd and wake it again. When an
+// async call was started moments ago, the UI thread instead spins for a short,
+// bounded window before sleeping, watching the invoke source's flag; a post
+// that finds it spinning writes nothing, and the loop dispatches at once.
+//
+// Bounded three ways, so that what is idle stays asleep and a slow async func
+// costs little: only a start arms the window (an idle app never spins), the
+// window ends SPIN_US after the latest start however many iterations fall in
+// it, and a window that ends with nothing posted makes the next 2^k starts
+// (k the failures in a row, up to SPIN_BACKOFF_MAX) arm nothing. Never on one
+// CPU: the spinner would hold the CPU the goroutine needs.
+//
+// The handshake with duet_loop_post is Dekker's: the spinner clears spinning,
+// then reads pending; the poster sets pending, then reads spinning (all
+// sequentially consistent), so at least one of them sees the other and no
+// post is left without a wake-up.
+#define SPIN_US 60
+#define SPIN_BACKOFF_MAX 8
+
+static GPollFunc base_poll;
+static gint spinning;         // the UI thread spins in duet_poll
+static gint64 spin_until;     // the armed window's end (monotonic µs), 0 for none; set and read on the UI thread
+static guint spin_skip;       // UI thread only: starts left that arm nothing
+static guint spin_failures;   // UI thread only: windows in a row that ended with nothing
+static gint spin_stats[3];    // windows that found a post, windows that ended empty, posts without a wake-up
+
+// A spinner yields its CPU between two looks: when the thread it waits for
+// (or anything else) is runnable on that CPU, it runs, instead of the spin
+// keeping it off (on a busy machine a spin would otherwise be the very
+// thing that delays what it waits for). With nothing else runnable the
+// yield returns at once.
+#define spin_pause() sched_yield()
+
+// More than one CPU: spinning can pay. Cached; computing it twice is harmless.
+static int multi_cpu(void) {
+	static gint cpus;
+	gint n = g_atomic_int_get(&cpus);
+	if (!n) g_atomic_int_set(&cpus, n = g_get_num_processors());
+	return n > 1;
+}
+
+int duet_multi_cpu(void) { return multi_cpu(); }
+
+void duet_loop_expect(void) {
+	if (!multi_cpu()) return;
+	if (spin_skip) {
+		spin_skip--;
+		return;
+	}
+	__atomic_store_n(&spin_until, g_get_monotonic_time() + SPIN_US, __ATOMIC_RELAXED);
+}
+
+static gint duet_poll(GPollFD *fds, guint nfds, gint timeout) {
+	// Only the thread iterating the default context (the UI thread, its
+	// owner) polls through here.
+	gint64 until = __atomic_load_n(&spin_until, __ATOMIC_RELAXED);
+	if (timeout == 0 || !until) return base_poll(fds, nfds, timeout);
+	gint64 now = g_get_monotonic_time();
+	if (now >= until) {
+		__atomic_store_n(&spin_until, 0, __ATOMIC_RELAXED);
+		return base_poll(fds, nfds, timeout);
+	}
+	gint64 began = now;
+	int found = 0;
+	g_atomic_int_set(&spinning, 1);
+	while (now < until) {
+		if (g_atomic_int_get(&invoker->pending)) {
+			found = 1;
+			break;
+		}
+		spin_pause();
+		now = g_get_monotonic_time();
+	}
+	g_atomic_int_set(&spinning, 0);
+	if (!found && g_atomic_int_get(&invoker->pending)) found = 1; // posted as the spin ended: no wake-up was written
+	if (found) {
+		spin_failures = 0;
+		g_atomic_int_inc(&spin_stats[0]);
+		// The rest of the window stays armed for the iterations the
+		// completion makes (the await's next start re-arms it anyway).
+		return base_poll(fds, nfds, 0);
+	}
+	__atomic_store_n(&spin_until, 0, __ATOMIC_RELAXED);
+	g_atomic_int_inc(&spin_stats[1]);
+	if (spin_failures < SPIN_BACKOFF_MAX) spin_failures++;
+	spin_skip = (1u << spin_failures) - 1;
+	if (timeout > 0) {
+		gint spent = (gint)((now - began + 999) / 1000);
+		timeout = timeout > spent ? timeout - spent : 0;
+	}
+	return base_poll(fds, nfds, timeout);
+}
+
+void duet_loop_spin_stats(int *found, int *empty, int *unwoken) {
+	*found = g_atomic_int_get(&spin_stats[0]);
+	*empty = g_atomic_int_get(&spin_stats[1]);
+	*unwoken = g_atomic_int_get(&spin_stats[2]);
+}
+
 void duet_loop_setup(void) {
-	if (invoker) return;
+	// Once, also when the first Invoke (from any goroutine) races with the
+	// loop's start: two setups would leave a second invoke source, and
+	// the second would wrap duet_poll in itself (a poll that never polls).
+	static gsize once;
+	if (!g_once_init_enter(&once)) return;
 	invoke_source *s = (invoke_source *)g_source_new(&invoke_funcs, sizeof(invoke_source));
 	g_source_set_priority(&s->base, G_PRIORITY_DEFAULT);
 	g_source_set_name(&s->base, "duet invoke");
@@ -86,10 +194,24 @@ void duet_loop_setup(void) {
 	g_source_set_name(restorer, "duet invoke backlog");
 	g_source_attach(restorer, NULL); // as the invoke source: for the process
 	invoker = s; // keeps the reference g_source_new gave: lives for the process
+	// Wrapped, not replaced: whatever poll the context had still polls.
+	GMainContext *ctx = g_main_context_default();
+	base_poll = g_main_context_get_poll_func(ctx);
+	if (base_poll == NULL || base_poll == duet_poll) base_poll = g_poll;
+	g_main_context_set_poll_func(ctx, duet_poll);
+	g_once_init_leave(&once, 1);
+}
+
+int duet_loop_poll_wrapped(void) {
+	return g_main_context_get_poll_func(g_main_context_default()) == duet_poll && base_poll != duet_poll;
 }
 
 void duet_loop_post(void) {
 	if (!g_atomic_int_compare_and_exchange(&invoker->pending, 0, 1)) return; // a wakeup is already due
+	if (g_atomic_int_get(&spinning)) {
+		g_atomic_int_inc(&spin_stats[2]); // the spinner sees the flag (the handshake above)
+		return;
+	}
 	g_main_context_wakeup(NULL);
 }
 
@@ -181,3 +303,54 @@ void duet_log_install(void) {
 }
 
 void duet_log_route(int on) { g_atomic_int_set(&log_routed, on); }
+
+// ---- parked starters ------------------------------------------------------------
+//
+// Goroutines that wait to run the next Go async func (package callbacks):
+// first spinning here, in C, for PARK_SPIN_US, then asleep in Go. Waking a
+// spinner is one compare-and-swap, nothing of Go's scheduler: a goroutine
+// started or readied by the UI thread goes to the UI thread's P, where
+// another P may only take it after backing off (runtime.runqgrab's
+// usleep(3), some 50 µs with Linux's default timer slack), and an await
+// loop's next call comes well within the spin. Asleep, a starter is an
+// ordinary blocked goroutine, holding no P (a goroutine asleep in C would
+// keep its P from the rest of the program until sysmon retakes it), and
+// its waker readies it from Go. Each finished call buys one spin, no more,
+// and an idle app has nobody spinning. Never with one CPU.
+#define PARK_SPIN_US 60
+
+enum { PARK_RUNNING, PARK_SPINNING, PARK_SLEEPING, PARK_WOKEN };
+
+static gint park_stats[2]; // wakes a spinner took, wakes of a starter asleep
+
+void *duet_parker_new(void) { return g_new0(gint, 1); }
+void duet_parker_free(void *p) { g_free(p); }
+
+void duet_park_arm(void *p) { g_atomic_int_set((gint *)p, PARK_SPINNING); }
+
+int duet_park_spin(void *v) {
+	gint *state = v;
+	if (multi_cpu()) {
+		gint64 until = g_get_monotonic_time() + PARK_SPIN_US;
+		do {
+			if (g_atomic_int_get(state) == PARK_WOKEN) goto woken;
+			spin_pause();
+		} while (g_get_monotonic_time() < until);
+	}
+	if (g_atomic_int_compare_and_exchange(state, PARK_SPINNING, PARK_SLEEPING)) return 0;
+woken: // the waker set WOKEN: it touches the parker no more
+	g_atomic_int_set(state, PARK_RUNNING);
+	g_atomic_int_inc(&park_stats[0]);
+	return 1;
+}
+
+int duet_park_wake(void *p) {
+	if (g_atomic_int_compare_and_exchange((gint *)p, PARK_SPINNING, PARK_WOKEN)) return 1;
+	g_atomic_int_inc(&park_stats[1]);
+	return 0; // asleep: the waker wakes it in Go
+}
+
+void duet_park_stats(int *spun, int *slept) {
+	*spun = g_atomic_int_get(&park_stats[0]);
+	*slept = g_atomic_int_get(&park_stats[1]);
+}

@@ -47,6 +47,58 @@ func LoopSetup() { C.duet_loop_setup() }
 // LoopPost makes the invoke source dispatch soon; safe from any thread.
 func LoopPost() { C.duet_loop_post() }
 
+// LoopExpect says, on the UI thread, that an async Go call has just started
+// whose completion is an Invoke: the loop spins for it a short, bounded
+// while before sleeping in poll (see loop.c).
+func LoopExpect() { C.duet_loop_expect() }
+
+// SpinStats counts the loop's spins before poll: those that found a post,
+// those that ended with none, and the posts that needed no wake-up because
+// the loop was spinning.
+func SpinStats() (found, empty, unwoken int) {
+	var f, e, u C.int
+	C.duet_loop_spin_stats(&f, &e, &u)
+	return int(f), int(e), int(u)
+}
+
+// A Parker decides, between a goroutine waiting for a wake and its waker,
+// whether the wake found it spinning (in C: no scheduler involved) or
+// asleep (then the waker wakes it in Go). See loop.c.
+type Parker struct{ p unsafe.Pointer } // C memory
+
+func NewParker() Parker { return Parker{C.duet_parker_new()} }
+
+// Free releases the parker; nobody may use it after (a waker whose Wake
+// has returned no longer does).
+func (p Parker) Free() { C.duet_parker_free(p.p) }
+
+// Arm says the goroutine is about to wait: from now, a Wake may come.
+func (p Parker) Arm() { C.duet_park_arm(p.p) }
+
+// Spin waits a few tens of microseconds for a Wake: true when one came,
+// false when none did and the goroutine must now wait in Go for its waker.
+func (p Parker) Spin() bool { return C.duet_park_spin(p.p) != 0 }
+
+// Wake wakes the armed goroutine: true when it was spinning and has the
+// wake, false when it waits in Go (the caller wakes it there).
+func (p Parker) Wake() bool { return C.duet_park_wake(p.p) != 0 }
+
+// LoopPollWrapped reports whether the default context polls through
+// duet's spin (loop.c), wrapping another poll than itself.
+func LoopPollWrapped() bool { return C.duet_loop_poll_wrapped() != 0 }
+
+// MultiCPU reports whether the loop's and the starters' spins are on: with
+// one CPU they would take the CPU that what they wait for needs.
+func MultiCPU() bool { return C.duet_multi_cpu() != 0 }
+
+// ParkStats counts the wakes starters took while spinning, and those of
+// starters asleep (woken in Go).
+func ParkStats() (spun, slept int) {
+	var s, w C.int
+	C.duet_park_stats(&s, &w)
+	return int(s), int(w)
+}
+
 // A MainLoop is a GMainLoop on the default context.
 type MainLoop struct{ p unsafe.Pointer } // GMainLoop*: C memory
 

@@ -7,6 +7,21 @@
 
 void duet_loop_setup(void);
 void duet_loop_post(void);
+// UI thread: an async Go call has just started; the loop may spin briefly
+// before its next poll (loop.c).
+void duet_loop_expect(void);
+void duet_loop_spin_stats(int *found, int *empty, int *unwoken);
+int duet_multi_cpu(void);
+int duet_loop_poll_wrapped(void);
+// Parkers of the goroutines that start async Go calls (loop.c): the
+// starter arms, then spins (1: woken; 0: gone to sleep, to be woken in Go);
+// its waker's wake says 1 when the spinner took it, 0 when it sleeps.
+void *duet_parker_new(void);
+void duet_parker_free(void *p);
+void duet_park_arm(void *p);
+int duet_park_spin(void *p);
+int duet_park_wake(void *p);
+void duet_park_stats(int *spun, int *slept);
 void *duet_loop_new(void);
 void duet_loop_run(void *loop);
 void duet_loop_quit(void *loop);

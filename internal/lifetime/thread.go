@@ -31,15 +31,19 @@ var ui struct {
 	running  atomic.Bool                        // the loop runs: collections on the UI thread, OnUI hops there
 	confined atomic.Bool                        // a loop has run: releases on the UI thread only, from then on
 	exec     atomic.Pointer[func(func()) error] // runs a function on the UI thread and waits
+	post     atomic.Pointer[func(func())]       // runs a function on the UI thread, later
 	onDirty  atomic.Pointer[func()]             // schedules a drain on the loop
 }
 
 // LoopStarted is called by the event loop, on the UI thread, when it starts
 // running: exec runs a function on the loop and waits for it (an error when
-// it cannot); onDirty schedules a drain of the release queue on the loop.
-func LoopStarted(exec func(func()) error, onDirty func()) {
+// it cannot); post queues a function for the loop without waiting, to run
+// there exactly once even if the loop stops first (see PostUI); onDirty
+// schedules a drain of the release queue on the loop.
+func LoopStarted(exec func(func()) error, post func(func()), onDirty func()) {
 	capi.MarkUIThread(true)
 	ui.exec.Store(&exec)
+	ui.post.Store(&post)
 	ui.onDirty.Store(&onDirty)
 	ui.confined.Store(true)
 	ui.running.Store(true)
@@ -54,6 +58,7 @@ func LoopStopped() {
 	ui.running.Store(false)
 	ui.onDirty.Store(nil)
 	ui.exec.Store(nil)
+	ui.post.Store(nil)
 }
 
 // LoopRunning reports whether the event loop runs.
@@ -75,6 +80,21 @@ func OnUI(fn func() error) error {
 		return xerr
 	}
 	return err
+}
+
+// PostUI runs fn on the UI thread once, without waiting for it: queued
+// behind the Invokes made before it when the loop runs (and run as the loop
+// stops if it stops first), here when no loop runs. For what completes work
+// that nobody waits for on this side: the caller goes on, and no wake-up of
+// the caller is owed when fn has run.
+func PostUI(fn func()) {
+	if ui.running.Load() {
+		if post := ui.post.Load(); post != nil {
+			(*post)(fn)
+			return
+		}
+	}
+	fn()
 }
 
 // ---- error causes ---------------------------------------------------------------

@@ -1,0 +1,344 @@
+package eventloop_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/duet-gtk/duet/callbacks"
+	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/eventloop/looptest"
+	"github.com/duet-gtk/duet/internal/capi"
+	"github.com/duet-gtk/duet/internal/lifetime"
+	"github.com/duet-gtk/duet/internal/testutil"
+	"github.com/duet-gtk/duet/pygi"
+)
+
+// The awaiting coroutine resumes inside the settle (_duet_run_ready), not a
+// GLib iteration later; nested in a callback of the loop (an iteration from
+// inside a task), the settle leaves the resumption to that loop's own
+// turn, and the results are the same either way.
+func TestAGoSettleResumesItsTaskAtOnce(t *testing.T) {
+	looptest.FailOnPythonExceptions(t)
+	var one *pygi.Object
+	looptest.Do(t, func(t testing.TB) {
+		var err error
+		one, err = callbacks.Async(func(ctx context.Context, n int) int { return n + 1 }, callbacks.Name("one"))
+		require.NoError(t, err)
+	})
+	main, _ := coroutine(t, `
+import inspect, time
+from gi.repository import GLib
+def through():
+    f, names = inspect.currentframe(), []
+    while f is not None:
+        names.append(f.f_code.co_name)
+        f = f.f_back
+    return "_duet_run_ready" in names
+async def main():
+    out = []
+    for i in range(3):
+        out.append((await one(i), through()))
+    # Nested: the Go func's settle runs inside an iteration this task's
+    # step makes itself, where resuming another task would break asyncio's
+    # rules (one task steps at a time).
+    t = asyncio.ensure_future(one(10))
+    await asyncio.sleep(0)  # t's first step starts the Go func
+    w = t._fut_waiter
+    ctx = GLib.MainContext.default()
+    deadline = time.monotonic() + 30
+    while not w.done() and time.monotonic() < deadline:
+        ctx.iteration(False)
+    out.append(("nested", w.done(), t.done()))
+    out.append(await t)
+    return repr(out)
+`, pygi.Kw{"one": one})
+	assert.Equal(t, "[(1, True), (2, True), (3, True), ('nested', True, False), 11]", awaitText(t, main))
+}
+
+// Go funcs whose time spans the loop's spin window before poll (a few to a
+// hundred microseconds): every await completes, with and without a spin
+// catching the completion, so the spinner and the post never miss each
+// other (a lost wake-up would hang an await: the loop sleeps on with the
+// result queued). Counted: spins that found the post, and posts that wrote
+// no wake-up because the loop spun.
+func TestAwaitsAcrossTheSpinWindow(t *testing.T) {
+	looptest.FailOnPythonExceptions(t)
+	var busy *pygi.Object
+	looptest.Do(t, func(t testing.TB) {
+		var err error
+		busy, err = callbacks.Async(func(ctx context.Context, us int) int {
+			for end := time.Now().Add(time.Duration(us) * time.Microsecond); time.Now().Before(end); {
+			}
+			return us
+		}, callbacks.Name("busy"))
+		require.NoError(t, err)
+	})
+	main, _ := coroutine(t, `
+async def main(n):
+    total = 0
+    for i in range(n):
+        total += await busy(i % 100)
+    return total
+`, pygi.Kw{"busy": busy})
+	found0, _, unwoken0 := capi.SpinStats()
+	var found, unwoken int
+	for round := 0; round < 10; round++ {
+		r := await(t, main, 1000)
+		total, err := pygi.As[int](r)
+		require.NoError(t, err)
+		require.Equal(t, 10*(0+99)*100/2, total)
+		f, e, u := capi.SpinStats()
+		found, unwoken = f-found0, u-unwoken0
+		t.Logf("after round %d: spins that found the post %d, ended empty %d (all time), posts without a wake-up %d", round, found, e, unwoken)
+		if found > 0 && unwoken > 0 {
+			break
+		}
+	}
+	// On a machine with one CPU the loop never spins (the spinner would
+	// take the CPU the goroutine needs).
+	if capi.MultiCPU() {
+		assert.Positive(t, found, "the loop never found a completion while spinning")
+		assert.Positive(t, unwoken, "no post ever skipped the wake-up")
+	}
+}
+
+func init() {
+	// What the loop owes when it stops is run then, on the UI thread,
+	// once: a PostUI queued after the loop's last iteration (run returns
+	// without iterating again) runs as Drive ends, and the Invoke it left
+	// queued does nothing when the next loop runs it.
+	lifetimeChildren["post-at-stop"] = func() error {
+		var ran, onMain atomic.Int32
+		post := func() {
+			ran.Add(1)
+			if eventloop.IsMain() {
+				onMain.Add(1)
+			}
+		}
+		run := func() {
+			posted := make(chan struct{})
+			go func() {
+				lifetime.PostUI(post)
+				close(posted)
+			}()
+			<-posted
+			if ran.Load() != 0 {
+				fmt.Println("ran before the loop stopped")
+			}
+		}
+		if err := eventloop.Drive(context.Background(), run, func() {}); err != nil {
+			return err
+		}
+		fmt.Printf("after the loop: ran %d, on the UI thread %d\n", ran.Load(), onMain.Load())
+		// The stale Invoke runs first in the next loop (work queued before
+		// a loop starts runs first), then the loop quits.
+		eventloop.Invoke(eventloop.Quit)
+		if err := eventloop.Run(context.Background()); err != nil {
+			return err
+		}
+		fmt.Printf("after the next loop: ran %d\n", ran.Load())
+		// And with no loop running it runs at once, here.
+		lifetime.PostUI(post)
+		fmt.Printf("with no loop: ran %d\n", ran.Load())
+		return pygi.Finalize(context.Background())
+	}
+	// The loop quits while a task awaits a Go func that blocks until its
+	// context ends (the loop armed its spin when the call started): Run
+	// returns, the task is cancelled with the loop's end, the Go func sees
+	// its context cancelled, and its settle (which finds the loop closed)
+	// runs.
+	lifetimeChildren["quit-while-awaiting"] = func() error {
+		started := make(chan struct{})
+		ended := make(chan error, 1)
+		block, err := callbacks.Async(func(ctx context.Context) error {
+			close(started)
+			<-ctx.Done()
+			ended <- ctx.Err()
+			return ctx.Err()
+		}, callbacks.Name("block"))
+		if err != nil {
+			return err
+		}
+		g, err := pygi.NewGlobals()
+		if err != nil {
+			return err
+		}
+		if err := g.SetItem("block", block); err != nil {
+			return err
+		}
+		if err := pygi.Exec(`
+import asyncio
+out = []
+async def main():
+    try:
+        await block()
+    except asyncio.CancelledError:
+        out.append("cancelled")
+        raise
+`, g); err != nil {
+			return err
+		}
+		main, err := g.Item("main")
+		if err != nil {
+			return err
+		}
+		go func() {
+			for !eventloop.Running() {
+				time.Sleep(time.Millisecond)
+			}
+			if _, err := eventloop.StartTask(main); err != nil {
+				fmt.Println("StartTask:", err)
+				eventloop.Quit()
+				return
+			}
+			<-started
+			eventloop.Quit()
+		}()
+		if err := eventloop.Run(context.Background()); err != nil {
+			return err
+		}
+		fmt.Println("Run returned")
+		select {
+		case err := <-ended:
+			if !errors.Is(err, context.Canceled) {
+				return fmt.Errorf("the Go func's context ended with %v", err)
+			}
+			fmt.Println("the Go func was cancelled")
+		case <-time.After(20 * time.Second):
+			return errors.New("the Go func's context was never cancelled")
+		}
+		r, err := pygi.Eval("out", g)
+		if err != nil {
+			return err
+		}
+		fmt.Println("task:", r.String())
+		return pygi.Finalize(context.Background())
+	}
+}
+
+func init() {
+	// A KeyboardInterrupt raised in a task that a Go settle resumed leaves
+	// the loop's asyncio source, printed as python3 prints it from a GLib
+	// callback: where it leaves when asyncio's own iteration resumed the
+	// task (KI_AFTER=sleep0), never through the settle, which would lose
+	// it. (What follows is the same either way, and not this test's: the
+	// source that raised is gone, PyGObject drops a source whose dispatch
+	// raised, so the loop's asyncio stops; a timer ends the loop.)
+	lifetimeChildren["ki-after-await"] = func() error {
+		one, err := callbacks.Async(func(ctx context.Context) int { return 1 }, callbacks.Name("one"))
+		if err != nil {
+			return err
+		}
+		g, err := pygi.NewGlobals()
+		if err != nil {
+			return err
+		}
+		if err := g.SetItem("one", one); err != nil {
+			return err
+		}
+		if err := pygi.Exec(`
+import asyncio
+async def after(what):
+    if what == "go":
+        await one()
+    else:
+        await asyncio.sleep(0)
+    raise KeyboardInterrupt("after the " + what + " await")
+`, g); err != nil {
+			return err
+		}
+		after, err := g.Item("after")
+		if err != nil {
+			return err
+		}
+		started := make(chan error, 1)
+		go func() {
+			for !eventloop.Running() {
+				time.Sleep(time.Millisecond)
+			}
+			_, err := eventloop.StartTask(after, os.Getenv("KI_AFTER"))
+			started <- err
+		}()
+		eventloop.After(500*time.Millisecond, eventloop.Quit)
+		if err := eventloop.Run(context.Background(), eventloop.AsyncioGrace(0)); err != nil {
+			return fmt.Errorf("Run: %v", err)
+		}
+		if err := <-started; err != nil {
+			return err
+		}
+		fmt.Println("Run returned")
+		return pygi.Finalize(context.Background())
+	}
+}
+
+func TestKeyboardInterruptAfterAGoAwait(t *testing.T) {
+	for _, what := range []string{"go", "sleep0"} {
+		t.Run(what, func(t *testing.T) {
+			out, errOut, err := testutil.RunChild(t, "EVENTLOOP_CHILD=ki-after-await", "KI_AFTER="+what)
+			require.Equal(t, 0, testutil.ExitCode(t, err), "stdout:\n%s\nstderr:\n%s", out, errOut)
+			assert.Contains(t, out, "Run returned")
+			tb, _, ok := strings.Cut(errOut, "KeyboardInterrupt: after the "+what+" await")
+			require.True(t, ok, "printed; stderr:\n%s", errOut)
+			assert.Contains(t, tb, "in dispatch\n", "raised from the loop's asyncio source")
+			assert.NotContains(t, tb, "in settle", "not through the Go func's settle")
+		})
+	}
+}
+
+func init() {
+	// The loop's first set-up races with Invokes from goroutines (each sets
+	// up what it needs): one invoke source, and one poll wrapper around
+	// GLib's own (a wrapper around itself would spin forever).
+	lifetimeChildren["setup-race"] = func() error {
+		var ran atomic.Int32
+		start := make(chan struct{})
+		for range 8 {
+			go func() {
+				<-start
+				eventloop.Invoke(func() { ran.Add(1) })
+			}()
+		}
+		close(start)
+		eventloop.After(100*time.Millisecond, eventloop.Quit)
+		if err := eventloop.Run(context.Background()); err != nil {
+			return err
+		}
+		fmt.Printf("ran %d; poll wrapped once: %v\n", ran.Load(), capi.LoopPollWrapped())
+		return pygi.Finalize(context.Background())
+	}
+}
+
+func TestTheLoopIsSetUpOnce(t *testing.T) {
+	for range 3 {
+		out, errOut, code := runLifetimeChild(t, "setup-race")
+		require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+		assert.Contains(t, out, "ran 8; poll wrapped once: true")
+	}
+}
+
+func TestPostUIRunsOnceWhenTheLoopStopsFirst(t *testing.T) {
+	out, errOut, code := runLifetimeChild(t, "post-at-stop")
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	assert.NotContains(t, out, "ran before the loop stopped")
+	assert.Contains(t, out, "after the loop: ran 1, on the UI thread 1")
+	assert.Contains(t, out, "after the next loop: ran 1")
+	assert.Contains(t, out, "with no loop: ran 2")
+}
+
+func TestQuitWhileAwaitingAGoFunc(t *testing.T) {
+	out, errOut, code := runLifetimeChild(t, "quit-while-awaiting")
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	assert.Contains(t, out, "Run returned")
+	assert.Contains(t, out, "the Go func was cancelled")
+	assert.Contains(t, out, "task: ['cancelled']")
+	assert.False(t, strings.Contains(errOut, "Traceback"), errOut)
+}
