@@ -138,6 +138,8 @@ func Drive(ctx context.Context, run func(), quit func(), opts ...Option) error {
 	}()
 
 	capi.LoopSetup()
+	capi.LoopWrapPoll(true)
+	defer capi.LoopWrapPoll(false)
 	if err := pygi.Init(pygi.Options{}); err != nil {
 		return err
 	}

@@ -194,12 +194,26 @@ void duet_loop_setup(void) {
 	g_source_set_name(restorer, "duet invoke backlog");
 	g_source_attach(restorer, NULL); // as the invoke source: for the process
 	invoker = s; // keeps the reference g_source_new gave: lives for the process
-	// Wrapped, not replaced: whatever poll the context had still polls.
-	GMainContext *ctx = g_main_context_default();
-	base_poll = g_main_context_get_poll_func(ctx);
-	if (base_poll == NULL || base_poll == duet_poll) base_poll = g_poll;
-	g_main_context_set_poll_func(ctx, duet_poll);
 	g_once_init_leave(&once, 1);
+}
+
+// duet_loop_wrap_poll puts the spin around the default context's poll while
+// duet's loop runs (on), and gives the context back the poll it had when
+// the loop ends (off), unless something else replaced duet's meanwhile:
+// the context's poll function is the process's, and a program without
+// duet would never see it changed. Wrapped, not replaced: whatever poll the
+// context had still polls. The UI thread (the context's owner).
+void duet_loop_wrap_poll(int on) {
+	GMainContext *ctx = g_main_context_default();
+	GPollFunc cur = g_main_context_get_poll_func(ctx);
+	if (on) {
+		if (cur == duet_poll) return;
+		base_poll = cur ? cur : g_poll;
+		g_main_context_set_poll_func(ctx, duet_poll);
+		return;
+	}
+	__atomic_store_n(&spin_until, 0, __ATOMIC_RELAXED);
+	if (cur == duet_poll) g_main_context_set_poll_func(ctx, base_poll);
 }
 
 int duet_loop_poll_wrapped(void) {

@@ -44,6 +44,17 @@ func duetTimerFire(handle C.uintptr_t) C.int {
 // LoopSetup attaches the invoke source to the default main context (once).
 func LoopSetup() { C.duet_loop_setup() }
 
+// LoopWrapPoll puts the loop's spin (LoopExpect) around the default
+// context's poll (on), or gives the context back its own poll (off); the
+// UI thread, around a run of the loop.
+func LoopWrapPoll(on bool) {
+	c := C.int(0)
+	if on {
+		c = 1
+	}
+	C.duet_loop_wrap_poll(c)
+}
+
 // LoopPost makes the invoke source dispatch soon; safe from any thread.
 func LoopPost() { C.duet_loop_post() }
 

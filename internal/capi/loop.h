@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 void duet_loop_setup(void);
+void duet_loop_wrap_poll(int on); // the spin around the default context's poll, while the loop runs
 void duet_loop_post(void);
 // UI thread: an async Go call has just started; the loop may spin briefly
 // before its next poll (loop.c).
