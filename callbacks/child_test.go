@@ -320,6 +320,80 @@ func bareHoldsFinalizeBack() error {
 	return <-emitted
 }
 
+// A bare handler emitted while Finalize waits for a call in flight holds
+// no GIL either (the call in flight may need it to end): it waits for
+// Finalize's outcome, as any entry does, then runs, its own calls into
+// Python nested in it, or does not run once Python is finalised (as an
+// emission on another thread does not).
+func bareWhileFinalizeDecides() error {
+	e, p, err := pongEmitter()
+	if err != nil {
+		return err
+	}
+	if _, err := callbacks.Connect(e, "pong", func() {
+		fmt.Println("handler: attached:", capi.Attached())
+		r, err := pygi.Eval("6*7", nil)
+		r.Close()
+		fmt.Println("handler: its Eval:", err)
+	}); err != nil {
+		return err
+	}
+	e.Close()
+	go func() { // a call in flight keeps Finalize deciding for a while
+		_ = pygi.WithGIL(func() error {
+			pygi.WithoutGIL(func() { time.Sleep(500 * time.Millisecond) })
+			return nil
+		})
+	}()
+	time.Sleep(50 * time.Millisecond)
+	emitted := make(chan error, 1)
+	go func() {
+		time.Sleep(150 * time.Millisecond) // Finalize decides by now
+		runtime.LockOSThread()             // a thread Python never saw
+		_, err := capi.EmitN(p, "pong", 1)
+		emitted <- err
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = pygi.Finalize(ctx)
+	fmt.Println("Finalize returned:", err)
+	if err != nil {
+		return err
+	}
+	select {
+	case err := <-emitted:
+		return err
+	case <-time.After(20 * time.Second):
+		return errors.New("the emission did not return")
+	}
+}
+
+// Once a sub-interpreter has existed, CPython's PyGILState_Check says yes
+// to every thread: a bare handler emitted inside an entry whose Python let
+// go of the GIL must still see that it holds none (WithoutGIL in it used
+// to abort the process).
+func bareAfterSubinterpreter() error {
+	if err := pygi.Exec("import _xxsubinterpreters as s\ns.destroy(s.create())\n", nil); err != nil {
+		return err
+	}
+	e, _, err := pongEmitter()
+	if err != nil {
+		return err
+	}
+	ran := false
+	if _, err := callbacks.Connect(e, "pong", func() { pygi.WithoutGIL(func() { ran = true }) }); err != nil {
+		return err
+	}
+	if _, err := e.CallMethod("emit", "pong"); err != nil {
+		return err
+	}
+	if !ran {
+		return errors.New("the handler did not run")
+	}
+	e.Close()
+	return pygi.Finalize(context.Background())
+}
+
 // Finalize from inside a bare handler is refused, as from inside any Go
 // callback: the emission returns into GLib, whose other handlers may be
 // Python's.
@@ -346,6 +420,8 @@ func bareFinalizeInside() error {
 var scenarios = map[string]func() error{
 	"bare-holds-finalize":  bareHoldsFinalizeBack,
 	"bare-finalize-inside": bareFinalizeInside,
+	"bare-while-deciding":  bareWhileFinalizeDecides,
+	"bare-subinterpreter":  bareAfterSubinterpreter,
 	"capsule-bare":         func() error { return connectedBareThenEmitted(false) },
 	"broken-bare":          func() error { return connectedBareThenEmitted(true) },
 	"bare-race":            bareDisconnectRace,
@@ -437,6 +513,18 @@ func TestBareHandlerAndFinalize(t *testing.T) {
 		require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
 		assert.Contains(t, out, "handler: done\nFinalize returned\nok", "Finalize waited for the handler")
 		assert.Contains(t, errOut, "GoError: late failure", "its failure printed through Python")
+	})
+	t.Run("emitted while Finalize decides, it holds no GIL", func(t *testing.T) {
+		out, errOut, err := runChild(t, "bare-while-deciding")
+		require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
+		assert.Contains(t, out, "Finalize returned: <nil>")
+		assert.NotContains(t, out, "handler: attached: true")
+		t.Log(out)
+	})
+	t.Run("after a sub-interpreter, inside an entry", func(t *testing.T) {
+		out, errOut, err := runChild(t, "bare-subinterpreter")
+		require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
+		assert.Contains(t, out, "ok")
 	})
 	t.Run("Finalize inside it is refused", func(t *testing.T) {
 		out, errOut, err := runChild(t, "bare-finalize-inside")

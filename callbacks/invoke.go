@@ -259,18 +259,24 @@ func invoke(h uintptr, args []capi.Ref, nargs, nkw int, kwnames capi.Ref) (res c
 // as the GIL path's marshal prints what a handler raised.
 //
 // It runs as an entry of the lifetime gate, as the GIL held Finalize back
-// on the GIL path: Finalize waits for it (and the pygi calls it makes are
-// nested in it), so neither the handler's failure nor the rest of the
-// emission (Python's handlers, a Python class's default handler) meets a
-// finalised interpreter. Once Finalize has begun, the closure takes the
-// GIL path instead, as before there were bare handlers.
-func invokeBare(h uintptr) (rc capi.CallbackResult) {
+// on the GIL path: Finalize waits for a bare handler running (and the pygi
+// calls it makes are nested in it), so its failure is raised in a live
+// interpreter. One that begins while Finalize decides waits for the
+// outcome, as any entry does (holding no GIL), unless it is nested in an
+// entry or callback of this thread, which Finalize waits for already; one
+// that finds Python finalised does not run, as a GIL-path emission on
+// another thread does not. Like any entry, one that waits for another
+// goroutine's call into Python while Finalize decides holds Finalize up
+// until Finalize's context ends. (What the emission runs after the
+// handler, a Python class's default handler say, is GLib's: nothing here
+// holds Finalize back for it.)
+func invokeBare(h uintptr, nested bool) (rc capi.CallbackResult) {
 	e := registry.handles.get(h)
 	if e == nil {
 		return capi.ResultGone
 	}
-	if !lifetime.TryEnter() {
-		return capi.ResultNotBare
+	if lifetime.EnterNested(nested) != nil {
+		return capi.ResultNotRun
 	}
 	defer lifetime.Exit()
 	returned := false

@@ -345,3 +345,44 @@ func TestQuitWhileAwaitingAGoFunc(t *testing.T) {
 	assert.Contains(t, out, "task: ['cancelled']")
 	assert.False(t, strings.Contains(errOut, "Traceback"), errOut)
 }
+
+func init() {
+	// An exception raised by __del__ while Py_FinalizeEx tears the modules
+	// down reaches Go (OnPythonException) with its traceback, though
+	// traceback can no longer be imported then.
+	lifetimeChildren["del-at-exit"] = func() error {
+		eventloop.OnPythonException(func(e *pygi.Error) {
+			fmt.Printf("reported: %s: %s; traceback names the frame: %v\n", e.Type, e.Message,
+				strings.Contains(e.Traceback, "in __del__"))
+		})
+		var runErr error
+		eventloop.Invoke(func() {
+			defer eventloop.Quit()
+			runErr = pygi.Exec(`
+import sys, types
+m = types.ModuleType("del_at_exit")
+sys.modules["del_at_exit"] = m
+exec("""
+class D:
+    def __del__(self):
+        raise ValueError("raised by __del__ at exit")
+obj = D()
+""", m.__dict__)
+del m
+`, nil)
+		})
+		if err := eventloop.Run(context.Background()); err != nil {
+			return err
+		}
+		if runErr != nil {
+			return runErr
+		}
+		return pygi.Finalize(context.Background())
+	}
+}
+
+func TestAnErrorAtExitKeepsItsTraceback(t *testing.T) {
+	out, errOut, code := runLifetimeChild(t, "del-at-exit")
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	assert.Contains(t, out, "reported: ValueError: raised by __del__ at exit; traceback names the frame: true")
+}

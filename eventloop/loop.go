@@ -104,6 +104,7 @@ func Drive(ctx context.Context, run func(), quit func(), opts ...Option) error {
 		state.mu.Unlock()
 		return ErrRunning
 	}
+	backlog.lastRun.Store(int64(time.Since(epoch))) // a loop just begun is not stuck
 	state.running.Store(true)
 	// stop quits once; what Run returns is the first reason, except that
 	// a signal that arrives while the loop ends for another reason (Quit,
@@ -255,9 +256,9 @@ var queue struct {
 // what the loop runs in a few milliseconds (an InvokeWait behind it comes
 // back in that time, not after every Invoke of the flood). The wait is
 // bounded, so Invoke never deadlocks on a loop that waits for the sender,
-// and a wait that saw the loop run nothing stops the pacing until it runs
-// again. It is skipped on the UI thread, in a thread that holds the GIL
-// (the loop may need it to catch up) and while no loop runs.
+// and a loop that has run no Invoke for 20 ms is not waited for until it
+// runs one again. It is skipped on the UI thread, in a thread that holds
+// the GIL (the loop may need it to catch up) and while no loop runs.
 func Invoke(fn func()) {
 	if fn == nil {
 		return
@@ -290,22 +291,28 @@ var backlog struct {
 	n        atomic.Int64
 	caughtUp atomic.Pointer[chan struct{}]
 	paced    atomic.Int64 // Invokes that waited (forensics' Loop.Paced)
-	// runs counts the Invokes run; stalled is its value when a wait ran
-	// out with none run meanwhile. Until the loop runs one more, nobody
-	// waits: a loop stuck in one long function (or waiting for a lock the
-	// sender holds) costs each sender one PaceFor, not one per Invoke.
-	runs, stalled atomic.Int64
+	// lastRun is when the loop last finished an Invoke (or began to run),
+	// as time since epoch. A loop that has finished none for StallAfter is
+	// stuck (in one long function, or waiting for a lock the sender holds):
+	// waiting for it would only slow the sender, a PaceFor for each Invoke,
+	// so nobody waits until it runs one again. A loop merely slow (each
+	// Invoke longer than PaceFor) still paces its senders.
+	lastRun atomic.Int64
 }
+
+// stallAfter: see backlog.lastRun.
+const stallAfter = 20 * time.Millisecond
+
+var epoch = time.Now()
 
 func init() {
 	ch := make(chan struct{})
 	backlog.caughtUp.Store(&ch)
-	backlog.stalled.Store(-1)
 }
 
 func pace() {
-	runs := backlog.runs.Load()
-	if runs == backlog.stalled.Load() || !state.running.Load() || IsMain() || capi.Attached() {
+	if time.Duration(int64(time.Since(epoch))-backlog.lastRun.Load()) > stallAfter ||
+		!state.running.Load() || IsMain() || capi.Attached() {
 		return
 	}
 	ch := *backlog.caughtUp.Load()
@@ -318,16 +325,13 @@ func pace() {
 	select {
 	case <-ch:
 	case <-t.C:
-		if backlog.runs.Load() == runs {
-			backlog.stalled.Store(runs)
-		}
 	}
 }
 
-// ran counts one Invoke run; at the low-water mark it wakes the paced
-// senders. UI thread.
-func ran() {
-	backlog.runs.Add(1)
+// ran counts one Invoke run, at now (time since epoch); at the low-water
+// mark it wakes the paced senders. UI thread.
+func ran(now time.Duration) {
+	backlog.lastRun.Store(int64(now))
 	if backlog.n.Add(-1) == PaceAbove/2 {
 		next := make(chan struct{})
 		close(*backlog.caughtUp.Swap(&next))
@@ -505,11 +509,12 @@ func dispatch() (more bool) {
 			items[carry.next] = nil
 			carry.next++
 			err := runGuarded("eventloop.Invoke", func() error { fn(); return nil })
-			ran()
+			now := time.Now()
+			ran(now.Sub(epoch))
 			if err != nil {
 				reportError("", err)
 			}
-			if carry.next < len(items) && time.Since(began) > batchBudget {
+			if carry.next < len(items) && now.Sub(began) > batchBudget {
 				return true
 			}
 		}

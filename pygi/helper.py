@@ -28,14 +28,44 @@ def exc_info(e):
         msg = str(e)
     except BaseException as inner:  # a broken __str__ must not hide the error
         msg = "<unprintable %s: %s>" % (t.__name__, type(inner).__name__)
-    try:
-        import traceback
-
-        tb = "".join(traceback.format_exception(t, e, e.__traceback__))
-    except BaseException:
-        tb = ""
+    tb = format_exception(t, e, e.__traceback__)
     mro = [_qualname(c) for c in t.__mro__ if c is not object]
     return (_qualname(t), msg, tb, mro)
+
+
+_traceback = None
+
+
+def format_exception(t, e, tb):
+    """traceback.format_exception's text. traceback is imported on first
+    use (start-up does not need it) and kept: where importing it fails (at
+    the recursion limit, or once finalisation has emptied sys.modules) the
+    text is made without it, every frame named, no source lines."""
+    global _traceback
+    try:
+        if _traceback is None:
+            import traceback
+
+            _traceback = traceback
+        return "".join(_traceback.format_exception(t, e, tb))
+    except BaseException:
+        pass
+    try:
+        lines = ["Traceback (most recent call last):\n"]
+        while tb is not None:
+            code = tb.tb_frame.f_code
+            lines.append('  File "%s", line %s, in %s\n' % (code.co_filename, tb.tb_lineno, code.co_name))
+            tb = tb.tb_next
+        if len(lines) == 1:
+            lines = []
+        try:
+            text = str(e)
+        except BaseException:
+            text = "<unprintable>"
+        lines.append("%s: %s\n" % (_qualname(t), text) if text else "%s\n" % _qualname(t))
+        return "".join(lines)
+    except BaseException:
+        return ""
 
 
 def exec_module(name, src, filename, compiled=None):
@@ -69,7 +99,14 @@ def exec_module(name, src, filename, compiled=None):
     if compiled is not None and sys.flags.optimize == 0 and compiled[:4] == importlib.util.MAGIC_NUMBER:
         import marshal
 
-        code = marshal.loads(memoryview(compiled)[4:])
+        # What is not the code of this very file (damaged bytes, another
+        # object) is not run: the source is compiled instead.
+        try:
+            code = marshal.loads(memoryview(compiled)[4:])
+        except Exception:
+            code = None
+        if type(code) is not types.CodeType or code.co_filename != filename:
+            code = None
     if code is None:
         code = compile(src, filename, "exec")
     sys.modules[name] = m

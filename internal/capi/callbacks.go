@@ -23,9 +23,10 @@ const (
 	// knows what is calling (a signal, or Python), reports it through the
 	// dead handler and aborts.
 	ResultGone CallbackResult = -2
-	// ResultNotBare: a bare closure's handler did not run; the marshal
-	// runs it on the GIL path instead (Finalize has begun).
-	ResultNotBare CallbackResult = -3
+	// ResultNotRun: a bare closure's handler did not run, Python being
+	// finalised meanwhile (as a marshal on another thread does not run
+	// once Py_FinalizeEx has begun).
+	ResultNotRun CallbackResult = -3
 )
 
 // CallbackHandler runs a Go callback. args aliases C memory valid only
@@ -37,8 +38,11 @@ type CallbackHandler func(handle uintptr, args []Ref, nargs, nkw int, kwnames Re
 // (or an error), for a signal, without the GIL: it attaches only to report
 // a failure, which it prints (as PyGObject prints what a handler raised),
 // so it returns ResultNone, ResultRaised (printed), ResultGone or
-// ResultNotBare.
-type BareHandler func(handle uintptr) CallbackResult
+// ResultNotRun.
+//
+// nested says the emission runs inside a duet entry or another Go callback
+// on this thread (which Finalize already waits for).
+type BareHandler func(handle uintptr, nested bool) CallbackResult
 
 var (
 	bareHandler     atomic.Pointer[BareHandler]
@@ -69,8 +73,8 @@ func duetCallbackInvoke(handle C.uintptr_t, args *C.duet_ref, nargs, nkw C.int64
 }
 
 //export duetCallbackInvokeBare
-func duetCallbackInvokeBare(handle C.uintptr_t) C.int {
-	return C.int((*bareHandler.Load())(uintptr(handle)))
+func duetCallbackInvokeBare(handle C.uintptr_t, nested C.int) C.int {
+	return C.int((*bareHandler.Load())(uintptr(handle), nested != 0))
 }
 
 // PrintRaised prints the Python exception set on this thread, through

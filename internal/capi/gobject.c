@@ -387,9 +387,9 @@ static void closure_invalidate_in(gpointer data, GClosure *closure) {
 
 // closure_marshal_bare runs a bare closure's Go function without the GIL;
 // 0 when this emission needs the GIL path instead: a return value other
-// than a boolean (None converts to it only through PyGObject),
+// than a boolean (None converts to it only through PyGObject), or
 // DUET_DEBUG=callbacks, whose quarantine is read from the callback's
-// native state, or Finalize under way (see callbacks' invokeBare).
+// native state.
 static int closure_marshal_bare(duet_closure *c, GValue *ret, guint n, const GValue *params, gpointer hint) {
 	if (ret && G_IS_VALUE(ret) && G_VALUE_TYPE(ret) != G_TYPE_BOOLEAN) return 0;
 	if (__atomic_load_n(&duet_debug_callbacks, __ATOMIC_RELAXED)) return 0;
@@ -409,12 +409,18 @@ static int closure_marshal_bare(duet_closure *c, GValue *ret, guint n, const GVa
 	// never entered, so that pygi (WithoutGIL, an exception check) sees the
 	// truth; both are put back for the entry's own leave.
 	int depth = duet_depth, entry_exc = duet_entry_exc;
-	if (depth > 0 && !PyGILState_Check()) duet_depth = 0;
-	int rc = duetCallbackInvokeBare(c->handle);
+	// Not PyGILState_Check: CPython turns it off for good once a
+	// sub-interpreter has existed (it then says yes to everyone).
+	PyThreadState *ts = depth > 0 ? PyGILState_GetThisThreadState() : NULL;
+	if (depth > 0 && !(ts && ts == _PyThreadState_UncheckedGet())) duet_depth = 0;
+	// Nested: inside an entry or another callback on this thread, which
+	// Finalize already waits for (the gate lets a nested entry in).
+	int nested = depth > 0 || outer != 0;
+	int rc = duetCallbackInvokeBare(c->handle, nested);
 	duet_depth = depth;
 	duet_entry_exc = entry_exc;
 	duet_current_cb = outer;
-	if (rc == -3) return 0; // not run: Finalize has begun, the GIL path runs it
+	if (rc == -3) return 1; // not run: Python was finalised meanwhile, as a GIL-path emission is not
 	// None, as under PyGObject; a handler that raised leaves the value as
 	// the handlers before it set it.
 	if (rc == 1 && ret && G_IS_VALUE(ret)) g_value_set_boolean(ret, FALSE);

@@ -157,6 +157,33 @@ func TryEnter() bool {
 	return false
 }
 
+// EnterNested opens an entry for Go code that runs without the GIL (a bare
+// signal handler), whose caller knows whether it is nested in an entry or
+// callback of this thread: as Enter (a nested entry goes in while Finalize
+// decides; another waits for the outcome), but it drains nothing and
+// starts nothing. Every nil return must be paired with Exit.
+func EnterNested(nested bool) error {
+	for {
+		s := gate.state.Add(1)
+		switch phaseOf(s) {
+		case Ready:
+			return nil
+		case Closing, Finalizing:
+			if nested {
+				return nil
+			}
+			gate.state.Add(-1)
+			if phaseOf(s) == Finalizing {
+				return ErrFinalized
+			}
+			waitChange()
+		default:
+			gate.state.Add(-1)
+			return ErrFinalized
+		}
+	}
+}
+
 // enterSlow handles an entry that found the phase other than Ready; the
 // caller's increment is already in s.
 func enterSlow(s int64) error {

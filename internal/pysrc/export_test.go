@@ -53,3 +53,34 @@ func PrecompileForTest(m *Module, stale bool) (restore func(), err error) {
 		}
 	}, nil
 }
+
+// DamageForTest puts into the precompiled index, for m's file, an entry
+// whose source sum is right and whose code is code (MAGIC_NUMBER first,
+// then whatever bytes); restore puts back what was there.
+func DamageForTest(m *Module, code string) (restore func()) {
+	files, _ := moduleFiles()
+	var src string
+	for _, f := range files {
+		if f.Package == m.files.pkg && f.Path == m.file {
+			src = f.Source
+		}
+	}
+	name := filename(m.files.pkg, m.file)
+	precompiledIndex()
+	precompiled.mu.Lock()
+	defer precompiled.mu.Unlock()
+	if precompiled.index == nil {
+		precompiled.index = map[string]compiled{}
+	}
+	old, had := precompiled.index[name]
+	precompiled.index[name] = compiled{sum: sourceSum(src), code: code}
+	return func() {
+		precompiled.mu.Lock()
+		defer precompiled.mu.Unlock()
+		if had {
+			precompiled.index[name] = old
+		} else {
+			delete(precompiled.index, name)
+		}
+	}
+}

@@ -484,5 +484,28 @@ func TestPrecompiledCodeIsUsedOnlyForItsOwnSource(t *testing.T) {
 		}
 		assert.Equal(t, want, compiles()-before, "compiles of plain.py when its entry is stale: %v", stale)
 	}
+	// An entry whose bytes are not this file's code (damaged, or another
+	// object marshal made) is not run: the file compiles.
+	mo, err := pygi.Eval("__import__('importlib.util').util.MAGIC_NUMBER", nil)
+	require.NoError(t, err)
+	magic, err := pygi.As[[]byte](mo)
+	require.NoError(t, err)
+	for name, body := range map[string]string{
+		"truncated marshal data": "\xe3\x00\x00",
+		"a str, not code":        "\xfa\x0bVALUE = 666",
+	} {
+		restore := pysrc.DamageForTest(plainPy, string(magic)+body)
+		pysrc.Reset()
+		before := compiles()
+		m, err := plainPy.Load()
+		restore()
+		require.NoError(t, err, name)
+		v, err := m.Attr("VALUE")
+		require.NoError(t, err, name)
+		n, err := pygi.As[int64](v)
+		require.NoError(t, err, name)
+		assert.EqualValues(t, 42, n, name)
+		assert.EqualValues(t, 1, compiles()-before, "%s: compiled from its source", name)
+	}
 	pysrc.Reset()
 }
