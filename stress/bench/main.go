@@ -116,6 +116,8 @@ func run() error {
 			measure(t.emitCFloor, 1, func() (float64, error) { return emitC("none", count(100000)) }),
 			measure(t.emit, 0, func() (float64, error) { return emitDuet(Gtk, count(100000)) }),
 			measure(t.emit, 1, pyMode("emit", 100000)),
+			measure(t.emitBare, 0, func() (float64, error) { return emitDuetTo(Gtk, count(100000), func() {}) }),
+			func() error { t.emitBare.add(t.emitBare.sides[1], last(t.emit, 1)); return nil }, // the same lambda
 			measure(t.emitFloor, 0, func() (float64, error) { return emitFloorDuet(Gtk, count(100000)) }),
 			measure(t.emitFloor, 1, pyMode("emit0", 100000)),
 			func() error {
@@ -191,11 +193,16 @@ func pyLoop(body string, n int, vars pygi.Kw) (float64, error) {
 
 // emitDuet: a Python loop emits the signal; the handler is a Go callback.
 func emitDuet(Gtk *pygi.Object, n int) (float64, error) {
+	return emitDuetTo(Gtk, n, func(*pygi.Object) {})
+}
+
+// emitDuetTo: the same loop to the Go handler fn.
+func emitDuetTo(Gtk *pygi.Object, n int, fn any) (float64, error) {
 	b, err := Gtk.CallMethod("Button", pygi.Kw{"label": "x"})
 	if err != nil {
 		return 0, err
 	}
-	if _, err := callbacks.Connect(b, "clicked", func(*pygi.Object) {}); err != nil {
+	if _, err := callbacks.Connect(b, "clicked", fn); err != nil {
 		return 0, err
 	}
 	return pyLoop("b.emit('clicked')", n, pygi.Kw{"b": b})
