@@ -31,7 +31,8 @@ var (
 // goroutine is one kept for such calls, so that an await costs no
 // goroutine start: it runs one call at a time, and a call never waits for
 // another. A thread fn locks with runtime.LockOSThread and leaves locked
-// stays with it for later calls instead of ending with it.) A
+// stays with it for later calls instead of ending with it, and fn runs
+// without the caller's pprof labels.) A
 // returned error raises GoError, a panic GoPanic, as for any callback.
 // Cancelling the awaiting task cancels ctx (fn decides when to stop; the
 // task does not wait for it). The arguments are converted as for New,
@@ -158,12 +159,20 @@ func startAsync(fv reflect.Value, name string, split func([]reflect.Value) (any,
 		capi.LoopExpect()
 	}
 	goAsync(func() {
+		var value any
+		var err error
+		returned := false
 		defer func() {
+			if !returned {
+				// runtime.Goexit in fn (t.FailNow, require.*): its await
+				// is told, not left waiting for ever.
+				err = &pygi.PanicError{Where: "Go async func " + name, Value: "runtime.Goexit (t.FailNow, require.*?) instead of a return"}
+				finishAsync(fut, name, value, err, duetLoop)
+			}
 			awaits.m.Delete(token)
 			cancel()
 		}()
-		var value any
-		err := func() (err error) {
+		err = func() (err error) {
 			defer func() {
 				if p := recover(); p != nil {
 					err = &pygi.PanicError{Where: "Go async func " + name, Value: p, Stack: string(debug.Stack())}
@@ -178,27 +187,33 @@ func startAsync(fv reflect.Value, name string, split func([]reflect.Value) (any,
 			value, err = split(out)
 			return err
 		}()
-		if !duetLoop {
-			// Another asyncio loop's future (asyncio.run in a Python
-			// thread): set on that loop, which call_soon_threadsafe wakes,
-			// from here; the UI thread may be waiting for that loop.
-			defer fut.Close()
-			settle(fut, name, value, err)
-			return
-		}
-		// Settled on the loop's thread, where the future lives (through the
-		// loop when it runs, after the Invokes fn made; here when it has
-		// stopped: nobody awaits then). Not waited for: the goroutine is
-		// free for the next call at once, and the loop's stop runs the
-		// settle if the loop has not, so nothing is left queued for a loop
-		// that may never come (the future, and what the result holds,
-		// would stay until then).
-		lifetime.PostUI(func() {
-			defer fut.Close()
-			settle(fut, name, value, err)
-		})
+		returned = true
+		finishAsync(fut, name, value, err, duetLoop)
 	})
 	return token, nil
+}
+
+// finishAsync settles an await's future with what its Go func gave.
+func finishAsync(fut *pygi.Object, name string, value any, err error, duetLoop bool) {
+	if !duetLoop {
+		// Another asyncio loop's future (asyncio.run in a Python
+		// thread): set on that loop, which call_soon_threadsafe wakes,
+		// from here; the UI thread may be waiting for that loop.
+		defer fut.Close()
+		settle(fut, name, value, err)
+		return
+	}
+	// Settled on the loop's thread, where the future lives (through the
+	// loop when it runs, after the Invokes fn made; here when it has
+	// stopped: nobody awaits then). Not waited for: the goroutine is
+	// free for the next call at once, and the loop's stop runs the
+	// settle if the loop has not, so nothing is left queued for a loop
+	// that may never come (the future, and what the result holds,
+	// would stay until then).
+	lifetime.PostUI(func() {
+		defer fut.Close()
+		settle(fut, name, value, err)
+	})
 }
 
 // starters are goroutines kept between two async calls: handing the next
@@ -218,9 +233,10 @@ var starters struct {
 }
 
 type starter struct {
-	park capi.Parker
-	wake chan struct{} // wakes it once asleep
-	job  func()        // the next call, under starters.mu
+	park  capi.Parker
+	wake  chan struct{} // wakes it once asleep
+	job   func()        // the next call, under starters.mu
+	freed bool          // park freed (the starter's goroutine only)
 }
 
 const maxIdleStarters = 2
@@ -245,7 +261,18 @@ func goAsync(job func()) {
 }
 
 func runStarter(job func()) {
+	// Every call runs without pprof labels: the first would otherwise
+	// have its caller's, which the go statement passes on, and the rest
+	// none.
+	pprof.SetGoroutineLabels(context.Background())
 	var s *starter
+	defer func() {
+		// A call that ended its goroutine (runtime.Goexit) took the
+		// starter with it: it is in nobody's idle list then.
+		if s != nil && !s.freed {
+			s.park.Free()
+		}
+	}()
 	for {
 		job()
 		// What the call left on its goroutine is not the next call's.
@@ -255,6 +282,7 @@ func runStarter(job func()) {
 			starters.mu.Unlock()
 			if s != nil {
 				s.park.Free()
+				s.freed = true
 			}
 			return
 		}

@@ -118,11 +118,23 @@ def _make_classes():
                 return int(delay * 1000) + 1
             return -1
 
+        def _running(self):
+            # Callbacks run already (a task resumed by _duet_run_ready,
+            # inside the invoke source's dispatch, that iterates the
+            # context: a modal wait, a nested GLib.MainLoop): the source is
+            # as blocked as GLib keeps it during its own dispatch, or asyncio
+            # would be entered again and refuse the second task it steps.
+            return self.loop is not None and self.loop._duet_depth > 0
+
         def prepare(self):
+            if self._running():
+                return False, -1
             t = self._timeout()
             return t == 0, t
 
         def check(self):
+            if self._running():
+                return False
             if self._timeout() == 0:
                 return True
             sel = self.loop._selector if self.loop is not None else None
@@ -134,7 +146,7 @@ def _make_classes():
 
         def dispatch(self, callback, args):
             loop = self.loop
-            if loop is not None:
+            if loop is not None and not self._running():
                 exc = loop._duet_raise
                 if exc is not None:
                     loop._duet_raise = None

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/internal/testutil"
+	"github.com/duet-gtk/duet/internal/testutil/programpoll"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -385,4 +387,101 @@ func TestAnErrorAtExitKeepsItsTraceback(t *testing.T) {
 	out, errOut, code := runLifetimeChild(t, "del-at-exit")
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	assert.Contains(t, out, "reported: ValueError: raised by __del__ at exit; traceback names the frame: true")
+}
+
+// A task resumed at once by a Go func's settle (inside the invoke source's
+// dispatch) that iterates the context, by hand or with a nested
+// GLib.MainLoop (a modal wait), does not enter asyncio again: another
+// task running meanwhile is stepped as before, not refused and lost.
+func TestATaskResumedBySettleMayIterateTheContext(t *testing.T) {
+	exc := looptest.CatchPythonExceptions(t)
+	var one *pygi.Object
+	looptest.Do(t, func(t testing.TB) {
+		var err error
+		one, err = callbacks.Async(func(ctx context.Context, n int) int { return n + 1 }, callbacks.Name("one"))
+		require.NoError(t, err)
+	})
+	main, _ := coroutine(t, `
+from gi.repository import GLib
+async def other():
+    n = 0
+    for _ in range(20):
+        await asyncio.sleep(0)
+        n += 1
+    return n
+async def main(modal):
+    task = asyncio.ensure_future(other())
+    await asyncio.sleep(0)
+    await one(1)  # the rest of this step runs in the settle
+    if modal:
+        ml = GLib.MainLoop()
+        GLib.timeout_add(30, lambda: (ml.quit(), False)[1])
+        ml.run()
+    else:
+        ctx = GLib.MainContext.default()
+        for _ in range(20):
+            ctx.iteration(False)
+    try:
+        return repr(await asyncio.wait_for(task, 5))
+    except Exception as e:
+        return type(e).__name__
+`, pygi.Kw{"one": one})
+	for _, modal := range []bool{false, true} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		r, err := eventloop.Await(ctx, main, modal)
+		cancel()
+		require.NoError(t, err, "modal %v", modal)
+		assert.Equal(t, "20", r.String(), "modal %v: the other task ran to its end", modal)
+	}
+	for _, e := range exc.All() {
+		t.Errorf("python exception:\n%s", e.Traceback)
+	}
+}
+
+func init() {
+	// A program that sets its own poll while duet's loop runs (saving
+	// duet's as the one it calls) and runs the loop again: the loop must
+	// not wrap the program's poll (each would call the other for ever).
+	lifetimeChildren["program-poll"] = func() error {
+		eventloop.Invoke(programpoll.Install)
+		eventloop.After(50*time.Millisecond, eventloop.Quit)
+		if err := eventloop.Run(context.Background()); err != nil {
+			return err
+		}
+		first := programpoll.Calls()
+		eventloop.After(50*time.Millisecond, eventloop.Quit)
+		if err := eventloop.Run(context.Background()); err != nil {
+			return err
+		}
+		fmt.Printf("the program's poll ran in both runs: %v\n", first > 0 && programpoll.Calls() > first)
+		return pygi.Finalize(context.Background())
+	}
+}
+
+func TestAProgramsOwnPollIsNotWrapped(t *testing.T) {
+	out, errOut, code := runLifetimeChild(t, "program-poll")
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	assert.Contains(t, out, "the program's poll ran in both runs: true")
+}
+
+// runtime.Goexit in a Go async func (t.FailNow or require.* in a test's
+// func) ends its await with GoPanic instead of leaving it waiting for ever.
+func TestGoexitInAnAsyncFuncEndsItsAwait(t *testing.T) {
+	var bye *pygi.Object
+	looptest.Do(t, func(t testing.TB) {
+		var err error
+		bye, err = callbacks.Async(func(ctx context.Context) int { runtime.Goexit(); return 0 }, callbacks.Name("bye"))
+		require.NoError(t, err)
+	})
+	main, _ := coroutine(t, `
+async def main():
+    try:
+        await asyncio.wait_for(bye(), 10)
+        return "returned"
+    except BaseException as e:
+        return "%s: %s" % (type(e).__name__, e)
+`, pygi.Kw{"bye": bye})
+	got := awaitText(t, main)
+	assert.Contains(t, got, "GoPanic")
+	assert.Contains(t, got, "runtime.Goexit")
 }

@@ -1,6 +1,7 @@
 // loop.c: GLib main-loop sources for duet's event loop. Sources are made
 // here in C, never through Python's GLib.idle_add (PyGObject 3.42 leaks a
 // libffi closure for each of those).
+#define _GNU_SOURCE // sched_getaffinity, CPU_COUNT
 #include <glib.h>
 #include <sched.h>
 #include <string.h>
@@ -113,11 +114,17 @@ static gint spin_stats[3];    // windows that found a post, windows that ended e
 // yield returns at once.
 #define spin_pause() sched_yield()
 
-// More than one CPU: spinning can pay. Cached; computing it twice is harmless.
+// More than one CPU this process may run on (its affinity, which GLib's
+// count of processors ignores): spinning can pay. Cached; computing it
+// twice is harmless.
 static int multi_cpu(void) {
 	static gint cpus;
 	gint n = g_atomic_int_get(&cpus);
-	if (!n) g_atomic_int_set(&cpus, n = g_get_num_processors());
+	if (!n) {
+		cpu_set_t set;
+		n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (gint)g_get_num_processors();
+		g_atomic_int_set(&cpus, n > 0 ? n : 1);
+	}
 	return n > 1;
 }
 
@@ -207,8 +214,12 @@ void duet_loop_wrap_poll(int on) {
 	GMainContext *ctx = g_main_context_default();
 	GPollFunc cur = g_main_context_get_poll_func(ctx);
 	if (on) {
-		if (cur == duet_poll) return;
-		base_poll = cur ? cur : g_poll;
+		// Only GLib's own: a program's poll may have saved duet's as the
+		// one it calls next (while an earlier run of the loop had it in),
+		// and wrapping it would make the two call each other for ever. A
+		// program with a poll of its own does without the spin.
+		if (cur != NULL && cur != g_poll) return;
+		base_poll = g_poll;
 		g_main_context_set_poll_func(ctx, duet_poll);
 		return;
 	}
@@ -342,16 +353,42 @@ void duet_parker_free(void *p) { g_free(p); }
 
 void duet_park_arm(void *p) { g_atomic_int_set((gint *)p, PARK_SPINNING); }
 
+// One starter spins at a time (park_spinner), and a spin that ended with
+// nobody taking it makes the next 2^k spins (k such spins in a row, up to
+// PARK_BACKOFF_MAX) go straight to sleep: many slow awaits in flight
+// finish far apart, and their spins would only burn CPU.
+#define PARK_BACKOFF_MAX 8
+static gint park_spinner, park_skip, park_failures;
+
 int duet_park_spin(void *v) {
 	gint *state = v;
-	if (multi_cpu()) {
-		gint64 until = g_get_monotonic_time() + PARK_SPIN_US;
-		do {
-			if (g_atomic_int_get(state) == PARK_WOKEN) goto woken;
-			spin_pause();
-		} while (g_get_monotonic_time() < until);
+	int spun = 0;
+	if (multi_cpu() && g_atomic_int_compare_and_exchange(&park_spinner, 0, 1)) {
+		gint skip = g_atomic_int_get(&park_skip);
+		if (skip > 0) {
+			g_atomic_int_set(&park_skip, skip - 1);
+		} else {
+			spun = 1;
+			gint64 until = g_get_monotonic_time() + PARK_SPIN_US;
+			do {
+				if (g_atomic_int_get(state) == PARK_WOKEN) {
+					g_atomic_int_set(&park_failures, 0);
+					g_atomic_int_set(&park_spinner, 0);
+					goto woken;
+				}
+				spin_pause();
+			} while (g_get_monotonic_time() < until);
+		}
+		g_atomic_int_set(&park_spinner, 0);
 	}
-	if (g_atomic_int_compare_and_exchange(state, PARK_SPINNING, PARK_SLEEPING)) return 0;
+	if (g_atomic_int_compare_and_exchange(state, PARK_SPINNING, PARK_SLEEPING)) {
+		if (spun) {
+			gint k = g_atomic_int_get(&park_failures);
+			if (k < PARK_BACKOFF_MAX) g_atomic_int_set(&park_failures, ++k);
+			g_atomic_int_set(&park_skip, (1 << k) - 1);
+		}
+		return 0;
+	}
 woken: // the waker set WOKEN: it touches the parker no more
 	g_atomic_int_set(state, PARK_RUNNING);
 	g_atomic_int_inc(&park_stats[0]);
