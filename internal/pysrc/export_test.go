@@ -6,15 +6,9 @@ import "github.com/duet-gtk/duet/pygi"
 // index, as made from its source or (stale) from another; restore puts
 // back what was there.
 func PrecompileForTest(m *Module, stale bool) (restore func(), err error) {
-	files, err := moduleFiles()
+	src, err := sourceOf(m)
 	if err != nil {
 		return nil, err
-	}
-	var src string
-	for _, f := range files {
-		if f.Package == m.files.pkg && f.Path == m.file {
-			src = f.Source
-		}
 	}
 	dump, err := pygi.Eval(precompileFunc, nil)
 	if err != nil {
@@ -35,6 +29,12 @@ func PrecompileForTest(m *Module, stale bool) (restore func(), err error) {
 	if stale {
 		sum = sourceSum(src + "\n# edited since\n")
 	}
+	return putEntry(name, compiled{sum: sum, code: string(code)}), nil
+}
+
+// putEntry puts e into the precompiled index under name; restore puts
+// back what was there.
+func putEntry(name string, e compiled) (restore func()) {
 	precompiledIndex()
 	precompiled.mu.Lock()
 	defer precompiled.mu.Unlock()
@@ -42,7 +42,7 @@ func PrecompileForTest(m *Module, stale bool) (restore func(), err error) {
 		precompiled.index = map[string]compiled{}
 	}
 	old, had := precompiled.index[name]
-	precompiled.index[name] = compiled{sum: sum, code: string(code)}
+	precompiled.index[name] = e
 	return func() {
 		precompiled.mu.Lock()
 		defer precompiled.mu.Unlock()
@@ -51,36 +51,27 @@ func PrecompileForTest(m *Module, stale bool) (restore func(), err error) {
 		} else {
 			delete(precompiled.index, name)
 		}
-	}, nil
+	}
+}
+
+// sourceOf is m's embedded source.
+func sourceOf(m *Module) (string, error) {
+	files, err := moduleFiles()
+	if err != nil {
+		return "", err
+	}
+	for _, f := range files {
+		if f.Package == m.files.pkg && f.Path == m.file {
+			return f.Source, nil
+		}
+	}
+	return "", nil
 }
 
 // DamageForTest puts into the precompiled index, for m's file, an entry
 // whose source sum is right and whose code is code (MAGIC_NUMBER first,
 // then whatever bytes); restore puts back what was there.
 func DamageForTest(m *Module, code string) (restore func()) {
-	files, _ := moduleFiles()
-	var src string
-	for _, f := range files {
-		if f.Package == m.files.pkg && f.Path == m.file {
-			src = f.Source
-		}
-	}
-	name := filename(m.files.pkg, m.file)
-	precompiledIndex()
-	precompiled.mu.Lock()
-	defer precompiled.mu.Unlock()
-	if precompiled.index == nil {
-		precompiled.index = map[string]compiled{}
-	}
-	old, had := precompiled.index[name]
-	precompiled.index[name] = compiled{sum: sourceSum(src), code: code}
-	return func() {
-		precompiled.mu.Lock()
-		defer precompiled.mu.Unlock()
-		if had {
-			precompiled.index[name] = old
-		} else {
-			delete(precompiled.index, name)
-		}
-	}
+	src, _ := sourceOf(m)
+	return putEntry(filename(m.files.pkg, m.file), compiled{sum: sourceSum(src), code: code})
 }
