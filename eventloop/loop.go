@@ -292,7 +292,7 @@ var backlog struct {
 	caughtUp atomic.Pointer[chan struct{}]
 	paced    atomic.Int64 // Invokes that waited (forensics' Loop.Paced)
 	// lastRun is when the loop last finished an Invoke (or began to run),
-	// as time since epoch. A loop that has finished none for StallAfter is
+	// as time since epoch. A loop that has finished none for stallAfter is
 	// stuck (in one long function, or waiting for a lock the sender holds):
 	// waiting for it would only slow the sender, a PaceFor for each Invoke,
 	// so nobody waits until it runs one again. A loop merely slow (each
