@@ -129,6 +129,7 @@ const (
 	End    Status = 2  // an iterator is exhausted
 	Err    Status = -1 // a Python exception; its Ref was returned
 	Closed Status = -2 // a Ref involved was stale
+	Slow   Status = 3  // Call0 only: take the full path (the gate's Enter, then Call)
 )
 
 // cstr, cvals and carena pass Go memory to C for the duration of one call:
@@ -203,6 +204,33 @@ func setGoText() {
 		}
 	}
 	C.duet_set_go_text(C.uintptr_t(start), C.uintptr_t(hi))
+}
+
+// The lifetime gate's word and flags live in C memory (duet.h), so that
+// Call0 can enter the gate in its own crossing; internal/lifetime owns
+// them and reaches them only through these pointers, with Go's atomics.
+// GatePhaseShift and GateReady are how C reads the word.
+const (
+	GatePhaseShift = C.DUET_GATE_SHIFT
+	GateReady      = C.DUET_GATE_READY
+)
+
+func GateState() *atomic.Int64    { return (*atomic.Int64)(unsafe.Pointer(&C.duet_gate_state)) }
+func GateDirty() *atomic.Bool     { return (*atomic.Bool)(unsafe.Pointer(&C.duet_gate_dirty)) }
+func GateUIDirty() *atomic.Bool   { return (*atomic.Bool)(unsafe.Pointer(&C.duet_gate_ui_dirty)) }
+func GateUIRunning() *atomic.Bool { return (*atomic.Bool)(unsafe.Pointer(&C.duet_gate_ui_running)) }
+
+// Call0 is Call(r, "", nil, nil, 0, 0) entering the lifetime gate itself
+// (duet_call0): a caller gets Slow when it must Enter and use Call. The
+// commonest call, and nested in a batch scope the cheapest: no gate count,
+// no PyGILState_Ensure, no pointer for cgo to check.
+func Call0(r Ref) (Ref, Status, Ref) {
+	cr := C.duet_call0(C.uintptr_t(uintptr(r.S)), C.uint64_t(r.Gen))
+	st := Status(cr.status)
+	if st == Err {
+		return Ref{}, st, goRef(cr.ref)
+	}
+	return goRef(cr.ref), st, Ref{}
 }
 
 // ReapPending reports whether threads that ended left Python states to

@@ -61,6 +61,7 @@ enum {
 	DUET_END = 2,     // iteration finished
 	DUET_ERR = -1,    // a Python exception was raised; *exc holds it as a new owned ref
 	DUET_CLOSED = -2, // a ref involved was stale
+	DUET_SLOW = 3,    // duet_call0 only: its gate fast path declined; enter the gate in Go and use duet_call
 };
 
 // Lifecycle (runtime.c). duet_init and duet_finalize must run on the same
@@ -72,6 +73,18 @@ void duet_reap_threads(void);       // delete them, here
 extern int duet_reap_pending;       // some wait
 int64_t duet_thread_states(void);   // the interpreter's thread states now
 int64_t duet_leaked_exceptions(void); // entries that left an exception set (a bug)
+
+// The lifetime gate's word and the flags an entry reads (Go's
+// internal/lifetime owns their meaning; they live here so that
+// duet_call0 can enter the gate without a crossing of its own). Go
+// updates them with its atomics through pointers (capi.Gate*), C with
+// __atomic builtins: the phase in the top byte of duet_gate_state, the
+// entries in flight below; releases queued (dirty), releases only the UI
+// thread may make (ui_dirty), the loop runs (ui_running).
+extern int64_t duet_gate_state;
+#define DUET_GATE_SHIFT 56 // lifetime's encoding (a test there holds the two equal)
+#define DUET_GATE_READY 1
+extern uint32_t duet_gate_dirty, duet_gate_ui_dirty, duet_gate_ui_running;
 
 // Batch scopes: duet_attach returns the state to hand back to duet_detach.
 int duet_attach(void);
@@ -132,6 +145,16 @@ duet_res duet_delattr(duet_ref r, const char *name, int64_t len);
 duet_res duet_hasattr(duet_ref r, const char *name, int64_t len); // n: 0 or 1
 duet_res duet_call(duet_ref r, const char *method, int64_t mlen, const duet_val *v, int64_t nv, const char *arena,
                    int64_t nargs, int64_t nkw);
+// duet_call0 is duet_call(r, NULL, 0, NULL, 0, NULL, 0, 0), the call f(),
+// taking the lifetime gate itself (ops.c says how); DUET_SLOW when Go
+// must take its full path. ref: the result or the exception, as duet_res.
+// The ref comes as its two words, the slot as an integer: cgo checks an
+// argument holding a pointer on every call, and a slot is C memory.
+typedef struct {
+	duet_ref ref;
+	int64_t status;
+} duet_res0;
+duet_res0 duet_call0(uintptr_t slot, uint64_t gen);
 duet_res duet_getitem(duet_ref r, const duet_val *v, int64_t nv, const char *arena);
 duet_res duet_setitem(duet_ref r, const duet_val *v, int64_t nv, const char *arena); // key, then value
 duet_res duet_delitem(duet_ref r, const duet_val *v, int64_t nv, const char *arena);

@@ -144,6 +144,19 @@ static int impl_hasattr(duet_ref s, const char *name, int64_t len, duet_res *res
 	return rc;
 }
 
+// ring_callee adds the called function's name to the ring's record, where
+// it is at hand without allocating.
+static void ring_callee(PyObject *o) {
+	const char *fname = NULL;
+	if (PyFunction_Check(o)) {
+		PyObject *q = ((PyFunctionObject *)o)->func_qualname;
+		if (q && PyUnicode_Check(q) && PyUnicode_IS_COMPACT_ASCII(q)) fname = (const char *)PyUnicode_DATA(q);
+	} else if (PyCFunction_Check(o)) {
+		fname = ((PyCFunctionObject *)o)->m_ml->ml_name;
+	}
+	if (fname) DUET_RING_WHAT(Py_TYPE(o)->tp_name, fname, SIZE_MAX);
+}
+
 // Arguments for a call are decoded into a small stack array when they fit.
 #define SMALL_ARGS 8
 
@@ -155,15 +168,7 @@ static int impl_call(duet_ref s, const char *method, int64_t mlen, const duet_va
 	if (method) {
 		DUET_RING_WHAT(Py_TYPE(o)->tp_name, method, mlen);
 	} else if (duet_ring_cur) {
-		// The function's name, where it is at hand without allocating.
-		const char *fname = NULL;
-		if (PyFunction_Check(o)) {
-			PyObject *q = ((PyFunctionObject *)o)->func_qualname;
-			if (q && PyUnicode_Check(q) && PyUnicode_IS_COMPACT_ASCII(q)) fname = (const char *)PyUnicode_DATA(q);
-		} else if (PyCFunction_Check(o)) {
-			fname = ((PyCFunctionObject *)o)->m_ml->ml_name;
-		}
-		if (fname) DUET_RING_WHAT(Py_TYPE(o)->tp_name, fname, SIZE_MAX);
+		ring_callee(o);
 	}
 	int rc;
 	int64_t total = nargs + nkw;
@@ -235,6 +240,65 @@ done:
 	Py_DECREF(o);
 	duet_leave(st);
 	return rc;
+}
+
+// ---- f(): the call that takes the gate itself -------------------------------
+//
+// f() is the commonest call, and the one made many times inside a batch
+// scope (pygi.WithGIL), where the scope has already entered the lifetime
+// gate and holds the GIL. duet_call0 therefore takes the gate here, in C,
+// in the same crossing:
+// - nested (a duet scope holds the GIL on this thread, under this thread's
+//   own state): Go's gate lets every nested entry in while Python exists
+//   (lifetime.enterSlow), so nothing is counted, and PyGILState_Ensure has
+//   nothing to do;
+// - otherwise one entry is counted in the gate's word, as lifetime.Enter
+//   counts it, when the phase is Ready and no release waits for an entry
+//   to drain it; in any other case DUET_SLOW sends Go down its full path
+//   (lifetime.Enter, which waits, refuses, starts or drains, then duet_call).
+
+static inline int gate_drain_due(void) {
+	if (__atomic_load_n(&duet_gate_ui_running, __ATOMIC_RELAXED)) return 0; // the loop drains, on the UI thread
+	return __atomic_load_n(&duet_gate_dirty, __ATOMIC_RELAXED) || __atomic_load_n(&duet_reap_pending, __ATOMIC_RELAXED) ||
+	       (duet_on_ui && __atomic_load_n(&duet_gate_ui_dirty, __ATOMIC_RELAXED));
+}
+
+duet_res0 duet_call0(uintptr_t slot, uint64_t gen) {
+	duet_ref r = {(duet_slot *)slot, gen};
+	duet_res0 res = {duet_no_ref, DUET_SLOW};
+	int nested = duet_depth > 0 && _PyThreadState_UncheckedGet() == PyGILState_GetThisThreadState();
+	if (!nested) {
+		int64_t s = __atomic_add_fetch(&duet_gate_state, 1, __ATOMIC_SEQ_CST);
+		if ((s >> DUET_GATE_SHIFT) != DUET_GATE_READY || gate_drain_due()) {
+			__atomic_sub_fetch(&duet_gate_state, 1, __ATOMIC_SEQ_CST);
+			return res;
+		}
+	}
+	DUET_RING("call");
+	PyGILState_STATE st = PyGILState_LOCKED;
+	if (nested)
+		duet_depth++;
+	else
+		st = duet_enter();
+	PyObject *o = duet_deref(r);
+	if (!o) {
+		res.status = DUET_CLOSED;
+	} else {
+		duet_mark_use(r);
+		if (duet_ring_cur) ring_callee(o);
+		// The reference held for the call: the callee may close r (Go code it
+		// calls) or release the GIL to a thread that does.
+		Py_INCREF(o);
+		res.status = duet_finish(PyObject_CallNoArgs(o), &res.ref, &res.ref);
+		Py_DECREF(o);
+	}
+	if (nested) {
+		duet_depth--;
+	} else {
+		duet_leave(st);
+		__atomic_sub_fetch(&duet_gate_state, 1, __ATOMIC_SEQ_CST);
+	}
+	return res;
 }
 
 static int impl_getitem(duet_ref s, const duet_val *v, int64_t nv, const char *arena, duet_res *res) {

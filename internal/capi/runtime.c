@@ -170,6 +170,10 @@ typedef struct dead_ts {
 static dead_ts *dead; // pushed by ending threads, taken whole by the reaper
 int duet_reap_pending;
 
+// The lifetime gate's word and flags (duet.h); Go owns what they mean.
+int64_t duet_gate_state;
+uint32_t duet_gate_dirty, duet_gate_ui_dirty, duet_gate_ui_running;
+
 static void thread_gone(void *p) {
 	duet_free_thread_buffers();
 	dead_ts *d = malloc(sizeof *d);

@@ -52,9 +52,11 @@ var (
 )
 
 // gate is the interpreter's phase and the number of entries in flight, in
-// one word (rule 2): the phase in the top byte, the count below.
+// one word (rule 2): the phase in the top byte, the count below. The word
+// is C memory (capi.GateState), so that capi.Call0 can count an entry in
+// the crossing it makes anyway (see duet_call0 for its rules).
 var gate struct {
-	state   atomic.Int64
+	state   *atomic.Int64
 	changed atomic.Pointer[chan struct{}] // closed when a Closing phase ends
 
 	mu      sync.Mutex // serialises Start and Finalize
@@ -62,7 +64,16 @@ var gate struct {
 	initErr error
 }
 
-const phaseShift = 56
+const phaseShift = capi.GatePhaseShift
+
+// The gate's word and the flags an entry reads are C memory, which C's
+// fast entry reads too (capi.Call0).
+func init() {
+	gate.state = capi.GateState()
+	releases.dirty = capi.GateDirty()
+	releases.uiDirty = capi.GateUIDirty()
+	ui.running = capi.GateUIRunning()
+}
 
 func phaseOf(s int64) Phase { return Phase(s >> phaseShift) }
 func countOf(s int64) int64 { return s & (1<<phaseShift - 1) }

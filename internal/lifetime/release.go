@@ -11,12 +11,12 @@ import (
 var releases struct {
 	mu    sync.Mutex
 	refs  []capi.Ref
-	dirty atomic.Bool
+	dirty *atomic.Bool // C memory (see init)
 	// forUI: after the loop, the references that only the UI thread may
 	// release (the last ones to GObjects' wrappers), set aside by
 	// drainOffUI; uiDirty says some wait.
 	forUI   []capi.Ref
-	uiDirty atomic.Bool
+	uiDirty *atomic.Bool
 
 	drained atomic.Int64
 }

@@ -28,7 +28,7 @@ func RequireMain(what string) error {
 
 // ui is what the running loop registered.
 var ui struct {
-	running  atomic.Bool                        // the loop runs: collections on the UI thread, OnUI hops there
+	running  *atomic.Bool                       // the loop runs (C memory, see init): collections on the UI thread, OnUI hops there
 	confined atomic.Bool                        // a loop has run: releases on the UI thread only, from then on
 	exec     atomic.Pointer[func(func()) error] // runs a function on the UI thread and waits
 	post     atomic.Pointer[func(func())]       // runs a function on the UI thread, later

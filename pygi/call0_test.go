@@ -1,0 +1,187 @@
+package pygi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/duet-gtk/duet/internal/lifetime"
+)
+
+// f() takes the lifetime gate in C, in its own crossing (capi.Call0), and
+// inside an attachment skips it. Either way it must answer as every other
+// call does.
+func TestCallWithoutArguments(t *testing.T) {
+	g, err := NewGlobals()
+	require.NoError(t, err)
+	require.NoError(t, Exec("def value(): return 6 * 7\ndef nothing(): pass\ndef fails(): raise ValueError('no')\n", g))
+	closed, err := g.Item("value")
+	require.NoError(t, err)
+	require.NoError(t, closed.Close())
+	fn := func(name string) *Object {
+		o, err := g.Item(name)
+		require.NoError(t, err)
+		return o
+	}
+	for _, tc := range []struct {
+		name  string
+		f     *Object
+		check func(t *testing.T, r *Object, err error)
+	}{
+		{"value", fn("value"), func(t *testing.T, r *Object, err error) {
+			require.NoError(t, err)
+			v, err := As[int](r)
+			require.NoError(t, err)
+			assert.Equal(t, 42, v)
+		}},
+		{"None", fn("nothing"), func(t *testing.T, r *Object, err error) {
+			require.NoError(t, err)
+			assert.True(t, r.IsNone())
+		}},
+		{"raises", fn("fails"), func(t *testing.T, r *Object, err error) {
+			var pe *Error
+			require.ErrorAs(t, err, &pe)
+			assert.Equal(t, "ValueError", pe.Type)
+			assert.Nil(t, r)
+			// The exception was taken: the next call is clean.
+			_, err = fn("nothing").Call()
+			assert.NoError(t, err)
+		}},
+		{"closed", closed, func(t *testing.T, r *Object, err error) {
+			assert.ErrorIs(t, err, ErrClosed)
+			assert.Nil(t, r)
+		}},
+		{"nil", nil, func(t *testing.T, r *Object, err error) {
+			assert.ErrorIs(t, err, ErrNilObject)
+		}},
+	} {
+		t.Run(tc.name+"/alone", func(t *testing.T) {
+			r, err := tc.f.Call()
+			tc.check(t, r, err)
+			assert.Equal(t, int64(0), inFlight())
+		})
+		t.Run(tc.name+"/attached", func(t *testing.T) {
+			require.NoError(t, WithGIL(func() error {
+				r, err := tc.f.Call()
+				tc.check(t, r, err)
+				assert.Equal(t, int64(1), inFlight(), "the attachment's entry, no more")
+				return nil
+			}))
+			assert.Equal(t, int64(0), inFlight())
+		})
+	}
+}
+
+// A stand-alone f() counts its entry while it runs (Finalize waits for it),
+// and gives it back.
+func TestCallWithoutArgumentsCountsItsEntry(t *testing.T) {
+	g, err := NewGlobals()
+	require.NoError(t, err)
+	require.NoError(t, Exec("import threading\nev = threading.Event()\ndef f(): ev.wait(10)\n", g))
+	f, err := g.Item("f")
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { _, err := f.Call(); done <- err }()
+	// ev.wait lets go of the GIL: the call is in flight, nothing else is.
+	require.Eventually(t, func() bool { return inFlight() == 1 }, 5*time.Second, time.Millisecond)
+	require.NoError(t, Exec("ev.set()", g))
+	require.NoError(t, <-done)
+	assert.Equal(t, int64(0), inFlight())
+}
+
+// A reference Go's collector gave back is released by the next f(), as by
+// any entry while no loop runs: the fast path steps aside for the drain.
+func TestCallWithoutArgumentsDrains(t *testing.T) {
+	f, err := Eval("lambda: None", nil)
+	require.NoError(t, err)
+	before := readStats()
+	for range 5 {
+		_, err := New([]int{1, 2, 3})
+		require.NoError(t, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for readStats().Collected-before.Collected < 5 && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	require.GreaterOrEqual(t, readStats().Collected-before.Collected, int64(5))
+	_, err = f.Call()
+	require.NoError(t, err)
+	s := readStats()
+	assert.GreaterOrEqual(t, s.Drained-before.Drained, int64(5))
+	assert.Equal(t, int64(0), s.Pending)
+}
+
+func init() {
+	// FinalizeContext gives up while a stand-alone f() is in flight (an
+	// entry C counted): the error names it; an f() made while Finalize
+	// decided waited and then ran.
+	childScenarios["finalize-waits-for-f"] = func() error {
+		g, err := NewGlobals()
+		if err != nil {
+			return err
+		}
+		if err := Exec("import threading\nev = threading.Event()\ndef f(): ev.wait(10)\ndef g(): return 1\n", g); err != nil {
+			return err
+		}
+		f, err := g.Item("f")
+		if err != nil {
+			return err
+		}
+		g2, err := g.Item("g")
+		if err != nil {
+			return err
+		}
+		waiting := make(chan error, 1)
+		go func() { _, err := f.Call(); waiting <- err }()
+		for deadline := time.Now().Add(5 * time.Second); lifetime.InFlight() != 1; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("f() never showed as in flight: %d", lifetime.InFlight())
+			}
+		}
+		entered := make(chan error, 1)
+		go func() {
+			for lifetime.Current() != lifetime.Closing {
+				time.Sleep(100 * time.Microsecond)
+			}
+			_, err := g2.Call()
+			entered <- err
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		err = Finalize(ctx)
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "1 calls in flight") {
+			return fmt.Errorf("FinalizeContext: want a deadline error naming 1 call in flight, got %v", err)
+		}
+		if err := <-entered; err != nil {
+			return fmt.Errorf("an f() made while Finalize decided saw %v, though Python stayed", err)
+		}
+		if err := Exec("ev.set()", g); err != nil {
+			return err
+		}
+		if err := <-waiting; err != nil {
+			return err
+		}
+		if err := Finalize(context.Background()); err != nil {
+			return err
+		}
+		if _, err := g2.Call(); !errors.Is(err, ErrFinalized) {
+			return fmt.Errorf("f() after Finalize: %v, want ErrFinalized", err)
+		}
+		return nil
+	}
+}
+
+func TestCallWithoutArgumentsAndFinalize(t *testing.T) {
+	out, errOut, err := runChild(t, "finalize-waits-for-f")
+	require.NoError(t, err, "exit status; stderr:\n%s", errOut)
+	assert.Contains(t, out, "ok")
+	assert.Empty(t, errOut)
+}
