@@ -485,14 +485,6 @@ const batchBudget = 2 * time.Millisecond
 
 // dispatch runs on the loop (from the invoke source): queued work, in order,
 // for about batchBudget. It says whether work is left for the next turn.
-//
-// It is re-entered: a function it runs may iterate the context (a nested
-// GLib.MainLoop, a modal wait, a task an async settle resumed), and the
-// invoke source may recurse (internal/capi/loop.c), so that Invokes, the
-// settles of Go async funcs among them, go on running inside the nested
-// loop. Every level goes on with the one carry, in order: after each
-// function the batch is read afresh, since a nested level may have
-// finished it and taken the next.
 func dispatch() (more bool) {
 	loopStats.dispatches.Add(1)
 	began := time.Now()
@@ -511,30 +503,28 @@ func dispatch() (more bool) {
 			queue.mu.Unlock()
 			carry.items, carry.next = batch, 0
 		}
-		fn := carry.items[carry.next]
-		carry.items[carry.next] = nil
-		carry.next++
-		err := runGuarded("eventloop.Invoke", func() error { fn(); return nil })
-		now := time.Now()
-		ran(now.Sub(epoch))
-		if err != nil {
-			reportError("", err)
-		}
-		if carry.next < len(carry.items) {
-			if now.Sub(began) > batchBudget {
+		items := carry.items
+		for carry.next < len(items) {
+			fn := items[carry.next]
+			items[carry.next] = nil
+			carry.next++
+			err := runGuarded("eventloop.Invoke", func() error { fn(); return nil })
+			now := time.Now()
+			ran(now.Sub(epoch))
+			if err != nil {
+				reportError("", err)
+			}
+			if carry.next < len(items) && now.Sub(began) > batchBudget {
 				return true
 			}
-			continue
 		}
-		if items := carry.items; items != nil { // nil: a nested level finished it
-			carry.items, carry.next = nil, 0
-			if cap(items) <= 1024 {
-				queue.mu.Lock()
-				queue.spare = items[:0]
-				queue.mu.Unlock()
-			}
+		carry.items, carry.next = nil, 0
+		if cap(items) <= 1024 {
+			queue.mu.Lock()
+			queue.spare = items[:0]
+			queue.mu.Unlock()
 		}
-		if now.Sub(began) > batchBudget {
+		if time.Since(began) > batchBudget {
 			queue.mu.Lock()
 			more = len(queue.items) > 0
 			queue.mu.Unlock()

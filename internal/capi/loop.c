@@ -26,8 +26,6 @@
 // priority (an idle that always returns True, an asyncio task yielding with
 // sleep(0), a tick slower than a frame) cannot keep Invokes from running.
 // An empty queue puts it back at once. Both sources live for the process.
-// The invoke source may recurse: a nested loop inside one of its functions
-// dispatches it again (see duet_loop_setup).
 
 #define INVOKE_BACKLOG_PRIORITY (G_PRIORITY_HIGH_IDLE + 21) // GDK_PRIORITY_REDRAW + 1
 #define BACKLOG_WAIT_US 4000
@@ -197,11 +195,6 @@ void duet_loop_setup(void) {
 	invoke_source *s = (invoke_source *)g_source_new(&invoke_funcs, sizeof(invoke_source));
 	g_source_set_priority(&s->base, G_PRIORITY_DEFAULT);
 	g_source_set_name(&s->base, "duet invoke");
-	// A function an Invoke runs may iterate the context (a nested main
-	// loop: a modal wait, a task resumed by an async settle); Invokes,
-	// settles among them, must go on running there. eventloop's dispatch
-	// is re-entrant.
-	g_source_set_can_recurse(&s->base, TRUE);
 	g_source_attach(&s->base, NULL);
 	restorer = g_source_new(&restore_funcs, sizeof(GSource));
 	g_source_set_priority(restorer, G_PRIORITY_DEFAULT);
