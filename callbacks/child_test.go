@@ -19,6 +19,7 @@ import (
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/forensics"
 	"github.com/duet-gtk/duet/internal/capi"
+	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/internal/pyobj"
 	"github.com/duet-gtk/duet/internal/testutil"
 	"github.com/duet-gtk/duet/pygi"
@@ -239,6 +240,23 @@ emitter.start()
 // ctypes that nothing gives back: the object outlives the interpreter, as
 // one a C library emits from would.
 func pongEmitter() (*pygi.Object, uintptr, error) {
+	return emitter(`from gi.repository import GObject
+class Emitter(GObject.Object):
+    __gsignals__ = {"pong": (GObject.SignalFlags.RUN_LAST, None, ())}
+e = Emitter()
+`)
+}
+
+// cancellable is an emitter whose signal ("cancelled") involves no Python
+// at all: a class of GLib's own, whose default handler is C (pong's, a
+// Python class's, takes the GIL).
+func cancellable() (*pygi.Object, uintptr, error) {
+	return emitter("from gi.repository import Gio\ne = Gio.Cancellable()\n")
+}
+
+// emitter runs src, which makes a GObject e, and returns e and its
+// address, with a reference of its own (the caller emits on it from C).
+func emitter(src string) (*pygi.Object, uintptr, error) {
 	if err := pygi.RequireVersion("GObject", "2.0"); err != nil {
 		return nil, 0, err
 	}
@@ -247,12 +265,8 @@ func pongEmitter() (*pygi.Object, uintptr, error) {
 		return nil, 0, err
 	}
 	defer g.Close()
-	if err := pygi.Exec(`
+	if err := pygi.Exec(src+`
 import ctypes
-from gi.repository import GObject
-class Emitter(GObject.Object):
-    __gsignals__ = {"pong": (GObject.SignalFlags.RUN_LAST, None, ())}
-e = Emitter()
 cap = e.__gpointer__
 api = ctypes.pythonapi
 api.PyCapsule_GetName.restype = ctypes.c_char_p
@@ -417,10 +431,123 @@ func bareFinalizeInside() error {
 	return pygi.Finalize(context.Background())
 }
 
+// An emission to a bare handler (or a pygi call) inside WithoutGIL inside
+// WithGIL, while Finalize decides: nested in the open WithGIL, which
+// Finalize waits for, so it goes in at once (it used to wait for Finalize,
+// which waited for it: a hang until Finalize's context ended).
+func nestedInWithoutGIL(emit bool) error {
+	e, p, err := pongEmitter()
+	if err != nil {
+		return err
+	}
+	ran := false
+	if _, err := callbacks.Connect(e, "pong", func() { ran = true }); err != nil {
+		return err
+	}
+	e.Close()
+	done := make(chan error, 1)
+	go func() {
+		done <- pygi.WithGIL(func() error {
+			var err error
+			pygi.WithoutGIL(func() {
+				for lifetime.Current() != lifetime.Closing {
+					time.Sleep(100 * time.Microsecond)
+				}
+				if emit {
+					_, err = capi.EmitN(p, "pong", 1)
+					return
+				}
+				var r *pygi.Object
+				if r, err = pygi.Eval("6*7", nil); err == nil {
+					ran = true
+					r.Close()
+				}
+			})
+			return err
+		})
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := pygi.Finalize(ctx); err != nil {
+		return fmt.Errorf("Finalize: %w", err)
+	}
+	if err := <-done; err != nil {
+		return err
+	}
+	if !ran {
+		return errors.New("the nested handler or call did not run")
+	}
+	return nil
+}
+
+// A bare handler emitted, once Finalize runs its last step, on a thread
+// other than Finalize's (nested in a Go callback a Python daemon thread
+// runs, detached) does not run: nothing would wait for it, and it would
+// outlive the interpreter (it used to, and crashed on its way out).
+func bareOnceFinalizing() error {
+	e, p, err := cancellable() // no Python in the emission but the handler's way
+	if err != nil {
+		return err
+	}
+	var ran atomic.Bool
+	if _, err := callbacks.Connect(e, "cancelled", func() error { ran.Store(true); return errors.New("late") }); err != nil {
+		return err
+	}
+	e.Close()
+	emitted := make(chan error, 1)
+	// The last step waits for the emission: the window is held open.
+	lifetime.AtFinalize(func() {
+		select {
+		case <-emitted:
+		case <-time.After(10 * time.Second):
+		}
+	})
+	cb, err := callbacks.New(func() {
+		pygi.WithoutGIL(func() {
+			for lifetime.Current() != lifetime.Finalizing {
+				time.Sleep(100 * time.Microsecond)
+			}
+			_, err := capi.EmitN(p, "cancelled", 1)
+			emitted <- err
+			select {} // never back into the dying interpreter
+		})
+	}, callbacks.Name("daemon_cb"))
+	if err != nil {
+		return err
+	}
+	g, err := pygi.NewGlobals()
+	if err != nil {
+		return err
+	}
+	if err := g.SetItem("cb", cb); err != nil {
+		return err
+	}
+	if err := pygi.Exec("import threading\nthreading.Thread(target=cb, daemon=True).start()\n", g); err != nil {
+		return err
+	}
+	g.Close()
+	cb.Close()
+	if err := pygi.Finalize(context.Background()); err != nil {
+		return err
+	}
+	select {
+	case err := <-emitted:
+		return fmt.Errorf("the emission's outcome was not taken by the hook: %v", err)
+	default:
+	}
+	if ran.Load() {
+		return errors.New("the bare handler ran while Python was being finalised, on another thread")
+	}
+	return nil
+}
+
 var scenarios = map[string]func() error{
 	"bare-holds-finalize":  bareHoldsFinalizeBack,
 	"bare-finalize-inside": bareFinalizeInside,
 	"bare-while-deciding":  bareWhileFinalizeDecides,
+	"bare-in-withoutgil":   func() error { return nestedInWithoutGIL(true) },
+	"call-in-withoutgil":   func() error { return nestedInWithoutGIL(false) },
+	"bare-once-finalizing": bareOnceFinalizing,
 	"bare-subinterpreter":  bareAfterSubinterpreter,
 	"capsule-bare":         func() error { return connectedBareThenEmitted(false) },
 	"broken-bare":          func() error { return connectedBareThenEmitted(true) },
@@ -523,6 +650,18 @@ func TestBareHandlerAndFinalize(t *testing.T) {
 	})
 	t.Run("after a sub-interpreter, inside an entry", func(t *testing.T) {
 		out, errOut, err := runChild(t, "bare-subinterpreter")
+		require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
+		assert.Contains(t, out, "ok")
+	})
+	for _, name := range []string{"bare-in-withoutgil", "call-in-withoutgil"} {
+		t.Run("nested in WithoutGIL while Finalize decides: "+name, func(t *testing.T) {
+			out, errOut, err := runChild(t, name)
+			require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
+			assert.Contains(t, out, "ok")
+		})
+	}
+	t.Run("once Finalize runs its last step, not on another thread", func(t *testing.T) {
+		out, errOut, err := runChild(t, "bare-once-finalizing")
 		require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
 		assert.Contains(t, out, "ok")
 	})

@@ -262,6 +262,23 @@ func Attached() bool { return C.duet_attached() != 0 }
 // attached or not (a bare signal handler runs without the GIL).
 func InCallback() bool { return C.duet_in_callback() != 0 }
 
+// Nested reports whether the calling OS thread is inside something of
+// duet's that is still open: attached, in a Go callback, or detached
+// (WithoutGIL) from an entry or callback that has not returned.
+func Nested() bool { return C.duet_nested() != 0 }
+
+// MarkFinalizer marks (or unmarks) the calling OS thread as the one that
+// runs Finalize's last step; OnFinalizer reports whether it is.
+func MarkFinalizer(on bool) {
+	v := C.int(0)
+	if on {
+		v = 1
+	}
+	C.duet_mark_finalizer(v)
+}
+
+func OnFinalizer() bool { return C.duet_on_finalizer() != 0 }
+
 // IsMainThread reports whether the calling OS thread is the process's main
 // thread.
 func IsMainThread() bool { return C.duet_is_main_thread() != 0 }

@@ -94,6 +94,9 @@ void duet_detach(int state);
 // per-thread count, not PyGILState_Check (see duet_impl.h).
 int duet_attached(void);
 int duet_in_callback(void); // a Go callback runs on this thread (bare ones too)
+int duet_nested(void);       // attached, in a Go callback, or detached from an entry still open (runtime.c)
+void duet_mark_finalizer(int on); // this thread runs Finalize's last step (1), or no longer (0)
+int duet_on_finalizer(void);
 // Detach while blocking (attached on entry); *depth carries duet's count
 // over to duet_restore_thread, on the same thread.
 void *duet_save_thread(int *depth);

@@ -413,9 +413,10 @@ static int closure_marshal_bare(duet_closure *c, GValue *ret, guint n, const GVa
 	// sub-interpreter has existed (it then says yes to everyone).
 	PyThreadState *ts = depth > 0 ? PyGILState_GetThisThreadState() : NULL;
 	if (depth > 0 && !(ts && ts == _PyThreadState_UncheckedGet())) duet_depth = 0;
-	// Nested: inside an entry or another callback on this thread, which
-	// Finalize already waits for (the gate lets a nested entry in).
-	int nested = depth > 0 || outer != 0;
+	// Nested: inside an entry or another callback on this thread, or
+	// detached from one (WithoutGIL), which Finalize already waits for
+	// (the gate lets a nested entry in).
+	int nested = depth > 0 || outer != 0 || duet_nested();
 	int rc = duetCallbackInvokeBare(c->handle, nested);
 	duet_depth = depth;
 	duet_entry_exc = entry_exc;

@@ -244,16 +244,37 @@ int duet_attach(void) { return (int)duet_enter(); }
 void duet_detach(int state) { duet_leave((PyGILState_STATE)state); }
 
 // Detaching hands the depth to the caller (restored by duet_restore_thread):
-// while detached this thread holds nothing.
+// while detached this thread holds nothing, but what it detached from is
+// still open (duet_detached counts it, for duet_nested).
+static __thread int duet_detached;
+
 void *duet_save_thread(int *depth) {
 	*depth = duet_depth;
+	duet_detached += duet_depth;
 	duet_depth = 0;
 	return PyEval_SaveThread();
 }
 
 void duet_restore_thread(void *ts, int depth) {
 	PyEval_RestoreThread((PyThreadState *)ts);
+	duet_detached -= depth;
 	duet_depth = depth;
+}
+
+// duet_nested: this thread is inside something Python-side that is still
+// open, which Finalize waits for or which runs inside Finalize itself: an
+// attachment, a Go callback (bare or not), or an entry it detached from
+// (WithoutGIL inside WithGIL or a callback).
+int duet_nested(void) { return duet_attached() || duet_current_cb != 0 || duet_detached > 0; }
+
+// The thread that runs Finalize's last step (its drains, the AtFinalize
+// hooks, Py_FinalizeEx): Go code nested there is the only Go code that may
+// still run once Finalize stops waiting for entries (lifetime.EnterNested).
+static pid_t finalizer_tid;
+void duet_mark_finalizer(int on) { __atomic_store_n(&finalizer_tid, on ? (pid_t)syscall(SYS_gettid) : 0, __ATOMIC_SEQ_CST); }
+int duet_on_finalizer(void) {
+	pid_t f = __atomic_load_n(&finalizer_tid, __ATOMIC_SEQ_CST);
+	return f != 0 && f == (pid_t)syscall(SYS_gettid);
 }
 
 // ---- which thread is which ------------------------------------------------------

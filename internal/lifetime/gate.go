@@ -170,24 +170,34 @@ func TryEnter() bool {
 
 // EnterNested opens an entry for Go code that runs without the GIL (a bare
 // signal handler), whose caller knows whether it is nested in an entry or
-// callback of this thread: as Enter (a nested entry goes in while Finalize
-// decides; another waits for the outcome), but it drains nothing and
-// starts nothing. Every nil return must be paired with Exit.
+// callback of this thread (or detached from one): as Enter (a nested entry
+// goes in while Finalize decides; another waits for the outcome; once
+// Finalize runs its last step, only one nested there goes in), but it
+// drains nothing and starts nothing. Every nil return must be paired with
+// Exit.
 func EnterNested(nested bool) error {
 	for {
 		s := gate.state.Add(1)
 		switch phaseOf(s) {
 		case Ready:
 			return nil
-		case Closing, Finalizing:
+		case Closing:
 			if nested {
+				return nil // what it is nested in is counted: Finalize waits for both
+			}
+			gate.state.Add(-1)
+			waitChange()
+		case Finalizing:
+			// Finalize no longer waits for entries: only Go code nested in
+			// its own last step (a __del__ or atexit function calling
+			// Go, a widget's dispose emitting) may still run. Nested in a
+			// Go callback of a Python thread elsewhere, the handler would
+			// outlive the interpreter.
+			if nested && capi.OnFinalizer() {
 				return nil
 			}
 			gate.state.Add(-1)
-			if phaseOf(s) == Finalizing {
-				return ErrFinalized
-			}
-			waitChange()
+			return ErrFinalized
 		default:
 			gate.state.Add(-1)
 			return ErrFinalized
@@ -203,8 +213,10 @@ func enterSlow(s int64) error {
 		case Ready:
 			return nil
 		case Closing:
-			if capi.Attached() || capi.InCallback() {
-				return nil // nested in something in flight (rule 3): a bare handler is an entry
+			if capi.Nested() {
+				// Nested in something in flight (rule 3), attached or
+				// detached from it (WithoutGIL): a bare handler is an entry.
+				return nil
 			}
 			gate.state.Add(-1)
 			waitChange()
@@ -317,6 +329,8 @@ func Finalize(ctx context.Context, onThread func(func())) error {
 	endClosing()
 	flushed := true
 	onThread(func() {
+		capi.MarkFinalizer(true)
+		defer capi.MarkFinalizer(false)
 		drain() // nothing unattached is in flight: Finalize waited for it
 		runAtFinalize()
 		drain()
