@@ -212,6 +212,11 @@ func finishAsync(fut *pygi.Object, name string, value any, err error, duetLoop b
 	// would stay until then).
 	lifetime.PostUI(func() {
 		defer fut.Close()
+		// The awaiting task resumes inside the settle (eventloop's
+		// asyncio: _duet_run_ready), in the invoke source's dispatch. A
+		// nested main loop it runs (a modal wait) gets Invokes there, as
+		// in the asyncio source's dispatch, where it resumes otherwise.
+		defer capi.LoopAllowNested(capi.LoopAllowNested(true))
 		settle(fut, name, value, err)
 	})
 }

@@ -438,6 +438,59 @@ async def main(modal):
 	}
 }
 
+// A task that a Go func's settle resumed (inside the invoke source's
+// dispatch) and that runs a nested main loop (a modal wait) still gets
+// Invokes there, as after asyncio.sleep(0): here the very Invoke that ends
+// the wait.
+func TestANestedLoopAfterAnAwaitGetsInvokes(t *testing.T) {
+	var one, quitLater *pygi.Object
+	looptest.Do(t, func(t testing.TB) {
+		var err error
+		one, err = callbacks.Async(func(ctx context.Context) int { return 1 }, callbacks.Name("one"))
+		require.NoError(t, err)
+		quitLater, err = callbacks.New(func(ml *pygi.Object) {
+			ml, err := ml.Clone()
+			if err != nil {
+				panic(err)
+			}
+			go func() {
+				time.Sleep(20 * time.Millisecond)
+				eventloop.Invoke(func() {
+					if _, err := ml.CallMethod("quit"); err != nil {
+						panic(err)
+					}
+				})
+			}()
+		}, callbacks.Name("quit_later"))
+		require.NoError(t, err)
+	})
+	main, _ := coroutine(t, `
+from gi.repository import GLib
+def modal():
+    ml = GLib.MainLoop()
+    quit_later(ml)
+    def fallback():
+        ml.quit()
+        modal.timed_out = True
+        return False
+    modal.timed_out = False
+    src = GLib.timeout_add(10000, fallback)
+    ml.run()
+    if not modal.timed_out:
+        GLib.source_remove(src)
+    return "timed out" if modal.timed_out else "quit by the Invoke"
+async def main(go):
+    if go:
+        await one()  # the rest of this step runs in the settle, an Invoke
+    else:
+        await asyncio.sleep(0)
+    return modal()
+`, pygi.Kw{"one": one, "quit_later": quitLater})
+	for _, goFunc := range []bool{true, false} {
+		assert.Equal(t, "quit by the Invoke", awaitText(t, main, goFunc), "after awaiting a Go func: %v", goFunc)
+	}
+}
+
 func init() {
 	// A program that sets its own poll while duet's loop runs (saving
 	// duet's as the one it calls) and runs the loop again: the loop must

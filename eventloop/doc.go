@@ -24,6 +24,12 @@
 // paced: past [PaceAbove] queued Invokes, a goroutine's Invoke waits (at
 // most [PaceFor], and never on the UI thread or holding the GIL) for the
 // loop to catch up, and the backlog stays a few milliseconds of work.
+// A nested main loop run inside an Invoke'd function (a modal wait in
+// Python code it calls) gets no Invokes until the function returns, as
+// GLib keeps any source from running inside its own dispatch: run modal
+// waits from a handler, a timer or an asyncio task instead. A task that a
+// Go async func's result resumed may: it runs as it would in the asyncio
+// source's dispatch, where Invokes do reach a nested loop.
 // After and Every are timers backed by GLib timeout sources; Cancel is safe
 // from any goroutine, also while the timer's function runs, and once it
 // returns the function does not run again.

@@ -485,6 +485,14 @@ const batchBudget = 2 * time.Millisecond
 
 // dispatch runs on the loop (from the invoke source): queued work, in order,
 // for about batchBudget. It says whether work is left for the next turn.
+//
+// It may be re-entered: a task that an async settle resumed, inside this
+// dispatch, may run a nested main loop (a modal wait), and the invoke
+// source recurses there (internal/capi/loop.c, capi.LoopAllowNested), so
+// that Invokes, the one ending the wait among them, run inside it. Every
+// level goes on with the one carry, in order: after each function the
+// batch is read afresh, since a nested level may have finished it and
+// taken the next.
 func dispatch() (more bool) {
 	loopStats.dispatches.Add(1)
 	began := time.Now()
@@ -503,28 +511,30 @@ func dispatch() (more bool) {
 			queue.mu.Unlock()
 			carry.items, carry.next = batch, 0
 		}
-		items := carry.items
-		for carry.next < len(items) {
-			fn := items[carry.next]
-			items[carry.next] = nil
-			carry.next++
-			err := runGuarded("eventloop.Invoke", func() error { fn(); return nil })
-			now := time.Now()
-			ran(now.Sub(epoch))
-			if err != nil {
-				reportError("", err)
-			}
-			if carry.next < len(items) && now.Sub(began) > batchBudget {
+		fn := carry.items[carry.next]
+		carry.items[carry.next] = nil
+		carry.next++
+		err := runGuarded("eventloop.Invoke", func() error { fn(); return nil })
+		now := time.Now()
+		ran(now.Sub(epoch))
+		if err != nil {
+			reportError("", err)
+		}
+		if carry.next < len(carry.items) {
+			if now.Sub(began) > batchBudget {
 				return true
 			}
+			continue
 		}
-		carry.items, carry.next = nil, 0
-		if cap(items) <= 1024 {
-			queue.mu.Lock()
-			queue.spare = items[:0]
-			queue.mu.Unlock()
+		if items := carry.items; items != nil { // nil: a nested level finished it
+			carry.items, carry.next = nil, 0
+			if cap(items) <= 1024 {
+				queue.mu.Lock()
+				queue.spare = items[:0]
+				queue.mu.Unlock()
+			}
 		}
-		if time.Since(began) > batchBudget {
+		if now.Sub(began) > batchBudget {
 			queue.mu.Lock()
 			more = len(queue.items) > 0
 			queue.mu.Unlock()

@@ -39,12 +39,29 @@ typedef struct {
 static invoke_source *invoker;
 static GSource *restorer;
 
-static gboolean inv_prepare(GSource *s, gint *timeout) {
-	*timeout = -1;
-	return g_atomic_int_get(&((invoke_source *)s)->pending);
+// The source may recurse, but only where duet says so: a nested main loop
+// run by what a dispatch runs gets no Invokes (as GLib blocks a source in
+// its own dispatch), except inside an async settle (duet_loop_allow_nested),
+// where the task it resumes runs as it would in the asyncio source's
+// dispatch, in which a nested loop does get Invokes (a modal wait after an
+// await must still receive the Invokes that end it). UI thread only.
+static int inv_depth;     // invoke dispatches on the stack
+static int inv_nested_ok; // what runs now may run a loop that dispatches Invokes
+
+static int inv_blocked(void) { return inv_depth > 0 && !inv_nested_ok; }
+
+int duet_loop_allow_nested(int on) {
+	int was = inv_nested_ok;
+	inv_nested_ok = on;
+	return was;
 }
 
-static gboolean inv_check(GSource *s) { return g_atomic_int_get(&((invoke_source *)s)->pending); }
+static gboolean inv_prepare(GSource *s, gint *timeout) {
+	*timeout = -1;
+	return !inv_blocked() && g_atomic_int_get(&((invoke_source *)s)->pending);
+}
+
+static gboolean inv_check(GSource *s) { return !inv_blocked() && g_atomic_int_get(&((invoke_source *)s)->pending); }
 
 static void set_backlog(invoke_source *inv, int on) {
 	if (on) g_source_set_ready_time(restorer, g_get_monotonic_time() + BACKLOG_WAIT_US);
@@ -56,8 +73,16 @@ static void set_backlog(invoke_source *inv, int on) {
 
 static gboolean inv_dispatch(GSource *s, GSourceFunc cb, gpointer data) {
 	invoke_source *inv = (invoke_source *)s;
+	if (inv_blocked()) return G_SOURCE_CONTINUE; // prepare and check said no
 	g_atomic_int_set(&inv->pending, 0);
+	// Each level decides afresh: what this dispatch runs may not nest
+	// Invokes unless it says so (a settle does).
+	int nested_ok = inv_nested_ok;
+	inv_nested_ok = 0;
+	inv_depth++;
 	int more = duetLoopDispatch();
+	inv_depth--;
+	inv_nested_ok = nested_ok;
 	if (more) g_atomic_int_set(&inv->pending, 1); // the rest, next turn
 	set_backlog(inv, more);
 	return G_SOURCE_CONTINUE;
@@ -195,6 +220,7 @@ void duet_loop_setup(void) {
 	invoke_source *s = (invoke_source *)g_source_new(&invoke_funcs, sizeof(invoke_source));
 	g_source_set_priority(&s->base, G_PRIORITY_DEFAULT);
 	g_source_set_name(&s->base, "duet invoke");
+	g_source_set_can_recurse(&s->base, TRUE); // where it may, inv_blocked says
 	g_source_attach(&s->base, NULL);
 	restorer = g_source_new(&restore_funcs, sizeof(GSource));
 	g_source_set_priority(restorer, G_PRIORITY_DEFAULT);

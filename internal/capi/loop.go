@@ -44,6 +44,18 @@ func duetTimerFire(handle C.uintptr_t) C.int {
 // LoopSetup attaches the invoke source to the default main context (once).
 func LoopSetup() { C.duet_loop_setup() }
 
+// LoopAllowNested says whether what runs now, inside the invoke source's
+// dispatch, may run a nested main loop that dispatches Invokes (an async
+// settle's resumed task may), and returns the previous setting, to be put
+// back. UI thread only.
+func LoopAllowNested(on bool) bool {
+	v := C.int(0)
+	if on {
+		v = 1
+	}
+	return C.duet_loop_allow_nested(v) != 0
+}
+
 // LoopWrapPoll puts the loop's spin (LoopExpect) around the default
 // context's poll (on), or gives the context back its own poll (off); the
 // UI thread, around a run of the loop.

@@ -36,6 +36,9 @@ int duet_loop_own_default(void);
 // duetTimerFire(handle) at each expiry until it returns FALSE.
 void *duet_timer_new(uintptr_t handle, uint64_t interval_ms);
 void duet_timer_release(void *source);
+// Whether what runs now (inside an invoke dispatch) may run a nested main
+// loop that dispatches Invokes; returns the previous setting. UI thread.
+int duet_loop_allow_nested(int on);
 // GLib's log messages (loop.c): duet's writer, unless gotk4's is linked in.
 int duet_log_gotk4(void);
 void duet_log_install(void);
