@@ -192,3 +192,31 @@ def garbage(n):
 	n, _ := pygi.As[int64](r)
 	assert.Zero(t, n, "collections ran off the UI thread")
 }
+
+// The same for garbage made by many small calls inside one attachment on
+// a goroutine: each call's exit tells the loop when a collection is due
+// (f() inside an attachment takes a shorter way in, and still does), and
+// the loop collects while the batch runs.
+func TestCollectionsFollowAllocationInsideAnAttachment(t *testing.T) {
+	g, err := pygi.NewGlobals()
+	require.NoError(t, err)
+	defer g.Close()
+	require.NoError(t, pygi.Exec("def cycle():\n    x = [None] * 20\n    x[0] = x\n", g))
+	f, err := g.Item("cycle")
+	require.NoError(t, err)
+	before := forensics.ReadStats().Loop.Collections
+	var during int64
+	require.NoError(t, pygi.WithGIL(func() error {
+		for i := 1; i <= 300_000; i++ {
+			if _, err := f.Call(); err != nil {
+				return err
+			}
+			if i%1000 == 0 && forensics.ReadStats().Loop.Collections > before {
+				during = forensics.ReadStats().Loop.Collections - before
+				return nil // the loop collected while the batch ran
+			}
+		}
+		return nil
+	}))
+	assert.Positive(t, during, "the loop collected while the attachment's calls made cycles")
+}

@@ -119,7 +119,57 @@ func TestCallWithoutArgumentsDrains(t *testing.T) {
 	assert.Equal(t, int64(0), s.Pending)
 }
 
+// Inside an attachment, f() results that Go's collector gives back are
+// still released along the way (the nested fast path steps aside for the
+// drain, as any entry drains): a long batch does not pile them up.
+func TestCallWithoutArgumentsDrainsInsideAnAttachment(t *testing.T) {
+	f, err := Eval("lambda: [1, 2, 3]", nil)
+	require.NoError(t, err)
+	require.NoError(t, Drain())
+	before := readStats()
+	var pending int64
+	require.NoError(t, WithGIL(func() error {
+		for i := 1; i <= 200_000; i++ {
+			if _, err := f.Call(); err != nil { // dropped: the collector queues it
+				return err
+			}
+			if i%20_000 == 0 {
+				runtime.GC()
+				time.Sleep(time.Millisecond) // the cleanups run
+				pending = max(pending, readStats().Pending)
+			}
+		}
+		return nil
+	}))
+	s := readStats()
+	require.Greater(t, s.Collected-before.Collected, int64(100_000), "the collector gave most results back inside the scope")
+	// At most what came back since the last call: a collection's worth.
+	assert.Less(t, pending, int64(100_000), "released inside the scope, not piled up for its end")
+}
+
 func init() {
+	// Finalize inside WithoutGIL inside WithGIL is inside a call: it is
+	// refused at once (it used to wait for the WithGIL around it).
+	childScenarios["finalize-inside-withoutgil"] = func() error {
+		if _, err := Eval("1", nil); err != nil {
+			return err
+		}
+		var ferr error
+		if err := WithGIL(func() error {
+			WithoutGIL(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				ferr = Finalize(ctx)
+			})
+			return nil
+		}); err != nil {
+			return err
+		}
+		if !errors.Is(ferr, ErrInsideCall) {
+			return fmt.Errorf("Finalize inside WithoutGIL inside WithGIL: %v, want ErrInsideCall", ferr)
+		}
+		return Finalize(context.Background())
+	}
 	// FinalizeContext gives up while a stand-alone f() is in flight (an
 	// entry C counted): the error names it; an f() made while Finalize
 	// decided waited and then ran.
@@ -180,8 +230,12 @@ func init() {
 }
 
 func TestCallWithoutArgumentsAndFinalize(t *testing.T) {
-	out, errOut, err := runChild(t, "finalize-waits-for-f")
-	require.NoError(t, err, "exit status; stderr:\n%s", errOut)
-	assert.Contains(t, out, "ok")
-	assert.Empty(t, errOut)
+	for _, name := range []string{"finalize-waits-for-f", "finalize-inside-withoutgil"} {
+		t.Run(name, func(t *testing.T) {
+			out, errOut, err := runChild(t, name)
+			require.NoError(t, err, "exit status; stderr:\n%s", errOut)
+			assert.Contains(t, out, "ok")
+			assert.Empty(t, errOut)
+		})
+	}
 }

@@ -292,10 +292,11 @@ func Finalize(ctx context.Context) error {
 	if lifetime.LoopRunning() {
 		return ErrLoopRunning
 	}
-	if lifetime.Current() == lifetime.Ready && (capi.Attached() || capi.InCallback()) {
+	if lifetime.Current() == lifetime.Ready && capi.Nested() {
 		// On any thread: this scope holds the GIL, or a Go callback (a
 		// bare signal handler holds none) returns into an emission whose
-		// other handlers may be Python's.
+		// other handlers may be Python's, or it is detached (WithoutGIL)
+		// from an entry that Finalize would wait for.
 		return ErrInsideCall
 	}
 	var onThread func(func())

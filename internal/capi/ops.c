@@ -251,7 +251,10 @@ done:
 // - nested (a duet scope holds the GIL on this thread, under this thread's
 //   own state): Go's gate lets every nested entry in while Python exists
 //   (lifetime.enterSlow), so nothing is counted, and PyGILState_Ensure has
-//   nothing to do;
+//   nothing to do; but releases due to be drained send it down Go's path
+//   (an entry drains, nested or not: a long batch of calls must not pile
+//   up what Go's collector gave back), and its exit still tells the loop
+//   when a collection is due (duet_gc_poke, as every entry's exit does);
 // - otherwise one entry is counted in the gate's word, as lifetime.Enter
 //   counts it, when the phase is Ready and no release waits for an entry
 //   to drain it; in any other case DUET_SLOW sends Go down its full path
@@ -267,7 +270,9 @@ duet_res0 duet_call0(uintptr_t slot, uint64_t gen) {
 	duet_ref r = {(duet_slot *)slot, gen};
 	duet_res0 res = {duet_no_ref, DUET_SLOW};
 	int nested = duet_depth > 0 && _PyThreadState_UncheckedGet() == PyGILState_GetThisThreadState();
-	if (!nested) {
+	if (nested) {
+		if (gate_drain_due()) return res;
+	} else {
 		int64_t s = __atomic_add_fetch(&duet_gate_state, 1, __ATOMIC_SEQ_CST);
 		if ((s >> DUET_GATE_SHIFT) != DUET_GATE_READY || gate_drain_due()) {
 			__atomic_sub_fetch(&duet_gate_state, 1, __ATOMIC_SEQ_CST);
@@ -294,6 +299,7 @@ duet_res0 duet_call0(uintptr_t slot, uint64_t gen) {
 	}
 	if (nested) {
 		duet_depth--;
+		duet_gc_poke();
 	} else {
 		duet_leave(st);
 		__atomic_sub_fetch(&duet_gate_state, 1, __ATOMIC_SEQ_CST);
