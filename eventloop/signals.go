@@ -219,9 +219,14 @@ func (h *signalHandling) stillArmedFor(sig syscall.Signal) bool {
 // already.
 func (h *signalHandling) runHandler(sig syscall.Signal) {
 	err := runPythonSignalHandlers()
+	// PyGObject's own SIGINT handler (a nested GLib.MainLoop's run
+	// installs it over the default one) quits that loop and raises the
+	// signal's KeyboardInterrupt only when the loop's run returns: it is
+	// still the signal's when it comes out into Go, later.
+	later := sig == syscall.SIGINT && err == nil && pygobjectRaisesLater()
 	h.mu.Lock()
 	h.cameBack(sig)
-	if sig == syscall.SIGINT {
+	if sig == syscall.SIGINT && !later {
 		h.sigint = false
 	}
 	h.mu.Unlock()
@@ -316,6 +321,22 @@ func keyboardInterrupt() {
 	if ours {
 		h.quit(syscall.SIGINT, nil)
 	}
+}
+
+// pygobjectRaisesLater reports whether PyGObject's SIGINT fallback (gi's
+// _ossighelper, active while a main loop it runs is nested in Python
+// code) has been called and will raise KeyboardInterrupt as its loop
+// returns. UI thread.
+func pygobjectRaisesLater() bool {
+	// Its handler is still the one installed (it is put back as the
+	// loop's run returns), and it was called.
+	r, err := pygi.Eval(`(lambda sys, signal: getattr(sys.modules.get("gi._ossighelper"), "_sigint_called", False) is True and `+
+		`getattr(signal.getsignal(signal.SIGINT), "__module__", None) == "gi._ossighelper")(__import__("sys"), __import__("signal"))`, nil)
+	if err != nil {
+		return false
+	}
+	v, err := pygi.As[bool](r)
+	return err == nil && v
 }
 
 // runPythonSignalHandlers runs the Python handlers of signals that have

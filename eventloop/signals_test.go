@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/internal/testutil"
 	"github.com/duet-gtk/duet/pygi"
@@ -193,6 +194,55 @@ GLib.idle_add(stuck)
 		fmt.Println("nested loop interrupted")
 		return pygi.Finalize(context.Background())
 	},
+	// The same nested loop run by an asyncio task, after it awaited a Go
+	// async func (it goes on inside the settle, where Invokes reach the
+	// nested loop, the SIGINT's own among them) or asyncio.sleep(0).
+	"nested-mainloop-after-go-await": func() error { return modalInTask(true) },
+	"nested-mainloop-after-sleep0":   func() error { return modalInTask(false) },
+}
+
+func modalInTask(goFunc bool) error {
+	one, err := callbacks.Async(func(ctx context.Context) int { return 1 }, callbacks.Name("one"))
+	if err != nil {
+		return err
+	}
+	var b pygi.Block
+	g := b.Globals(pygi.Kw{"one": one})
+	b.Exec(`
+import asyncio
+from gi.repository import GLib
+async def main(go):
+    if go:
+        await one()
+    else:
+        await asyncio.sleep(0)
+    ml = GLib.MainLoop()
+    GLib.idle_add(lambda: print('ready', flush=True))
+    try:
+        ml.run()
+    except KeyboardInterrupt:
+        print('nested loop interrupted', flush=True)
+        raise
+def start(go):
+    global task
+    task = asyncio.get_running_loop().create_task(main(go))
+`, g)
+	start := b.Item(g, "start")
+	if err := b.Err(); err != nil {
+		return err
+	}
+	eventloop.Invoke(func() {
+		if _, err := start.Call(goFunc); err != nil {
+			fmt.Println("start:", err)
+		}
+	})
+	err = eventloop.Run(context.Background())
+	var se *eventloop.SignalError
+	if !errors.As(err, &se) || se.Signal != syscall.SIGINT {
+		return fmt.Errorf("want a SIGINT SignalError, got %v", err)
+	}
+	fmt.Println("the loop quit on SIGINT")
+	return pygi.Finalize(context.Background())
 }
 
 // signalTable is every signal's disposition as Python sees it.
@@ -287,6 +337,11 @@ func TestSignals(t *testing.T) {
 		{"loop-stuck-sigterm", []syscall.Signal{syscall.SIGTERM}, 0, syscall.SIGTERM, "", 10 * time.Second},
 		{"loop-stuck-second-signal", []syscall.Signal{syscall.SIGINT, syscall.SIGINT}, 0, syscall.SIGINT, "", 10 * time.Second},
 		{"nested-python-mainloop", []syscall.Signal{syscall.SIGINT}, 0, 0, "nested loop interrupted", 10 * time.Second},
+		// The KeyboardInterrupt leaves the asyncio source (which drops it,
+		// as await_test.go says), so the loop's end waits its asyncio grace
+		// for tasks that cannot run: about 5 s, not a hang.
+		{"nested-mainloop-after-go-await", []syscall.Signal{syscall.SIGINT}, 0, 0, "nested loop interrupted\nthe loop quit on SIGINT", 10 * time.Second},
+		{"nested-mainloop-after-sleep0", []syscall.Signal{syscall.SIGINT}, 0, 0, "nested loop interrupted\nthe loop quit on SIGINT", 10 * time.Second},
 		{"go-busy", []syscall.Signal{syscall.SIGINT}, 0, syscall.SIGINT, "", 10 * time.Second},
 		{"sigint-ignored", []syscall.Signal{syscall.SIGINT}, 0, 0, "still here", 10 * time.Second},
 	} {
