@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "_cgo_export.h"
+#include "duet.h"
 #include "loop.h"
 
 // ---- the invoke source --------------------------------------------------------
@@ -51,6 +52,9 @@ static int inv_nested_ok; // what runs now may run a loop that dispatches Invoke
 static int inv_blocked(void) { return inv_depth > 0 && !inv_nested_ok; }
 
 int duet_loop_allow_nested(int on) {
+	// Elsewhere (a settle run on its goroutine once the loop has
+	// stopped) there is no dispatch to say anything about.
+	if (!duet_on_ui_thread()) return 0;
 	int was = inv_nested_ok;
 	inv_nested_ok = on;
 	return was;

@@ -47,7 +47,7 @@ func LoopSetup() { C.duet_loop_setup() }
 // LoopAllowNested says whether what runs now, inside the invoke source's
 // dispatch, may run a nested main loop that dispatches Invokes (an async
 // settle's resumed task may), and returns the previous setting, to be put
-// back. UI thread only.
+// back. Elsewhere it does nothing (and returns false).
 func LoopAllowNested(on bool) bool {
 	v := C.int(0)
 	if on {
