@@ -17,11 +17,15 @@
 //     the outcome: ErrFinalized if Python was finalised, the operation
 //     itself if finalisation gave up. So what a goroutine observes is what
 //     really happened. An entry nested in a scope that already holds the
-//     GIL (a Go callback Python is running, a Do scope) goes ahead: it is
-//     part of something already in flight, and waiting would deadlock.
-//     While Finalizing, only such nested entries go ahead (Python's atexit
-//     functions and __del__ may call Go, which may call Python, as python3
-//     would let them); everything else gets ErrFinalized.
+//     GIL (a Go callback Python is running, a Do scope), or in one this
+//     thread detached from (WithoutGIL inside it), goes ahead: it is part
+//     of something already in flight, and waiting would deadlock. (Inside
+//     an attachment, a call with no arguments is not even counted: C's
+//     fast entry, capi.Call0, knows the attachment is.) While Finalizing,
+//     only nested entries that hold the GIL go ahead, and bare handlers
+//     only on the thread that finalises (Python's atexit functions and
+//     __del__ may call Go, which may call Python, as python3 would let
+//     them); everything else gets ErrFinalized.
 //  4. The UI thread is the process's main OS thread. While the event loop
 //     runs, it is also the only thread that releases Python references and
 //     runs Python's cycle collector, because dropping the last reference to
