@@ -14,6 +14,7 @@ import (
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop/looptest"
 	"github.com/duet-gtk/duet/forensics"
+	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -459,4 +460,21 @@ func TestBareHandlerOnABooleanSignal(t *testing.T) {
 			assert.Equal(t, tc.want, eval(t, g, "e.emit('ask', 1)").String())
 		})
 	}
+}
+
+// f() called by a Go callback that a Python thread runs is counted in the
+// gate while it runs, as any call there: the gate does not count the
+// callback's Python caller, so Finalize must see the call itself.
+func TestACallInsideACallbackIsCounted(t *testing.T) {
+	g := ns(t, "import threading\nev = threading.Event()\ndef wait(): ev.wait(10)\n")
+	wait, err := g.Item("wait")
+	require.NoError(t, err)
+	cb, err := callbacks.New(func() error { _, err := wait.Call(); return err }, callbacks.Name("waits"))
+	require.NoError(t, err)
+	require.NoError(t, g.SetItem("cb", cb))
+	require.NoError(t, pygi.Exec("th = threading.Thread(target=cb)\nth.start()\n", g))
+	require.Eventually(t, func() bool { return lifetime.InFlight() == 1 }, 5*time.Second, time.Millisecond,
+		"the call inside the callback is in flight")
+	require.NoError(t, pygi.Exec("ev.set()\nth.join()\n", g))
+	assert.Eventually(t, func() bool { return lifetime.InFlight() == 0 }, 5*time.Second, time.Millisecond)
 }

@@ -248,17 +248,20 @@ done:
 // scope (pygi.WithGIL), where the scope has already entered the lifetime
 // gate and holds the GIL. duet_call0 therefore takes the gate here, in C,
 // in the same crossing:
-// - nested (a duet scope holds the GIL on this thread, under this thread's
-//   own state): Go's gate lets every nested entry in while Python exists
-//   (lifetime.enterSlow), so nothing is counted, and PyGILState_Ensure has
-//   nothing to do; but releases due to be drained send it down Go's path
-//   (an entry drains, nested or not: a long batch of calls must not pile
-//   up what Go's collector gave back), and its exit still tells the loop
-//   when a collection is due (duet_gc_poke, as every entry's exit does);
+// - attached (a duet scope holds the GIL on this thread, under this
+//   thread's own state): PyGILState_Ensure has nothing to do;
+// - inside a scope Finalize counts already (a WithGIL scope, an entry:
+//   attached, and in no Go callback, whose Python caller the gate does
+//   not count, say a daemon thread's), nothing is counted either: Go's
+//   gate lets every nested entry in while Python exists
+//   (lifetime.enterSlow); but releases due to be drained send it down
+//   Go's path (an entry drains, nested or not: a long batch of calls must
+//   not pile up what Go's collector gave back);
 // - otherwise one entry is counted in the gate's word, as lifetime.Enter
 //   counts it, when the phase is Ready and no release waits for an entry
 //   to drain it; in any other case DUET_SLOW sends Go down its full path
 //   (lifetime.Enter, which waits, refuses, starts or drains, then duet_call).
+// Every exit tells the loop when a collection is due (duet_gc_poke).
 
 static inline int gate_drain_due(void) {
 	if (__atomic_load_n(&duet_gate_ui_running, __ATOMIC_RELAXED)) return 0; // the loop drains, on the UI thread
@@ -269,8 +272,9 @@ static inline int gate_drain_due(void) {
 duet_res0 duet_call0(uintptr_t slot, uint64_t gen) {
 	duet_ref r = {(duet_slot *)slot, gen};
 	duet_res0 res = {duet_no_ref, DUET_SLOW};
-	int nested = duet_depth > 0 && _PyThreadState_UncheckedGet() == PyGILState_GetThisThreadState();
-	if (nested) {
+	int attached = duet_depth > 0 && _PyThreadState_UncheckedGet() == PyGILState_GetThisThreadState();
+	int counted = attached && duet_current_cb == 0;
+	if (counted) {
 		if (gate_drain_due()) return res;
 	} else {
 		int64_t s = __atomic_add_fetch(&duet_gate_state, 1, __ATOMIC_SEQ_CST);
@@ -281,7 +285,7 @@ duet_res0 duet_call0(uintptr_t slot, uint64_t gen) {
 	}
 	DUET_RING("call");
 	PyGILState_STATE st = PyGILState_LOCKED;
-	if (nested)
+	if (attached)
 		duet_depth++;
 	else
 		st = duet_enter();
@@ -297,13 +301,13 @@ duet_res0 duet_call0(uintptr_t slot, uint64_t gen) {
 		res.status = duet_finish(PyObject_CallNoArgs(o), &res.ref, &res.ref);
 		Py_DECREF(o);
 	}
-	if (nested) {
+	if (attached) {
 		duet_depth--;
 		duet_gc_poke();
 	} else {
 		duet_leave(st);
-		__atomic_sub_fetch(&duet_gate_state, 1, __ATOMIC_SEQ_CST);
 	}
+	if (!counted) __atomic_sub_fetch(&duet_gate_state, 1, __ATOMIC_SEQ_CST);
 	return res;
 }
 
