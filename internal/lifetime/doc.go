@@ -20,8 +20,9 @@
 //     GIL (a Go callback Python is running, a Do scope), or in one this
 //     thread detached from (WithoutGIL inside it), goes ahead: it is part
 //     of something already in flight, and waiting would deadlock. (Inside
-//     an attachment, a call with no arguments is not even counted: C's
-//     fast entry, capi.Call0, knows the attachment is.) While Finalizing,
+//     a WithGIL scope or an entry, a call with no arguments is not even
+//     counted: C's fast entry, capi.Call0, knows the scope is. Inside a Go
+//     callback it is, since its Python caller is not.) While Finalizing,
 //     only nested entries that hold the GIL go ahead, and bare handlers
 //     only on the thread that finalises (Python's atexit functions and
 //     __del__ may call Go, which may call Python, as python3 would let
