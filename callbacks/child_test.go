@@ -345,6 +345,7 @@ func bareWhileFinalizeDecides() error {
 		return err
 	}
 	if _, err := callbacks.Connect(e, "pong", func() {
+		fmt.Println("handler: phase", lifetime.Current())
 		fmt.Println("handler: attached:", capi.Attached())
 		r, err := pygi.Eval("6*7", nil)
 		r.Close()
@@ -541,6 +542,36 @@ func bareOnceFinalizing() error {
 	return nil
 }
 
+// A bare handler emitted by an AtFinalize hook runs: the hooks run
+// attached, in Finalize's last step, on its thread, where Go code nested
+// in the finalisation may still run.
+func bareFromAnAtFinalizeHook() error {
+	e, p, err := cancellable()
+	if err != nil {
+		return err
+	}
+	var ran atomic.Bool
+	if _, err := callbacks.Connect(e, "cancelled", func() { ran.Store(true) }); err != nil {
+		return err
+	}
+	e.Close()
+	emitted := make(chan error, 1)
+	lifetime.AtFinalize(func() {
+		_, err := capi.EmitN(p, "cancelled", 1)
+		emitted <- err
+	})
+	if err := pygi.Finalize(context.Background()); err != nil {
+		return err
+	}
+	if err := <-emitted; err != nil {
+		return err
+	}
+	if !ran.Load() {
+		return errors.New("a bare handler emitted in Finalize's last step, on its thread, did not run")
+	}
+	return nil
+}
+
 var scenarios = map[string]func() error{
 	"bare-holds-finalize":  bareHoldsFinalizeBack,
 	"bare-finalize-inside": bareFinalizeInside,
@@ -548,6 +579,7 @@ var scenarios = map[string]func() error{
 	"bare-in-withoutgil":   func() error { return nestedInWithoutGIL(true) },
 	"call-in-withoutgil":   func() error { return nestedInWithoutGIL(false) },
 	"bare-once-finalizing": bareOnceFinalizing,
+	"bare-in-atfinalize":   bareFromAnAtFinalizeHook,
 	"bare-subinterpreter":  bareAfterSubinterpreter,
 	"capsule-bare":         func() error { return connectedBareThenEmitted(false) },
 	"broken-bare":          func() error { return connectedBareThenEmitted(true) },
@@ -646,6 +678,8 @@ func TestBareHandlerAndFinalize(t *testing.T) {
 		require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
 		assert.Contains(t, out, "Finalize returned: <nil>")
 		assert.NotContains(t, out, "handler: attached: true")
+		// Emitted on a thread inside nothing, it waited for the outcome.
+		assert.NotContains(t, out, "handler: phase closing")
 		t.Log(out)
 	})
 	t.Run("after a sub-interpreter, inside an entry", func(t *testing.T) {
@@ -660,11 +694,13 @@ func TestBareHandlerAndFinalize(t *testing.T) {
 			assert.Contains(t, out, "ok")
 		})
 	}
-	t.Run("once Finalize runs its last step, not on another thread", func(t *testing.T) {
-		out, errOut, err := runChild(t, "bare-once-finalizing")
-		require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
-		assert.Contains(t, out, "ok")
-	})
+	for _, name := range []string{"bare-once-finalizing", "bare-in-atfinalize"} {
+		t.Run("once Finalize runs its last step, only on its thread: "+name, func(t *testing.T) {
+			out, errOut, err := runChild(t, name)
+			require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
+			assert.Contains(t, out, "ok")
+		})
+	}
 	t.Run("Finalize inside it is refused", func(t *testing.T) {
 		out, errOut, err := runChild(t, "bare-finalize-inside")
 		require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)

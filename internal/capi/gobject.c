@@ -400,6 +400,11 @@ static int closure_marshal_bare(duet_closure *c, GValue *ret, guint n, const GVa
 		DUET_RING_WHAT(c->name, hint ? g_signal_name(((GSignalInvocationHint *)hint)->signal_id) : NULL, SIZE_MAX);
 		if (inst) DUET_RING_MORE(G_OBJECT_TYPE_NAME(inst));
 	}
+	// Nested: inside an entry or another callback on this thread, or
+	// detached from one (WithoutGIL), which Finalize already waits for
+	// (the gate lets a nested entry in). Asked before this handler counts
+	// as a callback on the thread.
+	int nested = duet_nested();
 	uintptr_t outer = duet_current_cb;
 	duet_current_cb = c->handle;
 	// This thread may be inside a duet entry whose Python code let go of
@@ -413,10 +418,6 @@ static int closure_marshal_bare(duet_closure *c, GValue *ret, guint n, const GVa
 	// sub-interpreter has existed (it then says yes to everyone).
 	PyThreadState *ts = depth > 0 ? PyGILState_GetThisThreadState() : NULL;
 	if (depth > 0 && !(ts && ts == _PyThreadState_UncheckedGet())) duet_depth = 0;
-	// Nested: inside an entry or another callback on this thread, or
-	// detached from one (WithoutGIL), which Finalize already waits for
-	// (the gate lets a nested entry in).
-	int nested = depth > 0 || outer != 0 || duet_nested();
 	int rc = duetCallbackInvokeBare(c->handle, nested);
 	duet_depth = depth;
 	duet_entry_exc = entry_exc;
