@@ -496,8 +496,13 @@ func init() {
 	// duet's as the one it calls) and runs the loop again: the loop must
 	// not wrap the program's poll (each would call the other for ever).
 	lifetimeChildren["program-poll"] = func() error {
-		eventloop.Invoke(programpoll.Install)
-		eventloop.After(50*time.Millisecond, eventloop.Quit)
+		// The timer starts once the program's poll is in: started before
+		// the run, it may be due by the first dispatch on a slow machine
+		// (the sanitizers' build), and the run end before its next poll.
+		eventloop.Invoke(func() {
+			programpoll.Install()
+			eventloop.After(50*time.Millisecond, eventloop.Quit)
+		})
 		if err := eventloop.Run(context.Background()); err != nil {
 			return err
 		}

@@ -34,6 +34,14 @@ func TestMain(m *testing.M) {
 		os.Stderr.WriteString("duetexplore's tests need a display (run them under xvfb-run -a)\n")
 		os.Exit(0)
 	}
+	if sanitized {
+		// make sanitize's C flags are this binary's. The GTK programs the
+		// tests build would compile gotk4 once more with them (about ten
+		// minutes on a cold cache, past the tests' deadline); built
+		// without, they share the -race pass's build.
+		os.Unsetenv("CGO_CFLAGS")
+		os.Unsetenv("CGO_LDFLAGS")
+	}
 	dir, err := os.MkdirTemp("", "duetexplore-test-")
 	if err != nil {
 		panic(err)
