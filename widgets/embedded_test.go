@@ -83,11 +83,11 @@ func TestEveryEmbeddedPythonFileCompiles(t *testing.T) {
 }
 
 // Every module of duet's library has its code compiled ahead in
-// internal/pysrc's precompiled.bin, from its file as it is now and for
+// internal/pysrc's precompiled/code.bin (make writes it), from its file as it is now and for
 // this interpreter: a load then skips compile() (a stale entry is only
 // slower, never wrong, so this test is what says so).
 func TestEveryModuleIsPrecompiled(t *testing.T) {
 	stale, err := pysrc.Stale()
 	require.NoError(t, err)
-	assert.Empty(t, stale, "compiled ahead from other sources than these files' (or for another Python): run go generate ./internal/pysrc")
+	assert.Empty(t, stale, "not compiled ahead, or from other sources than these files' (or for another Python): run go generate ./internal/pysrc (make does before it builds)")
 }

@@ -3,7 +3,7 @@ package pysrc
 import (
 	"bytes"
 	"crypto/sha256"
-	_ "embed"
+	"embed"
 	"encoding/hex"
 	"fmt"
 	"io/fs"
@@ -16,9 +16,9 @@ import (
 	"github.com/duet-gtk/duet/pygi"
 )
 
-//go:generate go run ./precompile -o precompiled.bin
+//go:generate go run ./precompile -o precompiled/code.bin
 
-// precompiledBin holds every embedded file compiled ahead of time, as
+// precompiledDir holds code.bin, every embedded file compiled ahead of time, as
 // marshal writes a code object (what a .pyc holds after its header). A
 // module's load unmarshals its entry instead of compiling its source:
 // compile() of duet's modules on the way to a program's first frame cost
@@ -28,12 +28,26 @@ import (
 // otherwise the file is compiled as it loads, as before. So an entry that
 // is stale (a .py edited since go generate ran) or made by another Python
 // costs speed, never behaviour; widgets' test of the embedded files says
-// when the file needs making again.
+// when the file needs making again. The file is derived (from the sources,
+// by the Python of the machine that builds), so it is not in the
+// repository: make writes it before it builds, and a build without it
+// (go get, a bare go build) compiles every file as it loads. The directory
+// is embedded, not the file, because go:embed of a missing file is a
+// build error; its README is what is there when code.bin is not.
 //
-//go:embed precompiled.bin
-var precompiledBin string
+//go:embed precompiled
+var precompiledDir embed.FS
 
-// precompiledHeader starts precompiled.bin; then, per file, its file name
+// precompiledBin is code.bin's contents, empty when it was not made.
+func precompiledBin() string {
+	b, err := fs.ReadFile(precompiledDir, "precompiled/code.bin")
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// precompiledHeader starts code.bin; then, per file, its file name
 // (as tracebacks name it), the hex SHA-256 of its source and the length
 // of its code, a line each, then the code (MAGIC_NUMBER, then marshal's
 // bytes) and a newline.
@@ -52,7 +66,7 @@ var precompiled = struct {
 
 func precompiledIndex() map[string]compiled {
 	precompiled.once.Do(func() {
-		idx, err := parsePrecompiled(precompiledBin)
+		idx, err := parsePrecompiled(precompiledBin())
 		if err != nil {
 			idx = nil // unreadable: every file compiles as it loads
 		}
@@ -67,7 +81,7 @@ func parsePrecompiled(s string) (map[string]compiled, error) {
 	}
 	rest, ok := strings.CutPrefix(s, precompiledHeader)
 	if !ok {
-		return nil, fmt.Errorf("pysrc: precompiled.bin: not %q", strings.TrimSpace(precompiledHeader))
+		return nil, fmt.Errorf("pysrc: precompiled/code.bin: not %q", strings.TrimSpace(precompiledHeader))
 	}
 	idx := map[string]compiled{}
 	for rest != "" {
@@ -75,13 +89,13 @@ func parsePrecompiled(s string) (map[string]compiled, error) {
 		for i := range fields {
 			line, tail, found := strings.Cut(rest, "\n")
 			if !found {
-				return nil, fmt.Errorf("pysrc: precompiled.bin: truncated entry")
+				return nil, fmt.Errorf("pysrc: precompiled/code.bin: truncated entry")
 			}
 			fields[i], rest = line, tail
 		}
 		n, err := strconv.Atoi(fields[2])
 		if err != nil || n < 0 || n+1 > len(rest) || rest[n] != '\n' {
-			return nil, fmt.Errorf("pysrc: precompiled.bin: bad entry for %s", fields[0])
+			return nil, fmt.Errorf("pysrc: precompiled/code.bin: bad entry for %s", fields[0])
 		}
 		idx[fields[0]] = compiled{sum: fields[1], code: rest[:n]}
 		rest = rest[n+1:]
@@ -133,7 +147,7 @@ func sourceSum(src string) string {
 }
 
 // Precompile compiles the file of every Module declared by the packages
-// linked in as the module's load would, and returns what precompiled.bin
+// linked in as the module's load would, and returns what code.bin
 // holds for them. The generator (go generate ./internal/pysrc) runs it
 // with the Python duet embeds, so that the bytecode is that interpreter's.
 func Precompile() ([]byte, error) {
@@ -172,7 +186,7 @@ func Precompile() ([]byte, error) {
 const precompileFunc = `(lambda src, filename: __import__('importlib.util').util.MAGIC_NUMBER +
     __import__('marshal').dumps(compile(src, filename, 'exec', 0, True, 0)))`
 
-// Stale lists the files of the Modules linked in that precompiled.bin has
+// Stale lists the files of the Modules linked in that code.bin has
 // no usable entry for: missing, made from another source, or made for
 // another bytecode than this interpreter's (for widgets' test, which links
 // every package).

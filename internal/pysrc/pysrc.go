@@ -18,7 +18,7 @@
 //
 //   - Load runs the file as the module Name (pygi.ExecModule: it goes into
 //     sys.modules, and tracebacks name it "<duet eventloop/hooks.py>"; its
-//     code compiled ahead when precompiled.bin has it for this very
+//     code compiled ahead when precompiled/code.bin has it for this very
 //     source), then the module's Setup, and only then hands it out: concurrent
 //     Loads wait for the one load and get the same module, which is
 //     shared (Close on it does nothing). Once loaded, Load is one atomic

@@ -449,7 +449,7 @@ if not hasattr(builtins.compile, "calls"):
     builtins.compile = _counted
 `
 
-// A module whose file was compiled ahead (precompiled.bin) loads from that
+// A module whose file was compiled ahead (precompiled/code.bin) loads from that
 // code and runs as compiled from its source: compile() is not called. An
 // entry made from another source than the embedded file's is not used:
 // the file is compiled as it loads, as it is with no entry.

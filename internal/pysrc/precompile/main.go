@@ -1,4 +1,4 @@
-// Command precompile writes internal/pysrc's precompiled.bin: every Python
+// Command precompile writes internal/pysrc's precompiled/code.bin: every Python
 // file duet's library embeds, compiled by the Python duet embeds (run by
 // go generate ./internal/pysrc; see pysrc's precompiled.go).
 package main
@@ -16,7 +16,7 @@ import (
 )
 
 func main() {
-	out := flag.String("o", "precompiled.bin", "the file to write")
+	out := flag.String("o", "precompiled/code.bin", "the file to write")
 	flag.Parse()
 	data, err := pysrc.Precompile()
 	if err == nil {
