@@ -709,10 +709,26 @@ def start():
 		if err != nil {
 			return err
 		}
+		// The busy part starts once the task waits in its sleep (not at a
+		// time: on a busy machine the task's first step may come later,
+		// and a task cancelled before it ran never enters its try).
+		waiting, err := callbacks.New(func() {
+			eventloop.After(100*time.Millisecond, func() {
+				ready()
+				time.Sleep(600 * time.Millisecond) // busy, within the grace
+			})
+		}, callbacks.Name("waiting"))
+		if err == nil {
+			err = g.SetItem("waiting", waiting)
+		}
+		if err != nil {
+			return err
+		}
 		if err := pygi.Exec(`
 import asyncio, time
 async def saver():
     try:
+        waiting()
         await asyncio.sleep(60)
     except asyncio.CancelledError:
         await asyncio.sleep(0.9)
@@ -724,10 +740,6 @@ def start():
 			return err
 		}
 		eventloop.Invoke(func() { pygi.Eval("start()", g) })
-		eventloop.After(100*time.Millisecond, func() { // the task waits in its sleep
-			ready()
-			time.Sleep(600 * time.Millisecond) // busy, within the grace
-		})
 		err = eventloop.Run(context.Background(), eventloop.SignalGrace(time.Second))
 		var se *eventloop.SignalError
 		if !errors.As(err, &se) {

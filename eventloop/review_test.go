@@ -140,7 +140,8 @@ p = subprocess.run(["bash", "-c", "yes | head -c1 >/dev/null; echo ${PIPESTATUS[
 out["restore_signals"] = p.stdout.strip()
 p = subprocess.run(["grep", "SigIgn", "/proc/self/status"], capture_output=True, text=True,
                    preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
-out["preexec_fn"] = p.stdout.split()[1][-1]
+# SIGINT's bit alone: the rest is what this process inherited (nohup's SIGHUP)
+out["preexec_fn"] = str(int(p.stdout.split()[1], 16) & 2)
 pid = os.fork()
 if pid == 0:
     got = []
