@@ -572,7 +572,104 @@ func bareFromAnAtFinalizeHook() error {
 	return nil
 }
 
+// watchdog ends the child with a message when what it waits for hangs.
+func watchdog(what string) (stop func() bool) {
+	return time.AfterFunc(20*time.Second, func() {
+		fmt.Fprintln(os.Stderr, "FAIL: hung:", what)
+		os.Exit(3)
+	}).Stop
+}
+
+// Finalize from an atexit function that calls Go, while Finalize runs
+// Python's shutdown on this very thread: refused, not a wait for itself.
+func finalizeFromAtexit() error {
+	if err := pygi.Init(pygi.Options{}); err != nil {
+		return err
+	}
+	defer watchdog("Finalize from an atexit Go function")()
+	inner := errors.New("the atexit function never ran")
+	cb, err := callbacks.New(func() {
+		fmt.Println("atexit: phase", lifetime.Current())
+		inner = pygi.Finalize(context.Background())
+	}, callbacks.Name("go_shutdown"))
+	if err != nil {
+		return err
+	}
+	g, err := pygi.NewGlobals()
+	if err == nil {
+		err = g.SetItem("go_shutdown", cb)
+	}
+	if err == nil {
+		err = pygi.Exec("import atexit\natexit.register(go_shutdown)\n", g)
+	}
+	if err != nil {
+		return err
+	}
+	g.Close()
+	cb.Close()
+	if err := pygi.Finalize(context.Background()); err != nil {
+		return fmt.Errorf("the outer Finalize: %w", err)
+	}
+	if !errors.Is(inner, pygi.ErrInsideCall) {
+		return fmt.Errorf("Finalize inside an atexit function: %v, want ErrInsideCall", inner)
+	}
+	return nil
+}
+
+// Finalize from inside a call (detached in WithoutGIL until another
+// goroutine's Finalize decides) is refused: the deciding one waits for
+// this very call. Python runs on its own thread here (Init from a
+// goroutine), where Finalize is not refused for the thread first.
+func finalizeInsideWhileClosing() error {
+	errc := make(chan error, 1)
+	go func() { errc <- pygi.Init(pygi.Options{}) }()
+	if err := <-errc; err != nil {
+		return err
+	}
+	defer watchdog("Finalize inside a call while another decides")()
+	inner := make(chan error, 1)
+	cb, err := callbacks.New(func() {
+		pygi.WithoutGIL(func() {
+			for lifetime.Current() != lifetime.Closing {
+				time.Sleep(100 * time.Microsecond)
+			}
+		})
+		inner <- pygi.Finalize(context.Background())
+	}, callbacks.Name("finalizes"))
+	if err != nil {
+		return err
+	}
+	called := make(chan error, 1)
+	go func() {
+		r, err := cb.Call()
+		r.Close()
+		called <- err
+	}()
+	outer := make(chan error, 1)
+	go func() {
+		for lifetime.InFlight() == 0 {
+			time.Sleep(100 * time.Microsecond)
+		}
+		outer <- pygi.Finalize(context.Background())
+	}()
+	if err := <-inner; !errors.Is(err, pygi.ErrInsideCall) {
+		return fmt.Errorf("Finalize inside a call while another decides: %v, want ErrInsideCall", err)
+	}
+	if err := <-called; err != nil {
+		return fmt.Errorf("the call: %w", err)
+	}
+	if err := <-outer; err != nil {
+		return fmt.Errorf("the outer Finalize: %w", err)
+	}
+	if p := lifetime.Current(); p != lifetime.Finalized {
+		return fmt.Errorf("after both: phase %v", p)
+	}
+	return nil
+}
+
 var scenarios = map[string]func() error{
+	"finalize-from-atexit":          finalizeFromAtexit,
+	"finalize-inside-while-closing": finalizeInsideWhileClosing,
 	"bare-holds-finalize":  bareHoldsFinalizeBack,
 	"bare-finalize-inside": bareFinalizeInside,
 	"bare-while-deciding":  bareWhileFinalizeDecides,
@@ -696,6 +793,13 @@ func TestBareHandlerAndFinalize(t *testing.T) {
 	}
 	for _, name := range []string{"bare-once-finalizing", "bare-in-atfinalize"} {
 		t.Run("once Finalize runs its last step, only on its thread: "+name, func(t *testing.T) {
+			out, errOut, err := runChild(t, name)
+			require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
+			assert.Contains(t, out, "ok")
+		})
+	}
+	for _, name := range []string{"finalize-from-atexit", "finalize-inside-while-closing"} {
+		t.Run("Finalize nested in Python's shutdown or in a call it waits for is refused: "+name, func(t *testing.T) {
 			out, errOut, err := runChild(t, name)
 			require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
 			assert.Contains(t, out, "ok")

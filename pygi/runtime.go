@@ -288,15 +288,28 @@ func WithoutGIL(fn func()) {
 // is ErrThreadsRunning and names the threads. threading's shutdown has
 // begun by then (its atexit functions ran, executors take no new work), as
 // it would have in python3.
+//
+// A Python thread that is inside a Go function (a daemon thread's loop
+// over a Go callable) counts as a call in flight for each operation that
+// function makes, and those are let in while Finalize waits, as anything
+// nested in a call is: a thread that keeps calling holds Finalize back
+// until ctx ends. python3 abandons daemon threads at exit; duet cannot
+// stop a thread while it runs Go code, so such a thread must be told to
+// stop (an Event it checks, a sentinel on its queue) before Finalize.
 func Finalize(ctx context.Context) error {
 	if lifetime.LoopRunning() {
 		return ErrLoopRunning
 	}
-	if lifetime.Current() == lifetime.Ready && capi.Nested() {
+	if p := lifetime.Current(); p != lifetime.New && p != lifetime.Finalized && p != lifetime.Failed && capi.Nested() {
 		// On any thread: this scope holds the GIL, or a Go callback (a
 		// bare signal handler holds none) returns into an emission whose
 		// other handlers may be Python's, or it is detached (WithoutGIL)
-		// from an entry that Finalize would wait for.
+		// from an entry that Finalize would wait for. In every phase
+		// while Python lives: inside a call while another Finalize decides
+		// (Closing), that one waits for this call; inside Python's own
+		// shutdown (an atexit function calling Go, Finalizing), this
+		// thread's Finalize is the one running. Either would wait for
+		// itself.
 		return ErrInsideCall
 	}
 	var onThread func(func())
