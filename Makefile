@@ -42,16 +42,19 @@ RACE_GTK_FLAGS := -race -gcflags=all=-d=checkptr=0
 # derived from the .py files by this machine's Python, so not in git; made
 # here before anything is built, with the flags of the target that asks,
 # whose build cache is the warm one (the tests' race build, the showcase's
-# plain one). Without it, modules compile from source as they load.
+# plain one). It is made every time, not by timestamps: a rename keeps a
+# file's time, Modules are declared all over the tree, and a damaged file
+# is newer than every source; the generator replaces it only when its
+# contents change. Without it, modules compile from source as they load.
 PRECOMPILED := internal/pysrc/precompiled/code.bin
-PY_FILES := $(shell find . -name '*.py' -not -path './out/*' -not -path './.git/*' -not -path './stress-report/*')
 PRECOMPILE_FLAGS ?=
-$(PRECOMPILED): $(PY_FILES) $(wildcard internal/pysrc/*.go internal/pysrc/precompile/*.go) | deps
-	@echo "== compiling duet's embedded Python ahead ($@)"
-	$(GO) run $(PRECOMPILE_FLAGS) ./internal/pysrc/precompile -o $@
-test sanitize: PRECOMPILE_FLAGS = $(RACE_GTK_FLAGS)
+.PHONY: precompiled
+precompiled: deps
+	@echo "== compiling duet's embedded Python ahead ($(PRECOMPILED))"
+	@$(GO) run $(PRECOMPILE_FLAGS) ./internal/pysrc/precompile -o $(PRECOMPILED)
+test: PRECOMPILE_FLAGS = $(RACE_GTK_FLAGS)
 
-test: vet $(PRECOMPILED)
+test: vet precompiled
 	@mkdir -p $(OUT)
 	@nogtk="$$(scripts/pkgs.sh nogtk)"; gtk="$$(scripts/pkgs.sh gtk)"; \
 	export DUET_SCREENSHOTS=$(OUT); \
@@ -71,11 +74,11 @@ test: vet $(PRECOMPILED)
 SAN_ENV := PYTHONMALLOC=malloc ASAN_OPTIONS=detect_leaks=0:handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_sigill=0:handle_abort=0:allow_user_segv_handler=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	CGO_CFLAGS="-O1 -g -fsanitize=undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" CGO_LDFLAGS="-fsanitize=undefined"
-sanitize: deps $(PRECOMPILED)
+sanitize: deps
 	@nogtk="$$(scripts/pkgs.sh nogtk | grep -v /examples)"; echo "== go test -asan, UBSan (packages without gtk/v4; not the examples, which build it)"; \
 	$(XRUN) env $(SAN_ENV) $(GO) test -asan -count=1 $$nogtk
 
-run: deps $(PRECOMPILED)
+run: deps precompiled
 	@mkdir -p $(OUT)
 ifeq ($(HEADLESS),1)
 	@echo "no display: running the showcase under Xvfb; it saves a screenshot and exits"
@@ -91,16 +94,16 @@ endif
 # shows them). Always under Xvfb, with a display or not: no window manager
 # puts the window at 0,0, where reloadshot crops it.
 RELOAD_SHOTS := $(CURDIR)/docs/reload
-reload-shots: deps $(PRECOMPILED)
+reload-shots: deps precompiled
 	@mkdir -p $(RELOAD_SHOTS)
 	GTK_A11Y=none xvfb-run -a -s "-screen 0 1280x800x24" $(GO) run ./examples/internal/reloadshot -out $(RELOAD_SHOTS)
 
 STRESS_DURATION ?= 60s
-stress: deps $(PRECOMPILED)
+stress: deps precompiled
 	@mkdir -p $(OUT)/stress
 	$(GO) run ./stress -scenario all -duration $(STRESS_DURATION) -report $(OUT)/stress
 
-bench: deps $(PRECOMPILED)
+bench: deps precompiled
 	@mkdir -p $(OUT)
 	$(XRUN) $(GO) run ./stress/bench -out $(OUT)/bench.md -readme $(CURDIR)/README.md
 
@@ -124,7 +127,7 @@ EXPLORE_DURATION ?= 5m
 # GtkGizmo); no code of the program's touches it.
 GTK48_TROUGH := ^Gtk-WARNING: Trying to snapshot GtkGizmo 0x[0-9a-f]+ without a current allocation$$
 EXPLORE_EXAMPLES := hello awaker gallery goroutines quotes showcase builder subclass typed weak
-explore: deps $(PRECOMPILED)
+explore: deps precompiled
 	@mkdir -p $(OUT)/explore
 	@$(GO) build -o $(OUT)/explore/duetexplore ./cmd/duetexplore
 	@set -u; total=$(words $(EXPLORE_EXAMPLES)); i=0; summary=""; bad=0; \

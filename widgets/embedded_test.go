@@ -88,6 +88,6 @@ func TestEveryEmbeddedPythonFileCompiles(t *testing.T) {
 // slower, never wrong, so this test is what says so).
 func TestEveryModuleIsPrecompiled(t *testing.T) {
 	stale, err := pysrc.Stale()
-	require.NoError(t, err)
+	require.NoError(t, err, "code.bin cannot be read: run go generate ./internal/pysrc (make does before it builds)")
 	assert.Empty(t, stale, "not compiled ahead, or from other sources than these files' (or for another Python): run go generate ./internal/pysrc (make does before it builds)")
 }

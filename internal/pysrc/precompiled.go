@@ -62,6 +62,7 @@ var precompiled = struct {
 	once  sync.Once
 	mu    sync.Mutex          // tests change the index (export_test.go)
 	index map[string]compiled // by file name
+	err   error               // why code.bin could not be read, for Stale
 }{}
 
 func precompiledIndex() map[string]compiled {
@@ -70,7 +71,7 @@ func precompiledIndex() map[string]compiled {
 		if err != nil {
 			idx = nil // unreadable: every file compiles as it loads
 		}
-		precompiled.index = idx
+		precompiled.index, precompiled.err = idx, err
 	})
 	return precompiled.index
 }
@@ -94,7 +95,7 @@ func parsePrecompiled(s string) (map[string]compiled, error) {
 			fields[i], rest = line, tail
 		}
 		n, err := strconv.Atoi(fields[2])
-		if err != nil || n < 0 || n+1 > len(rest) || rest[n] != '\n' {
+		if err != nil || n < 0 || n >= len(rest) || rest[n] != '\n' {
 			return nil, fmt.Errorf("pysrc: precompiled/code.bin: bad entry for %s", fields[0])
 		}
 		idx[fields[0]] = compiled{sum: fields[1], code: rest[:n]}
@@ -203,6 +204,10 @@ func Stale() ([]string, error) {
 	magic.Close()
 	if err != nil {
 		return nil, err
+	}
+	precompiledIndex()
+	if err := precompiled.err; err != nil {
+		return nil, err // its every file would be listed: say why
 	}
 	var stale []string
 	for _, f := range files {

@@ -4,10 +4,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	_ "github.com/duet-gtk/duet/app" // every library package linked: all their Python listed
 	_ "github.com/duet-gtk/duet/forensics"
@@ -20,7 +22,7 @@ func main() {
 	flag.Parse()
 	data, err := pysrc.Precompile()
 	if err == nil {
-		err = os.WriteFile(*out, data, 0o644)
+		err = write(*out, data)
 	}
 	if ferr := pygi.Finalize(context.Background()); err == nil {
 		err = ferr
@@ -29,4 +31,32 @@ func main() {
 		fmt.Fprintln(os.Stderr, "precompile:", err)
 		os.Exit(1)
 	}
+}
+
+// write replaces path's contents with data, and leaves it alone (its
+// time too) when they are the same. A new file is written beside it and
+// renamed over it: a run cut short leaves the old file or the new one,
+// never half of one.
+func write(path string, data []byte) error {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+		return nil
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".code-*.bin")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }
