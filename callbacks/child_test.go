@@ -363,8 +363,13 @@ func bareWhileFinalizeDecides() error {
 	time.Sleep(50 * time.Millisecond)
 	emitted := make(chan error, 1)
 	go func() {
-		time.Sleep(150 * time.Millisecond) // Finalize decides by now
-		runtime.LockOSThread()             // a thread Python never saw
+		// Once Finalize decides (not after a while: emitted earlier, on a
+		// loaded machine, the handler ran while Python was open, and the
+		// class's Python closure after it met Python's shutdown).
+		for lifetime.Current() < lifetime.Closing {
+			time.Sleep(100 * time.Microsecond)
+		}
+		runtime.LockOSThread() // a thread Python never saw
 		_, err := capi.EmitN(p, "pong", 1)
 		emitted <- err
 	}()
