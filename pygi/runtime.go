@@ -300,7 +300,7 @@ func Finalize(ctx context.Context) error {
 	if lifetime.LoopRunning() {
 		return ErrLoopRunning
 	}
-	if p := lifetime.Current(); p != lifetime.New && p != lifetime.Finalized && p != lifetime.Failed && capi.Nested() {
+	if p := lifetime.Current(); (p == lifetime.Ready || p == lifetime.Closing || p == lifetime.Finalizing) && capi.Nested() {
 		// On any thread: this scope holds the GIL, or a Go callback (a
 		// bare signal handler holds none) returns into an emission whose
 		// other handlers may be Python's, or it is detached (WithoutGIL)

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/duet-gtk/duet/pygi"
 )
@@ -39,12 +40,15 @@ import (
 var precompiledDir embed.FS
 
 // precompiledBin is code.bin's contents, empty when it was not made.
+// embed.FS hands out a copy (230 KB, on the way to the first frame); the
+// index's entries are substrings of it, so it is not copied once more into
+// a string: nothing else holds the buffer or ever writes to it.
 func precompiledBin() string {
-	b, err := fs.ReadFile(precompiledDir, "precompiled/code.bin")
+	b, err := precompiledDir.ReadFile("precompiled/code.bin")
 	if err != nil {
 		return ""
 	}
-	return string(b)
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // precompiledHeader starts code.bin; then, per file, its file name
