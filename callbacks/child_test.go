@@ -672,24 +672,65 @@ func finalizeInsideWhileClosing() error {
 	return nil
 }
 
+// A Finalize on a thread that cannot run Python's shutdown, come while
+// another Finalize decides, waits for that one's outcome; when that one
+// gives up, it is refused (ErrWrongThread), not run on the wrong thread.
+func finalizeOffThreadAfterAGiveUp() error {
+	runtime.LockOSThread() // the thread that starts Python
+	if err := pygi.Init(pygi.Options{}); err != nil {
+		return err
+	}
+	defer watchdog("Finalize off the thread after another gave up")()
+	go func() { // a call in flight: the first Finalize gives up on it
+		_ = pygi.WithGIL(func() error {
+			pygi.WithoutGIL(func() { time.Sleep(600 * time.Millisecond) })
+			return nil
+		})
+	}()
+	for lifetime.InFlight() == 0 {
+		time.Sleep(100 * time.Microsecond)
+	}
+	other := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // a thread Python never started on
+		for lifetime.Current() != lifetime.Closing {
+			time.Sleep(100 * time.Microsecond)
+		}
+		other <- pygi.Finalize(context.Background())
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := pygi.Finalize(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("the first Finalize: %v, want it to give up", err)
+	}
+	if err := <-other; !errors.Is(err, pygi.ErrWrongThread) {
+		return fmt.Errorf("Finalize off the thread after the first gave up: %v, want ErrWrongThread", err)
+	}
+	if p := lifetime.Current(); p != lifetime.Ready {
+		return fmt.Errorf("after it: phase %v, want ready (nothing of Python's shutdown run)", p)
+	}
+	return pygi.Finalize(context.Background())
+}
+
 var scenarios = map[string]func() error{
-	"finalize-from-atexit":          finalizeFromAtexit,
-	"finalize-inside-while-closing": finalizeInsideWhileClosing,
-	"bare-holds-finalize":           bareHoldsFinalizeBack,
-	"bare-finalize-inside":          bareFinalizeInside,
-	"bare-while-deciding":           bareWhileFinalizeDecides,
-	"bare-in-withoutgil":            func() error { return nestedInWithoutGIL(true) },
-	"call-in-withoutgil":            func() error { return nestedInWithoutGIL(false) },
-	"bare-once-finalizing":          bareOnceFinalizing,
-	"bare-in-atfinalize":            bareFromAnAtFinalizeHook,
-	"bare-subinterpreter":           bareAfterSubinterpreter,
-	"capsule-bare":                  func() error { return connectedBareThenEmitted(false) },
-	"broken-bare":                   func() error { return connectedBareThenEmitted(true) },
-	"bare-race":                     bareDisconnectRace,
-	"capsule":                       func() error { return heldThenCalled(false) },
-	"broken":                        func() error { return heldThenCalled(true) },
-	"capsule-signal":                func() error { return connectedThenEmitted(false) },
-	"broken-signal":                 func() error { return connectedThenEmitted(true) },
+	"finalize-off-thread-after-give-up": finalizeOffThreadAfterAGiveUp,
+	"finalize-from-atexit":              finalizeFromAtexit,
+	"finalize-inside-while-closing":     finalizeInsideWhileClosing,
+	"bare-holds-finalize":               bareHoldsFinalizeBack,
+	"bare-finalize-inside":              bareFinalizeInside,
+	"bare-while-deciding":               bareWhileFinalizeDecides,
+	"bare-in-withoutgil":                func() error { return nestedInWithoutGIL(true) },
+	"call-in-withoutgil":                func() error { return nestedInWithoutGIL(false) },
+	"bare-once-finalizing":              bareOnceFinalizing,
+	"bare-in-atfinalize":                bareFromAnAtFinalizeHook,
+	"bare-subinterpreter":               bareAfterSubinterpreter,
+	"capsule-bare":                      func() error { return connectedBareThenEmitted(false) },
+	"broken-bare":                       func() error { return connectedBareThenEmitted(true) },
+	"bare-race":                         bareDisconnectRace,
+	"capsule":                           func() error { return heldThenCalled(false) },
+	"broken":                            func() error { return heldThenCalled(true) },
+	"capsule-signal":                    func() error { return connectedThenEmitted(false) },
+	"broken-signal":                     func() error { return connectedThenEmitted(true) },
 	// runtime.Goexit inside a callback that Python called from a goroutine:
 	// the process must end with a message, not hang with the GIL held.
 	"goexit": func() error {
@@ -803,8 +844,8 @@ func TestBareHandlerAndFinalize(t *testing.T) {
 			assert.Contains(t, out, "ok")
 		})
 	}
-	for _, name := range []string{"finalize-from-atexit", "finalize-inside-while-closing"} {
-		t.Run("Finalize nested in Python's shutdown or in a call it waits for is refused: "+name, func(t *testing.T) {
+	for _, name := range []string{"finalize-from-atexit", "finalize-inside-while-closing", "finalize-off-thread-after-give-up"} {
+		t.Run("Finalize that would wait for itself or run on the wrong thread is refused: "+name, func(t *testing.T) {
 			out, errOut, err := runChild(t, name)
 			require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
 			assert.Contains(t, out, "ok")

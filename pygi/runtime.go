@@ -317,18 +317,25 @@ func Finalize(ctx context.Context) error {
 	home, initTID := interp.home, interp.initTID
 	interp.mu.Unlock()
 	switch tid := syscall.Gettid(); {
-	case lifetime.Current() != lifetime.Ready, tid == initTID:
-		onThread = func(f func()) { f() } // here (or nothing to run: never started, or done)
+	case tid == initTID:
+		onThread = func(f func()) { f() }
 	case home != nil:
 		onThread = func(f func()) {
 			done := make(chan struct{})
 			home <- func() { f(); close(done) }
 			<-done
 		}
-	default:
+	case lifetime.Current() == lifetime.Ready:
 		return ErrWrongThread
+	default:
+		// Nothing to run (never started, or done), or another Finalize
+		// decides: this one waits for its outcome, and runs nothing
+		// itself if that one gives up (nil: lifetime says ErrNoThread).
 	}
 	err := lifetime.Finalize(ctx, onThread)
+	if errors.Is(err, lifetime.ErrNoThread) {
+		return ErrWrongThread
+	}
 	if home != nil && lifetime.Current() == lifetime.Finalized {
 		lifetime.SetPythonMain(nil)
 		close(home)

@@ -47,6 +47,7 @@ func (p Phase) String() string {
 var (
 	ErrFinalized   = errors.New("pygi: Python is finalized")
 	ErrLoopRunning = errors.New("pygi: Finalize while the event loop runs: quit the loop first; app.Run and looptest.Main finalise after their loop returns")
+	ErrNoThread    = errors.New("pygi: Finalize has no thread to run Python's shutdown on")
 	ErrInsideCall  = errors.New("pygi: Finalize called from inside a Python call or Do scope")
 	ErrFlushFailed = errors.New("pygi: Python was finalised, but flushing sys.stdout or sys.stderr failed: buffered output was lost")
 )
@@ -257,6 +258,11 @@ func waitChange() {
 // hooks, Py_FinalizeEx) there, and the phase becomes Finalized. When ctx ends
 // first, the phase goes back to Ready and the error says what held it up.
 // Never started: Finalized at once.
+//
+// A nil onThread is a caller on a thread that cannot run Python's shutdown,
+// come to wait for another Finalize's outcome: with Python still open once
+// it holds the lock (that one gave up), it gets ErrNoThread and runs
+// nothing.
 func Finalize(ctx context.Context, onThread func(func())) error {
 	gate.mu.Lock()
 	defer gate.mu.Unlock()
@@ -267,6 +273,9 @@ func Finalize(ctx context.Context, onThread func(func())) error {
 		return nil
 	case Finalized:
 		return nil
+	}
+	if onThread == nil {
+		return ErrNoThread
 	}
 	var endClosing func()
 	closeGate := func() bool {

@@ -38,9 +38,6 @@ func putEntry(name string, e compiled) (restore func()) {
 	precompiledIndex()
 	precompiled.mu.Lock()
 	defer precompiled.mu.Unlock()
-	if precompiled.index == nil {
-		precompiled.index = map[string]compiled{}
-	}
 	old, had := precompiled.index[name]
 	precompiled.index[name] = e
 	return func() {

@@ -72,8 +72,8 @@ var precompiled = struct {
 func precompiledIndex() map[string]compiled {
 	precompiled.once.Do(func() {
 		idx, err := parsePrecompiled(precompiledBin())
-		if err != nil {
-			idx = nil // unreadable: every file compiles as it loads
+		if err != nil || idx == nil {
+			idx = map[string]compiled{} // none or unreadable: every file compiles as it loads
 		}
 		precompiled.index, precompiled.err = idx, err
 	})

@@ -36,10 +36,15 @@ func main() {
 // write replaces path's contents with data, and leaves it alone (its
 // time too) when they are the same. A new file is written beside it and
 // renamed over it: a run cut short leaves the old file or the new one,
-// never half of one.
+// never half of one. It keeps a regular file's mode; anything else there
+// (a symbolic link, which go:embed leaves out) is replaced by a file.
 func write(path string, data []byte) error {
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
-		return nil
+	mode := os.FileMode(0o644)
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
+		if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+			return nil
+		}
+		mode = fi.Mode().Perm()
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), ".code-*.bin")
 	if err != nil {
@@ -50,7 +55,7 @@ func write(path string, data []byte) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
+		err = os.Chmod(f.Name(), mode)
 	}
 	if err == nil {
 		err = os.Rename(f.Name(), path)
