@@ -330,6 +330,42 @@ threading.Thread(target=watch, name="watcher").start()
 		fmt.Println("late thread named")
 		return nil
 	}
+	// Python starts on its own thread (first used from a goroutine) while
+	// the main goroutine's Finalize waits for the start: that Finalize
+	// must run Python's end on Python's thread, chosen once it started.
+	childScenarios["finalize-while-starting"] = func() error {
+		started := make(chan error, 1)
+		go func() { started <- Exec("import time\ntime.sleep(0.2)\n", nil) }()
+		time.Sleep(20 * time.Millisecond)
+		if _, err := finalizeIn(10 * time.Second); err != nil {
+			return fmt.Errorf("Finalize while Python started: %v", err)
+		}
+		if err := <-started; err != nil && !errors.Is(err, ErrFinalized) {
+			return fmt.Errorf("the starting Exec: %v", err)
+		}
+		fmt.Println("finalised on Python's thread")
+		return nil
+	}
+	// Two goroutines finalise Python on its own thread at once: both
+	// succeed, and the thread is let go once (a second close panicked).
+	childScenarios["finalize-twice-home"] = func() error {
+		done := make(chan error, 1)
+		go func() { done <- Exec("x = 1", nil) }()
+		if err := <-done; err != nil {
+			return err
+		}
+		errs := make(chan error, 2)
+		for range 2 {
+			go func() { _, err := finalizeIn(10 * time.Second); errs <- err }()
+		}
+		for range 2 {
+			if err := <-errs; err != nil {
+				return fmt.Errorf("one of two Finalizes: %v", err)
+			}
+		}
+		fmt.Println("both finalised")
+		return nil
+	}
 	childScenarios["finalize-inside-home"] = func() error {
 		done := make(chan error)
 		go func() {
@@ -355,10 +391,12 @@ threading.Thread(target=watch, name="watcher").start()
 
 func TestThreadingShutdown(t *testing.T) {
 	for name, want := range map[string]string{
-		"threads-stdlib":       "stdlib threads stopped",
-		"threads-bounded":      "bounded with the GIL held",
-		"threads-late":         "late thread named",
-		"finalize-inside-home": "ok",
+		"threads-stdlib":          "stdlib threads stopped",
+		"threads-bounded":         "bounded with the GIL held",
+		"threads-late":            "late thread named",
+		"finalize-inside-home":    "ok",
+		"finalize-while-starting": "finalised on Python's thread",
+		"finalize-twice-home":     "both finalised",
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -312,37 +312,34 @@ func Finalize(ctx context.Context) error {
 		// itself.
 		return ErrInsideCall
 	}
-	var onThread func(func())
-	interp.mu.Lock()
-	home, initTID := interp.home, interp.initTID
-	interp.mu.Unlock()
-	switch tid := syscall.Gettid(); {
-	case tid == initTID:
-		onThread = func(f func()) { f() }
-	case home != nil:
-		onThread = func(f func()) {
-			done := make(chan struct{})
-			home <- func() { f(); close(done) }
-			<-done
+	// The thread is chosen under the gate's lock: a Finalize that came
+	// while Python started, or while another Finalize decided and then
+	// gave up, sees where Python lives now.
+	err := lifetime.Finalize(ctx, func() (func(func()), error) {
+		interp.mu.Lock()
+		home, initTID := interp.home, interp.initTID
+		interp.mu.Unlock()
+		switch {
+		case syscall.Gettid() == initTID:
+			return func(f func()) { f() }, nil
+		case home != nil:
+			return func(f func()) {
+				done := make(chan struct{})
+				home <- func() { f(); close(done) }
+				<-done
+			}, nil
 		}
-	case lifetime.Current() == lifetime.Ready:
-		return ErrWrongThread
-	default:
-		// Nothing to run (never started, or done), or another Finalize
-		// decides: this one waits for its outcome, and runs nothing
-		// itself if that one gives up (nil: lifetime says ErrNoThread).
-	}
-	err := lifetime.Finalize(ctx, onThread)
-	if errors.Is(err, lifetime.ErrNoThread) {
-		return ErrWrongThread
-	}
-	if home != nil && lifetime.Current() == lifetime.Finalized {
+		return nil, ErrWrongThread
+	})
+	// The home thread ends once, whichever Finalize saw Python finalised
+	// first: two that both return nil must not both close it.
+	interp.mu.Lock()
+	if home := interp.home; home != nil && lifetime.Current() == lifetime.Finalized {
 		lifetime.SetPythonMain(nil)
 		close(home)
-		interp.mu.Lock()
 		interp.home = nil
-		interp.mu.Unlock()
 	}
+	interp.mu.Unlock()
 	return err
 }
 

@@ -47,7 +47,6 @@ func (p Phase) String() string {
 var (
 	ErrFinalized   = errors.New("pygi: Python is finalized")
 	ErrLoopRunning = errors.New("pygi: Finalize while the event loop runs: quit the loop first; app.Run and looptest.Main finalise after their loop returns")
-	ErrNoThread    = errors.New("pygi: Finalize has no thread to run Python's shutdown on")
 	ErrInsideCall  = errors.New("pygi: Finalize called from inside a Python call or Do scope")
 	ErrFlushFailed = errors.New("pygi: Python was finalised, but flushing sys.stdout or sys.stderr failed: buffered output was lost")
 )
@@ -251,7 +250,7 @@ func waitChange() {
 
 // Finalize runs the interpreter's end (rules 2, 3 and 7): Ready to
 // Closing; waits until nothing is in flight; then, the gate open again, on
-// the thread the caller chose (onThread), attached, threading's shutdown
+// the thread choose gives, attached, threading's shutdown
 // (the hook pygi registers: Python's non-daemon threads, which may still
 // call Go); then Closing again, and the move to Finalizing at a moment
 // when nothing is in flight; runs finish (the release queue, AtFinalize
@@ -259,11 +258,11 @@ func waitChange() {
 // first, the phase goes back to Ready and the error says what held it up.
 // Never started: Finalized at once.
 //
-// A nil onThread is a caller on a thread that cannot run Python's shutdown,
-// come to wait for another Finalize's outcome: with Python still open once
-// it holds the lock (that one gave up), it gets ErrNoThread and runs
-// nothing.
-func Finalize(ctx context.Context, onThread func(func())) error {
+// The thread is chosen (choose) under the lock, once Python's phase is
+// settled: a Finalize that waited for Python's start, or for another
+// Finalize that gave up, decides from where Python now lives, not from
+// what it saw before it held the lock. choose's error is returned as is.
+func Finalize(ctx context.Context, choose func() (onThread func(func()), err error)) error {
 	gate.mu.Lock()
 	defer gate.mu.Unlock()
 	switch Current() {
@@ -274,8 +273,9 @@ func Finalize(ctx context.Context, onThread func(func())) error {
 	case Finalized:
 		return nil
 	}
-	if onThread == nil {
-		return ErrNoThread
+	onThread, err := choose()
+	if err != nil {
+		return err
 	}
 	var endClosing func()
 	closeGate := func() bool {
