@@ -19,8 +19,11 @@
 // timers and redraws, which run between two turns (while work is left
 // over, the invoke source waits just below GTK's redraw priority, for at
 // most 4 ms: whatever stays ready above that cannot keep Invokes waiting
-// longer; once the queue is empty it is back at the default priority). A
-// round trip still waits for the work queued before it, so a flood is
+// longer; once the queue is empty it is back at the default priority).
+// When they did keep it that long (a timer slower than its interval is
+// always due), the next turn is as long as they held it, up to 8 ms, so
+// that Invokes and the busy sources share the thread instead of the
+// queue growing for good. A round trip still waits for the work queued before it, so a flood is
 // paced: past [PaceAbove] queued Invokes, a goroutine's Invoke waits (at
 // most [PaceFor], and never on the UI thread or holding the GIL) for the
 // loop to catch up, and the backlog stays a few milliseconds of work.
@@ -54,7 +57,10 @@
 //     collection is switched off while the loop runs, and the loop collects
 //     when CPython's own thresholds say a collection is due (a GLib source
 //     reads the collector's counters; Python work on other threads wakes
-//     the loop when it makes one due). [Collect] (both collectors, from
+//     the loop when it makes one due). A due collection waits below the
+//     default priority for at most 4 ms, then runs at the default
+//     priority: a loop that other sources keep busy still collects, as
+//     CPython collects whatever else is busy. [Collect] (both collectors, from
 //     any goroutine) runs its Python part there as well. Python code keeps
 //     its own view: gc.disable() stops the schedule
 //     and gc.isenabled() answers what the code asked for. A collection that

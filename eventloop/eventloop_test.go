@@ -671,3 +671,101 @@ func TestInvokePacingSlowLoop(t *testing.T) {
 	assertAllRan(t)
 	assert.Less(t, maxQueued.Load(), int64(2*eventloop.PaceAbove), "the backlog stayed near the mark")
 }
+
+// busy keeps the calling thread for d, as a slow handler would.
+func busy(d time.Duration) {
+	for end := time.Now().Add(d); time.Now().Before(end); {
+	}
+}
+
+// A loop kept busy at the default priority (a timer slower than its
+// interval is always due) still runs Python's cycle collector: CPython
+// collects at the allocation that makes a collection due, whatever else
+// is busy, and a collector waiting for an idle loop never ran, so the
+// cyclic garbage such a timer makes grew without bound (counted: the
+// cycles alive, not the time).
+func TestCollectionsRunWhileTheLoopIsBusy(t *testing.T) {
+	defer watchdog(t, 2*time.Minute)()
+	g, err := pygi.NewGlobals()
+	require.NoError(t, err)
+	defer g.Close()
+	require.NoError(t, pygi.Exec(`
+alive = [0]
+class Node:
+    def __init__(self):
+        alive[0] += 1
+    def __del__(self):
+        alive[0] -= 1
+def garbage(n):
+    for _ in range(n):
+        a, b = Node(), Node()
+        a.b, b.a = b, a
+`, g))
+	garbage, err := g.Item("garbage")
+	require.NoError(t, err)
+	defer garbage.Close()
+	before := forensics.ReadStats().Loop.Collections
+	const runs, pairs = 150, 500
+	done := make(chan struct{})
+	n := 0                       // the loop thread's only
+	var alive, collections int64 // written by the last run, read after done
+	timer := eventloop.Every(time.Millisecond, func() {
+		if n == runs {
+			return
+		}
+		r, err := garbage.Call(pairs)
+		assert.NoError(t, err)
+		r.Close()
+		busy(3 * time.Millisecond)
+		if n++; n == runs {
+			// Read in the timer's last busy run: an idle loop afterwards
+			// collects everything.
+			r, err := pygi.Eval("alive[0]", g)
+			assert.NoError(t, err)
+			alive, _ = pygi.As[int64](r)
+			r.Close()
+			collections = forensics.ReadStats().Loop.Collections - before
+			close(done)
+		}
+	})
+	defer timer.Cancel()
+	<-done
+	t.Logf("%d collections, %d of %d Nodes alive", collections, alive, runs*pairs*2)
+	assert.Positive(t, collections, "the loop collected while a timer kept it busy")
+	assert.Less(t, alive, int64(runs*pairs*2/4), "cycles made by the timer were collected while it ran")
+}
+
+// Invokes keep up with a loop that a timer keeps busy: a timer whose run
+// is slower than its interval is always due, and the Invokes each run
+// posts (a teardown, a release, a Collect) must not fall behind for good.
+// With a backlog's turns of 2 ms they got one turn in several of the
+// timer's and the queue grew with every run (counted in Invokes, after a
+// count of timer runs).
+func TestInvokesKeepUpWithABusyTimer(t *testing.T) {
+	defer watchdog(t, 2*time.Minute)()
+	// 3 ms of Invokes a run, against the timer's 6: with 2 ms turns
+	// about 350 of the 450 were behind at the end, now about 50.
+	const runs, perRun = 150, 3
+	var posted, ran atomic.Int64
+	done := make(chan int64, 1)
+	n := 0 // the loop thread's only
+	timer := eventloop.Every(time.Millisecond, func() {
+		if n == runs {
+			return
+		}
+		busy(6 * time.Millisecond)
+		for range perRun {
+			posted.Add(1)
+			eventloop.Invoke(func() { busy(time.Millisecond); ran.Add(1) })
+		}
+		if n++; n == runs {
+			done <- posted.Load() - ran.Load()
+		}
+	})
+	behind := <-done
+	timer.Cancel()
+	t.Logf("%d of %d Invokes behind", behind, posted.Load())
+	looptest.Turn(t)
+	assert.Equal(t, posted.Load(), ran.Load(), "every Invoke ran")
+	assert.Less(t, behind, int64(runs*perRun/3), "Invokes left behind when the timer stopped, of %d posted", runs*perRun)
+}

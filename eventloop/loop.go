@@ -481,7 +481,18 @@ var carry struct {
 // served between two turns. Neither all at once (a
 // backlog of 100 000 would keep the UI thread for a tenth of a second) nor
 // one per wake-up (each turn of the loop costs more than a small Invoke).
-const batchBudget = 2 * time.Millisecond
+//
+// When the other sources keep the loop busy too (a timer slower than its
+// interval is always due), they hold a backlog back past its bounded wait
+// (see internal/capi/loop.c), and the next turn gets as long as they held
+// it, up to maxBatchBudget: the two share the thread about evenly. With
+// 2 ms turns the Invokes got a tenth of it, and what they carry (window
+// teardown, the releases of gotk4's references, a Collect) fell behind
+// for good, its garbage with it.
+const (
+	batchBudget    = 2 * time.Millisecond
+	maxBatchBudget = 8 * time.Millisecond
+)
 
 // dispatch runs on the loop (from the invoke source): queued work, in order,
 // for about batchBudget. It says whether work is left for the next turn.
@@ -493,9 +504,10 @@ const batchBudget = 2 * time.Millisecond
 // level goes on with the one carry, in order: after each function the
 // batch is read afresh, since a nested level may have finished it and
 // taken the next.
-func dispatch() (more bool) {
+func dispatch(heldBack time.Duration) (more bool) {
 	loopStats.dispatches.Add(1)
 	began := time.Now()
+	budget := min(max(heldBack, batchBudget), maxBatchBudget)
 	for {
 		if carry.next == len(carry.items) {
 			queue.mu.Lock()
@@ -521,7 +533,7 @@ func dispatch() (more bool) {
 			reportError("", err)
 		}
 		if carry.next < len(carry.items) {
-			if now.Sub(began) > batchBudget {
+			if now.Sub(began) > budget {
 				return true
 			}
 			continue
@@ -534,7 +546,7 @@ func dispatch() (more bool) {
 				queue.mu.Unlock()
 			}
 		}
-		if now.Sub(began) > batchBudget {
+		if now.Sub(began) > budget {
 			queue.mu.Lock()
 			more = len(queue.items) > 0
 			queue.mu.Unlock()

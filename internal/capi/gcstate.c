@@ -53,7 +53,20 @@ static gboolean gc_prepare(GSource *s, gint *timeout) {
 
 static gboolean gc_check(GSource *s) { return duet_gc_due() >= 0; }
 
+// A due collection waits below the default priority, as a courtesy to
+// input, timers and Invokes, but not for ever: CPython collects at the
+// allocation that makes one due, whatever else is busy, and a loop kept
+// busy at the default priority (a timer slower than its interval, a
+// stream of input) would otherwise never reach an idle one, and Python's
+// cyclic garbage would grow without bound. So a second source, at the
+// default priority, is ready once a collection has been due for
+// GC_WAIT_US. UI thread only: both prepare and dispatch run there.
+#define GC_WAIT_US 4000
+
+static gint64 due_since; // when the aged source first saw a collection due, or 0
+
 static gboolean gc_dispatch(GSource *s, GSourceFunc cb, gpointer data) {
+	due_since = 0;
 	duetGCDispatch();
 	return G_SOURCE_CONTINUE;
 }
@@ -61,9 +74,33 @@ static gboolean gc_dispatch(GSource *s, GSourceFunc cb, gpointer data) {
 static GSourceFuncs gc_funcs = {gc_prepare, gc_check, gc_dispatch, NULL, NULL, NULL};
 static GSource *gc_source;
 
+// aged_left says how long until a due collection has waited GC_WAIT_US
+// (<= 0: it has), or -1 when none is due.
+static gint64 aged_left(void) {
+	if (duet_gc_due() < 0) {
+		due_since = 0;
+		return -1;
+	}
+	gint64 now = g_get_monotonic_time();
+	if (!due_since) due_since = now;
+	gint64 left = due_since + GC_WAIT_US - now;
+	return left > 0 ? left : 0;
+}
+
+static gboolean aged_prepare(GSource *s, gint *timeout) {
+	gint64 left = aged_left();
+	*timeout = left > 0 ? (gint)((left + 999) / 1000) : -1;
+	return left == 0;
+}
+
+static gboolean aged_check(GSource *s) { return aged_left() == 0; }
+
+static GSourceFuncs aged_funcs = {aged_prepare, aged_check, gc_dispatch, NULL, NULL, NULL};
+static GSource *aged_source;
+
 // duet_gc_loop(1) is called on the UI thread when the loop starts (with
-// Python initialised), duet_gc_loop(0) when it stops. The source stays
-// attached for the process; it is ready only while active and due.
+// Python initialised), duet_gc_loop(0) when it stops. The sources stay
+// attached for the process; they are ready only while active and due.
 void duet_gc_loop(int on) {
 	if (!gcs) gcs = &PyInterpreterState_Main()->gc;
 	if (!gc_source) {
@@ -72,7 +109,12 @@ void duet_gc_loop(int on) {
 		g_source_set_priority(gc_source, G_PRIORITY_DEFAULT_IDLE);
 		g_source_set_name(gc_source, "duet cycle collector");
 		g_source_attach(gc_source, NULL); // our reference keeps it for the process
+		aged_source = g_source_new(&aged_funcs, sizeof(GSource));
+		g_source_set_priority(aged_source, G_PRIORITY_DEFAULT);
+		g_source_set_name(aged_source, "duet cycle collector (overdue)");
+		g_source_attach(aged_source, NULL);
 	}
+	due_since = 0;
 	active = on;
 }
 

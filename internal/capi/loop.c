@@ -27,6 +27,12 @@
 // priority (an idle that always returns True, an asyncio task yielding with
 // sleep(0), a tick slower than a frame) cannot keep Invokes from running.
 // An empty queue puts it back at once. Both sources live for the process.
+//
+// When the restorer had to act, the sources above kept the thread for the
+// whole wait and longer (a timer always due): the next batch is told how
+// long they held it (eventloop then gives the batch about as long, within
+// a bound), so that the two share the thread instead of Invokes getting a
+// batch per several of the others' turns and falling behind for good.
 
 #define INVOKE_BACKLOG_PRIORITY (G_PRIORITY_HIGH_IDLE + 21) // GDK_PRIORITY_REDRAW + 1
 #define BACKLOG_WAIT_US 4000
@@ -35,6 +41,10 @@ typedef struct {
 	GSource base;
 	gint pending;
 	int backlog; // UI thread only: the priority is the backlog's
+	// UI thread only: when the last batch that left work ended, and
+	// whether the restorer put the source back since.
+	gint64 batch_end;
+	int restored;
 } invoke_source;
 
 static invoke_source *invoker;
@@ -84,7 +94,11 @@ static gboolean inv_dispatch(GSource *s, GSourceFunc cb, gpointer data) {
 	int nested_ok = inv_nested_ok;
 	inv_nested_ok = 0;
 	inv_depth++;
-	int more = duetLoopDispatch();
+	gint64 held = 0;
+	if (inv->restored) held = g_get_monotonic_time() - inv->batch_end;
+	inv->restored = 0;
+	int more = duetLoopDispatch((long long)held);
+	if (more) inv->batch_end = g_get_monotonic_time();
 	inv_depth--;
 	inv_nested_ok = nested_ok;
 	if (more) g_atomic_int_set(&inv->pending, 1); // the rest, next turn
@@ -99,6 +113,7 @@ static gboolean restore_dispatch(GSource *s, GSourceFunc cb, gpointer data) {
 	g_source_set_ready_time(s, -1);
 	if (invoker->backlog) {
 		invoker->backlog = 0;
+		invoker->restored = 1;
 		g_source_set_priority(&invoker->base, G_PRIORITY_DEFAULT);
 	}
 	return G_SOURCE_CONTINUE;

@@ -9,25 +9,29 @@ import "C"
 
 import (
 	"sync/atomic"
+	"time"
 	"unsafe"
 )
 
 var (
-	loopDispatch atomic.Pointer[func() bool]
+	loopDispatch atomic.Pointer[func(heldBack time.Duration) bool]
 	timerFire    atomic.Pointer[func(uintptr) bool]
 )
 
 // SetLoopHandlers installs the Go side of the event loop's sources: dispatch
 // runs a batch of queued invocations and says whether some are left for the
-// next turn, fire runs a timer and says whether it repeats.
-func SetLoopHandlers(dispatch func() bool, fire func(uintptr) bool) {
+// next turn, fire runs a timer and says whether it repeats. dispatch's
+// heldBack is how long sources at a higher priority kept a backlog from
+// running before this turn, when they kept it past its bounded wait (0
+// otherwise: see loop.c).
+func SetLoopHandlers(dispatch func(heldBack time.Duration) bool, fire func(uintptr) bool) {
 	loopDispatch.Store(&dispatch)
 	timerFire.Store(&fire)
 }
 
 //export duetLoopDispatch
-func duetLoopDispatch() C.int {
-	if f := loopDispatch.Load(); f != nil && (*f)() {
+func duetLoopDispatch(heldBackUS C.longlong) C.int {
+	if f := loopDispatch.Load(); f != nil && (*f)(time.Duration(heldBackUS)*time.Microsecond) {
 		return 1
 	}
 	return 0
