@@ -322,7 +322,14 @@ threading.Thread(target=watch, name="watcher").start()
 	}
 	childScenarios["threads-late"] = func() error {
 		go Exec("import threading, time\ntime.sleep(0.3)\nthreading.Thread(target=time.sleep, args=(30,), name='late', daemon=False).start()\n", nil)
-		time.Sleep(50 * time.Millisecond)
+		// Once the Exec is inside (on a loaded machine Python's start
+		// alone took more than a fixed 50 ms, and Finalize then came
+		// first and refused the Exec, whose thread never started).
+		for deadline := time.Now().Add(20 * time.Second); lifetime.InFlight() == 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				return errors.New("the Exec never entered Python")
+			}
+		}
 		took, err := finalizeIn(time.Second)
 		if !errors.Is(err, ErrThreadsRunning) || !strings.Contains(err.Error(), "late") || took > 3*time.Second {
 			return fmt.Errorf("a thread started late: %v after %v", err, took)
