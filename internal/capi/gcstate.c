@@ -33,6 +33,10 @@ int duet_gc_due(void) {
 	// gc.set_threshold(0): Python's documented way to turn automatic
 	// collection off (CPython collects nothing by itself then).
 	if (g[0].threshold == 0) return -1;
+	// A collection in progress (a finaliser or gc callback of one running a
+	// nested loop, or another thread's): gc.collect() would return 0 and
+	// reset nothing.
+	if (gcs->collecting) return -1;
 	if (g[0].count <= g[0].threshold) return -1;
 	if (g[1].count > g[1].threshold) return g[2].count > g[2].threshold ? 2 : 1;
 	return 0;
