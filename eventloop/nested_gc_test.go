@@ -121,9 +121,9 @@ func nestedGC(t *testing.T, mode string, busyTimer bool) {
 	_ = wakeups // logged only: the Eventually poll above wakes the loop in both commits
 }
 
-func TestNestedLoopInAGCCallback(t *testing.T) { nestedGC(t, "callback", false) }
+func TestNestedLoopInAGCCallback(t *testing.T)          { nestedGC(t, "callback", false) }
 func TestNestedLoopInAGCCallbackWhileBusy(t *testing.T) { nestedGC(t, "callback", true) }
-func TestNestedLoopInAFinaliser(t *testing.T)        { nestedGC(t, "del", false) }
-func TestNestedLoopInAFinaliserWhileBusy(t *testing.T)        { nestedGC(t, "del", true) }
+func TestNestedLoopInAFinaliser(t *testing.T)           { nestedGC(t, "del", false) }
+func TestNestedLoopInAFinaliserWhileBusy(t *testing.T)  { nestedGC(t, "del", true) }
 
 func fmtSscanf(s string, a ...any) (int, error) { return fmt.Sscanf(s, "%f %f %d", a...) }
