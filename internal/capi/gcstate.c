@@ -38,7 +38,14 @@ int duet_gc_due(void) {
 	// reset nothing.
 	if (gcs->collecting) return -1;
 	if (g[0].count <= g[0].threshold) return -1;
-	if (g[1].count > g[1].threshold) return g[2].count > g[2].threshold ? 2 : 1;
+	// The oldest generation past its threshold, as collect_generations
+	// picks it; a full collection also waits until the objects that
+	// survived to the oldest generation since the last one are a quarter
+	// of the long-lived ones (without that guard, a large heap got full
+	// collections, each a pause of the UI thread, far more often than
+	// under python3).
+	if (g[2].count > g[2].threshold && gcs->long_lived_pending >= gcs->long_lived_total / 4) return 2;
+	if (g[1].count > g[1].threshold) return 1;
 	return 0;
 }
 
