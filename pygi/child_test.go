@@ -373,6 +373,43 @@ threading.Thread(target=watch, name="watcher").start()
 		fmt.Println("both finalised")
 		return nil
 	}
+	// Goroutines keep posting to Python's own thread (as the signal path
+	// does) while Python is finalised there: the posts end quietly, with
+	// no send racing the thread's end (under -race this reported a data
+	// race on the closed channel, and a send after it panicked, recovered).
+	childScenarios["posts-while-finalizing"] = func() error {
+		done := make(chan error, 1)
+		go func() { done <- Exec("x = 1", nil) }()
+		if err := <-done; err != nil {
+			return err
+		}
+		var stop atomic.Bool
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for !stop.Load() {
+					lifetime.OnPythonMain(func() {})
+				}
+			}()
+		}
+		time.Sleep(50 * time.Millisecond)
+		if _, err := finalizeIn(10 * time.Second); err != nil {
+			return fmt.Errorf("Finalize: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+		stop.Store(true)
+		wg.Wait()
+		if lifetime.OnPythonMain(func() {}) {
+			return errors.New("OnPythonMain still posts after Finalize")
+		}
+		if _, err := finalizeIn(time.Second); err != nil {
+			return fmt.Errorf("a second Finalize: %v", err)
+		}
+		fmt.Println("posts ended")
+		return nil
+	}
 	childScenarios["finalize-inside-home"] = func() error {
 		done := make(chan error)
 		go func() {
@@ -404,6 +441,7 @@ func TestThreadingShutdown(t *testing.T) {
 		"finalize-inside-home":    "ok",
 		"finalize-while-starting": "finalised on Python's thread",
 		"finalize-twice-home":     "both finalised",
+		"posts-while-finalizing":  "posts ended",
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -36,6 +36,10 @@ var interp struct {
 	mu      sync.Mutex
 	initTID int         // OS thread that ran Py_Initialize
 	home    chan func() // serves Finalize on the thread startHome made
+	// homeDone ends that thread's loop. home itself is never closed:
+	// posts (SetPythonMain's) may still be sending when Python is gone,
+	// and they select on homeDone instead of racing a close.
+	homeDone chan struct{}
 
 	none    *Object // the None singleton
 	helper  *Object // the _duet helper module
@@ -167,7 +171,7 @@ func start() error {
 // thread that then serves Finalize.
 func startHome() error {
 	errc := make(chan error, 1)
-	home := make(chan func())
+	home, done := make(chan func()), make(chan struct{})
 	go func() {
 		runtime.LockOSThread() // never unlocked: this thread is the interpreter's
 		err := startHere()
@@ -175,17 +179,29 @@ func startHome() error {
 		if err != nil {
 			return
 		}
-		for fn := range home {
-			fn()
+		for {
+			select {
+			case fn := <-home:
+				fn()
+			case <-done:
+				return
+			}
 		}
 	}()
 	if err := <-errc; err != nil {
 		return err
 	}
 	interp.mu.Lock()
-	interp.home = home
+	interp.home, interp.homeDone = home, done
 	interp.mu.Unlock()
-	lifetime.SetPythonMain(func(fn func()) { go func() { defer func() { recover() }(); home <- fn }() })
+	lifetime.SetPythonMain(func(fn func()) {
+		go func() {
+			select {
+			case home <- fn:
+			case <-done: // Python is gone: the post is dropped
+			}
+		}()
+	})
 	return nil
 }
 
@@ -334,10 +350,10 @@ func Finalize(ctx context.Context) error {
 	// The home thread ends once, whichever Finalize saw Python finalised
 	// first: two that both return nil must not both close it.
 	interp.mu.Lock()
-	if home := interp.home; home != nil && lifetime.Current() == lifetime.Finalized {
+	if interp.home != nil && lifetime.Current() == lifetime.Finalized {
 		lifetime.SetPythonMain(nil)
-		close(home)
-		interp.home = nil
+		close(interp.homeDone)
+		interp.home, interp.homeDone = nil, nil
 	}
 	interp.mu.Unlock()
 	return err
