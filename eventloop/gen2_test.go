@@ -17,12 +17,7 @@ const gen2Py = `
 import gc
 keep = [[] for _ in range(1000000)]
 gc.collect()
-class Node:
-    pass
-def garbage(n):
-    for _ in range(n):
-        a, b = Node(), Node()
-        a.b, b.a = b, a
+` + cyclicGarbagePy + `
 full0 = gc.get_stats()[2]["collections"]
 `
 

@@ -173,13 +173,7 @@ def watch(phase, info):
     if phase == "start":
         where.append(threading.get_ident())
 gc.callbacks.append(watch)
-class Node:
-    pass
-def garbage(n):
-    for _ in range(n):
-        a, b = Node(), Node()
-        a.b, b.a = b, a
-`, g))
+`+cyclicGarbagePy, g))
 	defer pygi.Exec("gc.callbacks.remove(watch)", g)
 	before := forensics.ReadStats().Loop.Collections
 	r, err := pygi.Eval("garbage(5000)", g) // from this goroutine
@@ -220,3 +214,14 @@ func TestCollectionsFollowAllocationInsideAnAttachment(t *testing.T) {
 	}))
 	assert.Positive(t, during, "the loop collected while the attachment's calls made cycles")
 }
+
+// cyclicGarbagePy defines garbage(n): n pairs of objects that hold each
+// other, which only the cycle collector frees.
+const cyclicGarbagePy = `
+class Node:
+    pass
+def garbage(n):
+    for _ in range(n):
+        a, b = Node(), Node()
+        a.b, b.a = b, a
+`

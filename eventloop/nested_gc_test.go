@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duet-gtk/duet/eventloop"
+	"github.com/duet-gtk/duet/eventloop/looptest"
 	"github.com/duet-gtk/duet/forensics"
 	"github.com/duet-gtk/duet/pygi"
 )
@@ -67,8 +68,7 @@ func nestedGC(t *testing.T, mode string, busyTimer bool) {
 	defer g.Close()
 	require.NoError(t, pygi.Exec(nestedGCPy, g))
 	defer pygi.Exec("gc.callbacks.remove(watch)", g)
-	turn := func() { _ = eventloop.InvokeWait(t.Context(), func() error { return nil }) }
-	turn()
+	looptest.Turn(t)
 	if busyTimer {
 		// a timer slower than its interval, always due, until the nested loop starts
 		stop := false
@@ -115,7 +115,7 @@ func nestedGC(t *testing.T, mode string, busyTimer bool) {
 	t.Logf("nested loop in a gc callback: wall s, UI-thread cpu s, UI-thread wakeups = %s; collector dispatches %d", s, steps)
 	var wall, cpu float64
 	var wakeups int
-	_, _ = fmtSscanf(s, &wall, &cpu, &wakeups)
+	_, _ = fmt.Sscanf(s, "%f %f %d", &wall, &cpu, &wakeups)
 	assert.Less(t, steps, int64(5), "the collector's sources dispatched again and again inside the nested loop")
 	assert.Less(t, cpu, wall/4, "the UI thread spun inside the nested loop")
 	_ = wakeups // logged only: the Eventually poll above wakes the loop in both commits
@@ -125,5 +125,3 @@ func TestNestedLoopInAGCCallback(t *testing.T)          { nestedGC(t, "callback"
 func TestNestedLoopInAGCCallbackWhileBusy(t *testing.T) { nestedGC(t, "callback", true) }
 func TestNestedLoopInAFinaliser(t *testing.T)           { nestedGC(t, "del", false) }
 func TestNestedLoopInAFinaliserWhileBusy(t *testing.T)  { nestedGC(t, "del", true) }
-
-func fmtSscanf(s string, a ...any) (int, error) { return fmt.Sscanf(s, "%f %f %d", a...) }
