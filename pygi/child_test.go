@@ -410,6 +410,82 @@ threading.Thread(target=watch, name="watcher").start()
 		fmt.Println("posts ended")
 		return nil
 	}
+	// A Finalize queued behind another that waits (for a call holding the
+	// GIL in C) ends with its own ctx: the lock it waited on was a mutex,
+	// and a 100 ms ctx took as long as the other's 2 s.
+	childScenarios["finalize-queued-ctx"] = func() error {
+		done := make(chan error, 1)
+		go func() { done <- Exec("x = 1", nil) }()
+		if err := <-done; err != nil {
+			return err
+		}
+		go Eval("sum(range(10**10))", nil) // holds the GIL in C for minutes
+		for deadline := time.Now().Add(20 * time.Second); lifetime.InFlight() == 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				return errors.New("the Eval never entered Python")
+			}
+		}
+		first := make(chan error, 1)
+		go func() { _, err := finalizeIn(3 * time.Second); first <- err }()
+		for deadline := time.Now().Add(20 * time.Second); lifetime.Current() != lifetime.Closing; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				return errors.New("the first Finalize never began")
+			}
+		}
+		took, err := finalizeIn(100 * time.Millisecond)
+		if !errors.Is(err, context.DeadlineExceeded) || took > 1500*time.Millisecond {
+			return fmt.Errorf("the queued Finalize: %v after %v", err, took)
+		}
+		if err := <-first; !errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("the first Finalize, with the GIL held: %v", err)
+		}
+		fmt.Println("queued Finalize ended with its ctx")
+		return nil
+	}
+	// A function posted to Python's own thread calls Finalize while
+	// another Finalize runs and needs that thread for its next step: it is
+	// refused at once (it waited for the other, which waited for the
+	// thread: a deadlock), and the other then finishes there.
+	childScenarios["finalize-busy-home"] = func() error {
+		done := make(chan error, 1)
+		go func() { done <- Exec("x = 1", nil) }()
+		if err := <-done; err != nil {
+			return err
+		}
+		// A call in flight holds the other Finalize in its wait (Closing)
+		// while the posted function calls Finalize; when the call ends,
+		// the other goes on to post its next step to Python's thread.
+		go Exec("import time\ntime.sleep(0.5)\n", nil)
+		for deadline := time.Now().Add(20 * time.Second); lifetime.InFlight() == 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				return errors.New("the Exec never entered Python")
+			}
+		}
+		first := make(chan error, 1)
+		go func() { _, err := finalizeIn(20 * time.Second); first <- err }()
+		posted := make(chan error, 1)
+		if !lifetime.OnPythonMain(func() {
+			for lifetime.Current() == lifetime.Ready {
+				time.Sleep(time.Millisecond)
+			}
+			posted <- Finalize(context.Background())
+		}) {
+			return errors.New("no Python thread to post to")
+		}
+		select {
+		case err := <-posted:
+			if !errors.Is(err, ErrFinalizeBusy) {
+				return fmt.Errorf("Finalize posted to Python's thread: %v", err)
+			}
+		case <-time.After(15 * time.Second):
+			return errors.New("Finalize posted to Python's thread hung")
+		}
+		if err := <-first; err != nil {
+			return fmt.Errorf("the other Finalize: %v", err)
+		}
+		fmt.Println("busy Finalize refused on Python's thread")
+		return nil
+	}
 	childScenarios["finalize-inside-home"] = func() error {
 		done := make(chan error)
 		go func() {
@@ -442,6 +518,8 @@ func TestThreadingShutdown(t *testing.T) {
 		"finalize-while-starting": "finalised on Python's thread",
 		"finalize-twice-home":     "both finalised",
 		"posts-while-finalizing":  "posts ended",
+		"finalize-queued-ctx":     "queued Finalize ended with its ctx",
+		"finalize-busy-home":      "busy Finalize refused on Python's thread",
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

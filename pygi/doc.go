@@ -148,7 +148,8 @@
 //     [Error.Matches] tests its class),
 //     [ConversionError] (and [ErrConversion]), [PanicError] (a Go panic at
 //     a boundary); [ErrClosed], [ErrNilObject], [ErrFinalized],
-//     [ErrLoopRunning], [ErrInsideCall], [ErrWrongThread], [ErrFlushFailed],
+//     [ErrLoopRunning], [ErrInsideCall], [ErrWrongThread], [ErrFinalizeBusy],
+//     [ErrFlushFailed],
 //     [ErrThreadsRunning].
 //
 // Every function here is safe from any goroutine, with the thread rules of

@@ -25,6 +25,10 @@ var (
 	// sys.stderr failed (a full disk, a closed pipe), so output was lost;
 	// python3 exits with status 120 then.
 	ErrFlushFailed = lifetime.ErrFlushFailed
+	// ErrFinalizeBusy: Finalize was called on Python's own thread (a
+	// function posted there) while another Finalize ran, which may need
+	// that thread to finish: waiting for it could never end.
+	ErrFinalizeBusy = lifetime.ErrFinalizeBusy
 	// ErrWrongThread: Finalize must run on the thread that started Python
 	// (the main thread) unless the event loop is running to take it there.
 	ErrWrongThread = errors.New("pygi: Finalize must run on the OS thread that initialised Python (the main thread)")

@@ -297,7 +297,9 @@ func WithoutGIL(fn func()) {
 // Goroutines that enter Python while Finalize waits for the calls in flight
 // wait for its outcome: ErrFinalized, or their operation when it gives up.
 //
-// ctx bounds its waits: for the calls in flight, then for Python's threads
+// ctx bounds its waits: for another Finalize that runs (on Python's own
+// thread, a function posted there, it does not wait: ErrFinalizeBusy),
+// for the calls in flight, then for Python's threads
 // that are not daemons (threading's shutdown, as python3 runs it at exit).
 // When ctx ends first, the interpreter stays open and the error says what
 // held it up: it wraps ctx's error and counts the calls in flight, or it
@@ -328,10 +330,16 @@ func Finalize(ctx context.Context) error {
 		// itself.
 		return ErrInsideCall
 	}
+	// On Python's own thread (a function posted there), a Finalize must
+	// not queue behind another: that one would post its last step to this
+	// thread, which waits for it.
+	interp.mu.Lock()
+	onHome := interp.home != nil && syscall.Gettid() == interp.initTID
+	interp.mu.Unlock()
 	// The thread is chosen under the gate's lock: a Finalize that came
 	// while Python started, or while another Finalize decided and then
 	// gave up, sees where Python lives now.
-	err := lifetime.Finalize(ctx, func() (func(func()), error) {
+	err := lifetime.Finalize(ctx, onHome, func() (func(func()), error) {
 		interp.mu.Lock()
 		home, initTID := interp.home, interp.initTID
 		interp.mu.Unlock()

@@ -45,10 +45,11 @@ func (p Phase) String() string {
 
 // Errors of the gate; pygi exports them under the same names.
 var (
-	ErrFinalized   = errors.New("pygi: Python is finalized")
-	ErrLoopRunning = errors.New("pygi: Finalize while the event loop runs: quit the loop first; app.Run and looptest.Main finalise after their loop returns")
-	ErrInsideCall  = errors.New("pygi: Finalize called from inside a Python call or Do scope")
-	ErrFlushFailed = errors.New("pygi: Python was finalised, but flushing sys.stdout or sys.stderr failed: buffered output was lost")
+	ErrFinalized    = errors.New("pygi: Python is finalized")
+	ErrLoopRunning  = errors.New("pygi: Finalize while the event loop runs: quit the loop first; app.Run and looptest.Main finalise after their loop returns")
+	ErrInsideCall   = errors.New("pygi: Finalize called from inside a Python call or Do scope")
+	ErrFlushFailed  = errors.New("pygi: Python was finalised, but flushing sys.stdout or sys.stderr failed: buffered output was lost")
+	ErrFinalizeBusy = errors.New("pygi: Finalize on Python's own thread while another Finalize runs: that one needs this thread, so this one cannot wait for it")
 )
 
 // gate is the interpreter's phase and the number of entries in flight, in
@@ -59,7 +60,9 @@ var gate struct {
 	state   *atomic.Int64
 	changed atomic.Pointer[chan struct{}] // closed when a Closing phase ends
 
-	mu      sync.Mutex // serialises Start and Finalize
+	// lock serialises Start and Finalize: a channel of one, not a mutex,
+	// so that a Finalize queued behind another still ends with its ctx.
+	lock    chan struct{}
 	starter func() error
 	initErr error
 }
@@ -69,6 +72,7 @@ const phaseShift = capi.GatePhaseShift
 // The gate's word and the flags an entry reads are C memory, which C's
 // fast entry reads too (capi.Call0).
 func init() {
+	gate.lock = make(chan struct{}, 1)
 	gate.state = capi.GateState()
 	releases.dirty = capi.GateDirty()
 	releases.uiDirty = capi.GateUIDirty()
@@ -111,8 +115,8 @@ func Start() error {
 	case Closing, Finalizing, Finalized:
 		return ErrFinalized
 	}
-	gate.mu.Lock()
-	defer gate.mu.Unlock()
+	gate.lock <- struct{}{}
+	defer func() { <-gate.lock }()
 	switch Current() {
 	case Ready:
 		return nil
@@ -262,9 +266,24 @@ func waitChange() {
 // settled: a Finalize that waited for Python's start, or for another
 // Finalize that gave up, decides from where Python now lives, not from
 // what it saw before it held the lock. choose's error is returned as is.
-func Finalize(ctx context.Context, choose func() (onThread func(func()), err error)) error {
-	gate.mu.Lock()
-	defer gate.mu.Unlock()
+//
+// Queued behind another Finalize (or a start), it waits for the lock while
+// ctx lasts; with mustNotQueue it does not wait at all (ErrFinalizeBusy):
+// the caller is on the thread the one holding the lock may need.
+func Finalize(ctx context.Context, mustNotQueue bool, choose func() (onThread func(func()), err error)) error {
+	select {
+	case gate.lock <- struct{}{}:
+	default:
+		if mustNotQueue {
+			return ErrFinalizeBusy
+		}
+		select {
+		case gate.lock <- struct{}{}:
+		case <-ctx.Done():
+			return fmt.Errorf("pygi: Finalize gave up waiting for another Finalize (or Python's start) to end: %w", ctx.Err())
+		}
+	}
+	defer func() { <-gate.lock }()
 	switch Current() {
 	case New, Failed:
 		move(New, Finalized)
