@@ -580,6 +580,45 @@ func TestInvokeFloodIsPaced(t *testing.T) {
 	assertAllRan(t)
 }
 
+// A flood into a loop that has been idle a while is paced as one into a
+// busy loop: an idle loop is not a stuck one (it was taken for one, as it
+// had run nothing for longer than the stall mark, and the senders queued
+// tens of thousands before its first dispatch).
+func TestInvokeFloodIntoIdleLoopIsPaced(t *testing.T) {
+	defer watchdog(t, 2*time.Minute)()
+	const senders, each = 8, 5 * eventloop.PaceAbove
+	looptest.Turn(t)
+	time.Sleep(100 * time.Millisecond) // idle, far past the stall mark
+	var maxQueued atomic.Int64
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for i := range each {
+				eventloop.Invoke(func() {
+					if i%64 == 0 {
+						if q := forensics.ReadStats().Loop.Queued; q > maxQueued.Load() {
+							maxQueued.Store(q)
+						}
+					}
+				})
+			}
+		}()
+	}
+	// The loop's first run takes a while (as a wake-up on a loaded
+	// machine may): under the stall mark, so the senders wait for it.
+	eventloop.Invoke(func() { busy(10 * time.Millisecond) })
+	close(start)
+	wg.Wait()
+	looptest.Turn(t)
+	assertAllRan(t)
+	t.Logf("most queued: %d of %d sent", maxQueued.Load(), senders*each)
+	assert.Less(t, maxQueued.Load(), int64(4*eventloop.PaceAbove), "the backlog stayed near the mark")
+}
+
 // Where waiting could only hurt, Invoke never waits: on the UI thread
 // (the loop it would wait for), in a goroutine holding the GIL (which the
 // loop may need to catch up), and while no loop runs (nothing would catch

@@ -269,7 +269,13 @@ func Invoke(fn func()) {
 	queue.mu.Lock()
 	first := len(queue.items) == 0
 	queue.items = append(queue.items, fn)
-	backlog.n.Add(1)
+	if backlog.n.Add(1) == 1 {
+		// An idle loop is not a stuck one: it is given stallAfter from
+		// when work came, not from the last it ran (a burst into a loop
+		// idle for a while was never paced, and queued tens of
+		// thousands before the loop woke).
+		backlog.lastRun.Store(int64(time.Since(epoch)))
+	}
 	queue.mu.Unlock()
 	if first {
 		capi.LoopSetup()
@@ -291,8 +297,9 @@ var backlog struct {
 	n        atomic.Int64
 	caughtUp atomic.Pointer[chan struct{}]
 	paced    atomic.Int64 // Invokes that waited (forensics' Loop.Paced)
-	// lastRun is when the loop last finished an Invoke (or began to run),
-	// as time since epoch. A loop that has finished none for stallAfter is
+	// lastRun is when the loop last finished an Invoke (or began to run,
+	// or had work queued while it had none), as time since epoch. A loop
+	// that has finished none for stallAfter is
 	// stuck (in one long function, or waiting for a lock the sender holds):
 	// waiting for it would only slow the sender, a PaceFor for each Invoke,
 	// so nobody waits until it runs one again. A loop merely slow (each

@@ -99,7 +99,9 @@ func nestedGC(t *testing.T, mode string, busyTimer bool) {
 		require.NoError(t, pygi.Exec("garbage(5000)", g))
 	}
 	require.Eventually(t, func() bool {
-		r, err := pygi.Eval("'wall' in res", g)
+		// the last of the three set (reading /proc lets the GIL go
+		// between them: 'wall' alone was seen without 'wakeups')
+		r, err := pygi.Eval("'wakeups' in res", g)
 		if err != nil {
 			return false
 		}
