@@ -321,6 +321,13 @@ threading.Thread(target=watch, name="watcher").start()
 		return nil
 	}
 	childScenarios["threads-late"] = func() error {
+		// Python started first: an entry counts itself before it backs out
+		// to start Python, so InFlight below could see that count and let
+		// Finalize come during the start (the Exec then ran only in
+		// threading's shutdown, and its thread never started).
+		if err := Exec("x = 1", nil); err != nil {
+			return err
+		}
 		go Exec("import threading, time\ntime.sleep(0.3)\nthreading.Thread(target=time.sleep, args=(30,), name='late', daemon=False).start()\n", nil)
 		// Once the Exec is inside (on a loaded machine Python's start
 		// alone took more than a fixed 50 ms, and Finalize then came
@@ -486,6 +493,62 @@ threading.Thread(target=watch, name="watcher").start()
 		fmt.Println("busy Finalize refused on Python's thread")
 		return nil
 	}
+	// Python's own thread busy with a function posted there (a signal
+	// handler) when Finalize needs it: Finalize ends with its ctx, and
+	// Python stays open (it waited for the thread without a bound).
+	childScenarios["finalize-home-busy"] = func() error {
+		done := make(chan error, 1)
+		go func() { done <- Exec("x = 1", nil) }()
+		if err := <-done; err != nil {
+			return err
+		}
+		release := make(chan struct{})
+		if !lifetime.OnPythonMain(func() { <-release }) {
+			return errors.New("no Python thread to post to")
+		}
+		time.Sleep(50 * time.Millisecond) // the post is running there
+		took, err := finalizeIn(200 * time.Millisecond)
+		close(release)
+		if !errors.Is(err, context.DeadlineExceeded) || took > 1500*time.Millisecond || lifetime.Current() != lifetime.Ready {
+			return fmt.Errorf("Finalize with Python's thread busy: %v after %v, phase %v", err, took, lifetime.Current())
+		}
+		if err := Exec("y = 2", nil); err != nil {
+			return fmt.Errorf("Python after Finalize gave up: %v", err)
+		}
+		if _, err := finalizeIn(10 * time.Second); err != nil {
+			return fmt.Errorf("Finalize once the thread is free: %v", err)
+		}
+		fmt.Println("busy thread: Finalize ended with its ctx")
+		return nil
+	}
+	// A Finalize posted to Python's own thread from Python's last step (an
+	// AtFinalize hook) is not refused as busy: it was, while the other
+	// Finalize still held the lock after its last step. Finalize now keeps
+	// the thread until it ends, so the post runs after it (nil) or is
+	// dropped with the thread; either is right, a refusal is not.
+	childScenarios["finalize-posted-at-end"] = func() error {
+		done := make(chan error, 1)
+		go func() { done <- Exec("x = 1", nil) }()
+		if err := <-done; err != nil {
+			return err
+		}
+		posted := make(chan error, 1)
+		lifetime.AtFinalize(func() {
+			lifetime.OnPythonMain(func() { posted <- Finalize(context.Background()) })
+		})
+		if _, err := finalizeIn(10 * time.Second); err != nil {
+			return fmt.Errorf("Finalize: %v", err)
+		}
+		select {
+		case err := <-posted:
+			if err != nil {
+				return fmt.Errorf("Finalize posted from Python's last step: %v", err)
+			}
+		case <-time.After(500 * time.Millisecond): // dropped: Python's thread ended first
+		}
+		fmt.Println("posted at the end: not refused")
+		return nil
+	}
 	childScenarios["finalize-inside-home"] = func() error {
 		done := make(chan error)
 		go func() {
@@ -520,6 +583,8 @@ func TestThreadingShutdown(t *testing.T) {
 		"posts-while-finalizing":  "posts ended",
 		"finalize-queued-ctx":     "queued Finalize ended with its ctx",
 		"finalize-busy-home":      "busy Finalize refused on Python's thread",
+		"finalize-home-busy":      "busy thread: Finalize ended with its ctx",
+		"finalize-posted-at-end":  "posted at the end: not refused",
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

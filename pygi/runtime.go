@@ -301,8 +301,11 @@ func WithoutGIL(fn func()) {
 // thread, a function posted there, it does not wait: ErrFinalizeBusy),
 // for the calls in flight, then for Python's threads
 // that are not daemons (threading's shutdown, as python3 runs it at exit).
-// When ctx ends first, the interpreter stays open and the error says what
-// held it up: it wraps ctx's error and counts the calls in flight, or it
+// It waits, too, for Python's own thread (when Python started there) to
+// finish what runs there now (a signal handler posted to it). When ctx
+// ends first, the interpreter stays open (unless the other Finalize this
+// one waited for goes on to finish it) and the error says what held it
+// up: it wraps ctx's error and counts the calls in flight, or it
 // is ErrThreadsRunning and names the threads. threading's shutdown has
 // begun by then (its atexit functions ran, executors take no new work), as
 // it would have in python3.
@@ -339,19 +342,17 @@ func Finalize(ctx context.Context) error {
 	// The thread is chosen under the gate's lock: a Finalize that came
 	// while Python started, or while another Finalize decided and then
 	// gave up, sees where Python lives now.
-	err := lifetime.Finalize(ctx, onHome, func() (func(func()), error) {
+	err := lifetime.Finalize(ctx, onHome, func() (lifetime.Reserve, error) {
 		interp.mu.Lock()
 		home, initTID := interp.home, interp.initTID
 		interp.mu.Unlock()
 		switch {
 		case syscall.Gettid() == initTID:
-			return func(f func()) { f() }, nil
-		case home != nil:
-			return func(f func()) {
-				done := make(chan struct{})
-				home <- func() { f(); close(done) }
-				<-done
+			return func(context.Context) (func(func()), func(), error) {
+				return func(f func()) { f() }, func() {}, nil
 			}, nil
+		case home != nil:
+			return reserveHome(home), nil
 		}
 		return nil, ErrWrongThread
 	})
@@ -365,6 +366,36 @@ func Finalize(ctx context.Context) error {
 	}
 	interp.mu.Unlock()
 	return err
+}
+
+// reserveHome takes Python's own thread for Finalize: it posts a function
+// that serves Finalize's work there until released, waiting while ctx lasts
+// for what runs there now (a signal handler posted to it, say).
+func reserveHome(home chan<- func()) lifetime.Reserve {
+	return func(ctx context.Context) (func(func()), func(), error) {
+		jobs, quit := make(chan func()), make(chan struct{})
+		serve := func() {
+			for {
+				select {
+				case job := <-jobs:
+					job()
+				case <-quit:
+					return
+				}
+			}
+		}
+		select {
+		case home <- serve:
+		case <-ctx.Done():
+			return nil, nil, fmt.Errorf("pygi: Finalize gave up waiting for Python's own thread (busy with a function posted there): %w", ctx.Err())
+		}
+		run := func(f func()) {
+			done := make(chan struct{})
+			jobs <- func() { f(); close(done) }
+			<-done
+		}
+		return run, func() { close(quit) }, nil
+	}
 }
 
 // ErrThreadsRunning: Finalize gave up because Python threads that

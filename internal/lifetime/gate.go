@@ -253,28 +253,36 @@ func waitChange() {
 }
 
 // Finalize runs the interpreter's end (rules 2, 3 and 7): Ready to
-// Closing; waits until nothing is in flight; then, the gate open again, on
-// the thread choose gives, attached, threading's shutdown
+// Closing; waits until nothing is in flight; then, the gate open again,
+// takes the thread choose gives (reserve: waiting, while ctx lasts, for
+// what runs there now) and runs on it, attached, threading's shutdown
 // (the hook pygi registers: Python's non-daemon threads, which may still
 // call Go); then Closing again, and the move to Finalizing at a moment
 // when nothing is in flight; runs finish (the release queue, AtFinalize
-// hooks, Py_FinalizeEx) there, and the phase becomes Finalized. When ctx ends
-// first, the phase goes back to Ready and the error says what held it up.
-// Never started: Finalized at once.
+// hooks, Py_FinalizeEx) on the same thread, and the phase becomes
+// Finalized. When ctx ends first, the phase goes back to Ready and the
+// error says what held it up. Never started: Finalized at once.
 //
 // The thread is chosen (choose) under the lock, once Python's phase is
 // settled: a Finalize that waited for Python's start, or for another
 // Finalize that gave up, decides from where Python now lives, not from
 // what it saw before it held the lock. choose's error is returned as is.
+// The thread is taken with the gate open, never while Closing: what runs
+// there (a signal handler posted to Python's thread) may be waiting to
+// enter, and would wait for the Finalize that waits for it.
 //
 // Queued behind another Finalize (or a start), it waits for the lock while
-// ctx lasts; with mustNotQueue it does not wait at all (ErrFinalizeBusy):
-// the caller is on the thread the one holding the lock may need.
-func Finalize(ctx context.Context, mustNotQueue bool, choose func() (onThread func(func()), err error)) error {
+// ctx lasts; with mustNotQueue (the caller is on the thread the one
+// holding the lock may need) it does not wait while that one may still
+// need it (ErrFinalizeBusy).
+func Finalize(ctx context.Context, mustNotQueue bool, choose func() (reserve Reserve, err error)) error {
 	select {
 	case gate.lock <- struct{}{}:
 	default:
-		if mustNotQueue {
+		// Once Python is gone, or its last step has run (that step runs on
+		// the caller's thread, and the caller is not inside it), the holder
+		// needs the thread no more: waiting is safe.
+		if p := Current(); mustNotQueue && p != Finalized && (p != Finalizing || capi.OnFinalizer()) {
 			return ErrFinalizeBusy
 		}
 		select {
@@ -292,7 +300,7 @@ func Finalize(ctx context.Context, mustNotQueue bool, choose func() (onThread fu
 	case Finalized:
 		return nil
 	}
-	onThread, err := choose()
+	reserve, err := choose()
 	if err != nil {
 		return err
 	}
@@ -330,16 +338,21 @@ func Finalize(ctx context.Context, mustNotQueue bool, choose func() (onThread fu
 	if err := waitIdle(false); err != nil {
 		return err
 	}
+	// The gate open again: threading's shutdown, as python3 runs it at
+	// exit, lets Python's threads, the Go code they call and what that
+	// starts use Python freely (Go code waiting on the gate while a thread
+	// waits for it would never end); and the thread is taken now, not
+	// while Closing (see above). The calls in flight before (a long one
+	// holding the GIL in C, say) have ended.
+	move(Closing, Ready)
+	endClosing()
+	run, release, err := reserve(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
 	if f := threadShutdown.Load(); f != nil {
-		// threading's shutdown with the gate open again, as python3 runs it
-		// at exit: Python's threads, the Go code they call and what that
-		// starts use Python freely meanwhile (Go code waiting on the gate
-		// while a thread waits for it would never end). The calls in
-		// flight before (a long one holding the GIL in C, say) have ended.
-		move(Closing, Ready)
-		endClosing()
-		var err error
-		onThread(func() {
+		run(func() {
 			st := capi.Attach()
 			defer capi.Detach(st)
 			err = (*f)(ctx)
@@ -347,16 +360,16 @@ func Finalize(ctx context.Context, mustNotQueue bool, choose func() (onThread fu
 		if err != nil {
 			return err
 		}
-		if !closeGate() {
-			return fmt.Errorf("pygi: Finalize in phase %v", Current())
-		}
+	}
+	if !closeGate() {
+		return fmt.Errorf("pygi: Finalize in phase %v", Current())
 	}
 	if err := waitIdle(true); err != nil {
 		return err
 	}
 	endClosing()
 	flushed := true
-	onThread(func() {
+	run(func() {
 		capi.MarkFinalizer(true)
 		defer capi.MarkFinalizer(false)
 		drain() // nothing unattached is in flight: Finalize waited for it
@@ -371,6 +384,11 @@ func Finalize(ctx context.Context, mustNotQueue bool, choose func() (onThread fu
 	}
 	return nil
 }
+
+// Reserve takes the thread that finalises, waiting while ctx lasts for what
+// runs there; run runs a function there and waits for it; release lets the
+// thread go. Finalize calls it once, and release once after its last run.
+type Reserve func(ctx context.Context) (run func(func()), release func(), err error)
 
 var threadShutdown atomic.Pointer[func(context.Context) error]
 
