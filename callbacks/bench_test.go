@@ -103,3 +103,23 @@ func BenchmarkCreateFree(b *testing.B) {
 		cb.Close()
 	}
 }
+
+// BenchmarkConnectDisconnect: a Go handler connected to a GObject's signal
+// and disconnected again (which frees its callback): make bench's "create
+// + connect + disconnect + free" row, here to profile.
+func BenchmarkConnectDisconnect(b *testing.B) {
+	obj, err := pygi.Eval("__import__('gi.repository.GObject', fromlist=['GObject']).Object()", nil)
+	require.NoError(b, err)
+	defer obj.Close()
+	fn := func(*pygi.Object) {}
+	b.ReportAllocs()
+	for b.Loop() {
+		id, err := callbacks.Connect(obj, "notify", fn)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := callbacks.Disconnect(obj, id); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

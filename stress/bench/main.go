@@ -461,6 +461,11 @@ func latency(bin string, t *benchTable) error {
 			p99, _ := strconv.ParseFloat(f[2], 64)
 			t.invoke.add(t.invoke.sides[0], p50)
 			t.invoke.add(t.invoke.sides[1], p99)
+		case len(f) == 3 && f[0] == "floor":
+			p50, _ := strconv.ParseFloat(f[1], 64)
+			p99, _ := strconv.ParseFloat(f[2], 64)
+			t.invokeFloor.add(t.invokeFloor.sides[0], p50)
+			t.invokeFloor.add(t.invokeFloor.sides[1], p99)
 		case len(f) == 7 && f[0] == "flood":
 			// flood <timer runs> <longest gap ms> <invokes> <p50 µs> <p99 µs> <seconds>
 			num := func(i int) float64 { v, _ := strconv.ParseFloat(f[i], 64); return v }

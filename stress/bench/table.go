@@ -50,10 +50,10 @@ func median(v []float64) float64 {
 
 // benchTable is every row make bench prints, in order.
 type benchTable struct {
-	emitC, emitCObj, emitCFloor, emit, emitBare, emitFloor, emitHandler, emitGotk4, call, call3, back, backObj, createFree, create, start, rss, invoke, flood, idle, callBatch *comparison
-	ring, provenance                                                                                                                                                           *comparison // forensics' costs
-	await                                                                                                                                                                      *comparison
-	load                                                                                                                                                                       []*comparison // 0, 1, 2, 4 busy goroutines
+	emitC, emitCObj, emitCFloor, emit, emitBare, emitFloor, emitHandler, emitGotk4, call, call3, back, backObj, createFree, create, start, rss, invoke, invokeFloor, flood, idle, callBatch *comparison
+	ring, provenance                                                                                                                                                                        *comparison // forensics' costs
+	await                                                                                                                                                                                   *comparison
+	load                                                                                                                                                                                    []*comparison // 0, 1, 2, 4 busy goroutines
 
 	// scrolling a long list (see stress/bench/scroll)
 	scrollP50, scrollP99, scrollOver, scrollTotal, scrollCPU50, scrollCPU99, scrollOverCPU, scrollHandlers *comparison
@@ -105,6 +105,8 @@ func newTable() *benchTable {
 			aim: "≤ 1.05× PyGObject", sides: []string{"duet app", "PyGObject script", "gotk4 program"}},
 		invoke: &comparison{title: "Invoke round trip from a goroutine, a trivial Go func on the UI thread, idle app (2 000)", unit: "µs",
 			aim: "≤ 20 µs median", sides: []string{"duet: median", "p99"}},
+		invokeFloor: &comparison{title: "the floor under that round trip: a goroutine wakes a thread of its own that waits in poll() on an eventfd (as the UI thread waits in GLib's poll), and that thread answers on a channel; no GLib, no duet (2 000)", unit: "µs",
+			sides: []string{"floor: median", "p99"}},
 		flood: &comparison{title: "a busy loop: 8 goroutines each send 20 000 Invokes (a small Python call each) as fast as they can, while a 1 ms timer runs on the UI thread and a goroutine times InvokeWait round trips", unit: "ms",
 			aim: "timer gap ≤ 20 ms; round trip p99 < 10 ms", sides: []string{"gap", "p50", "p99", "runs", "time"}},
 		idle: &comparison{title: "wakeups of an idle app (window shown, nothing happening): voluntary context switches of all threads", unit: "per second",
@@ -147,7 +149,7 @@ func newTable() *benchTable {
 
 func (t *benchTable) rows() []*comparison {
 	return append([]*comparison{t.emitC, t.emitCObj, t.emitCFloor, t.emit, t.emitBare, t.emitFloor, t.emitHandler, t.emitGotk4, t.call, t.callBatch, t.call3, t.back, t.backObj, t.createFree, t.create,
-		t.ring, t.provenance, t.await, t.start, t.rss, t.invoke}, append(t.load, t.flood, t.idle,
+		t.ring, t.provenance, t.await, t.start, t.rss, t.invoke, t.invokeFloor}, append(t.load, t.flood, t.idle,
 		t.scrollP50, t.scrollP99, t.scrollOver, t.scrollTotal, t.scrollCPU50, t.scrollCPU99, t.scrollOverCPU, t.scrollHandlers)...)
 }
 

@@ -1,10 +1,12 @@
 // Command latency measures, for make bench, how long a goroutine waits for
 // the UI thread: Invoke round trips (InvokeWait) from a goroutine while the
-// loop idles, then running a trivial Python call on the UI thread while 0,
+// loop idles, and the floor under them (the same wake-up of a thread
+// waiting in poll(), without GLib or duet), then running a trivial Python call on the UI thread while 0,
 // 1, 2 and 4 other goroutines keep Python busy (tight loops, and loops that
 // also run gc.collect()). It prints one line per measurement:
 //
 //	idle <p50 µs> <p99 µs>
+//	floor <p50 µs> <p99 µs>
 //	busy <goroutines> <gc 0|1> <p50 µs> <p99 µs>
 //	flood <timer runs> <longest timer gap ms> <invokes> <p50 µs> <p99 µs> <seconds>
 //
@@ -19,10 +21,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/pygi"
@@ -42,6 +47,12 @@ func main() {
 		defer eventloop.Quit()
 		p50, p99 := rounds(2000, func() error { return nil })
 		fmt.Printf("idle %.1f %.1f\n", p50, p99)
+		p50, p99, err := floorRounds(2000)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Printf("floor %.1f %.1f\n", p50, p99)
 		for _, busy := range []int{0, 1, 2, 4} {
 			for _, gc := range []int{0, 1} {
 				code := "sum(range(100000))"
@@ -89,6 +100,53 @@ func rounds(n int, fn func() error) (p50, p99 float64) {
 	slices.Sort(d)
 	us := func(x time.Duration) float64 { return float64(x.Nanoseconds()) / 1000 }
 	return us(d[len(d)/2]), us(d[len(d)*99/100])
+}
+
+// floorRounds times n round trips of the wake-up under every Invoke round
+// trip, without GLib or duet: a goroutine writes an eventfd that a thread
+// of its own waits on in poll() (as the UI thread waits in GLib's poll),
+// and that thread answers on a channel; a millisecond apart, as rounds.
+func floorRounds(n int) (p50, p99 float64, err error) {
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	if err != nil {
+		return 0, 0, fmt.Errorf("eventfd: %w", err)
+	}
+	defer unix.Close(efd)
+	answer, stop := make(chan struct{}), make(chan struct{})
+	defer close(stop)
+	go func() {
+		runtime.LockOSThread() // a thread of its own, as the UI thread is
+		defer runtime.UnlockOSThread()
+		buf := make([]byte, 8)
+		for {
+			fds := []unix.PollFd{{Fd: int32(efd), Events: unix.POLLIN}}
+			if _, err := unix.Poll(fds, -1); err != nil && err != unix.EINTR {
+				return
+			}
+			if _, err := unix.Read(efd, buf); err != nil {
+				continue
+			}
+			select {
+			case answer <- struct{}{}:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	one := []byte{1, 0, 0, 0, 0, 0, 0, 0}
+	d := make([]time.Duration, 0, n)
+	for range n {
+		t := time.Now()
+		if _, err := unix.Write(efd, one); err != nil {
+			return 0, 0, fmt.Errorf("eventfd write: %w", err)
+		}
+		<-answer
+		d = append(d, time.Since(t))
+		time.Sleep(time.Millisecond)
+	}
+	slices.Sort(d)
+	us := func(x time.Duration) float64 { return float64(x.Nanoseconds()) / 1000 }
+	return us(d[len(d)/2]), us(d[len(d)*99/100]), nil
 }
 
 // flood measures the loop while goroutines flood it with Invokes (see the
