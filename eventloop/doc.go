@@ -142,7 +142,8 @@
 //     [HostSignals], [SignalGrace] and [AsyncioGrace]; [Quit], [Running];
 //     [ErrRunning] (one at a time).
 //   - Work on the loop: [Invoke], [InvokeWait] (a flood paced past
-//     [PaceAbove] to the loop's speed, hard past [PaceCap]), and the [Timer] of
+//     [PaceAbove] to the loop's speed; past [PaceCap], [PaceFor] an
+//     Invoke), and the [Timer] of
 //     [After] and [Every], with [Timer.Cancel] and [Timer.Fired].
 //   - The UI thread: [IsMain], [RequireMain], [ErrNotMain].
 //   - Garbage: [Collect] (both collectors; Python's on the UI thread).
