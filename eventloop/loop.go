@@ -251,18 +251,20 @@ var queue struct {
 // keeps running. Work queued while no loop runs waits for the next one.
 //
 // A flood is paced: while more than PaceAbove Invokes wait for the running
-// loop, a goroutine's Invoke first waits for the loop to catch up, so that
-// senders go at the loop's speed, however slow each Invoke is, and the
-// backlog stays about PaceAbove Invokes (an InvokeWait behind it comes back
-// once those have run, not after every Invoke of the flood). The wait ends
-// when the loop finishes no Invoke for 100 ms (stuck, not idle: a burst
-// into an idle loop is paced from its first Invoke), so Invoke never
-// deadlocks on a loop that waits for the sender: such a loop is not waited
-// for until it runs an Invoke again, up to PaceCap queued; past that, each
-// Invoke waits PaceFor, so that no verdict of stuck (a loop starved of the
-// CPU looks the same) lets a flood through whole. It is skipped on the UI
-// thread, in a thread that holds the GIL (the loop may need it to catch
-// up) and while no loop runs.
+// loop, a goroutine's Invoke first waits, at most PaceFor, for the loop to
+// catch up, so that senders go at about the loop's speed and the backlog
+// stays what the loop runs in a few milliseconds (an InvokeWait behind it
+// comes back in that time, not after every Invoke of the flood). The wait
+// is bounded, so Invoke never deadlocks on a loop that waits for the
+// sender (a lock it holds), and a loop that has run no Invoke for 20 ms
+// while some waited (stuck, not idle: a burst into an idle loop is paced
+// from its first Invoke) is not waited for until it runs one again, up to
+// PaceCap queued: past that, each Invoke waits PaceFor whatever the loop
+// does, so that a verdict of stuck (a loop starved of the CPU looks the
+// same) does not let a flood through whole. A loop whose every Invoke
+// takes longer than PaceFor falls behind a sender that keeps sending, up
+// to PaceCap. It is skipped on the UI thread, in a thread that holds the
+// GIL (the loop may need it to catch up) and while no loop runs.
 func Invoke(fn func()) {
 	if fn == nil {
 		return
@@ -289,8 +291,8 @@ func Invoke(fn func()) {
 
 // PaceAbove, PaceFor and PaceCap bound a flood of Invokes (see Invoke):
 // the backlog past which senders wait (about a millisecond of small
-// Invokes), the wait of each Invoke past PaceCap for a loop taken for
-// stuck, and that hard mark.
+// Invokes), the longest an Invoke is held back, and the backlog past
+// which each Invoke is held that long even by a loop taken for stuck.
 const (
 	PaceAbove = 2048
 	PaceFor   = time.Millisecond
@@ -308,16 +310,16 @@ var backlog struct {
 	// or had work queued while it had none), as time since epoch. A loop
 	// that has finished none for stallAfter is stuck (in one long function,
 	// or waiting for a lock the sender holds): waiting for it would only
-	// hold the sender, so nobody waits, below PaceCap, until it runs one
-	// again. A loop merely slow (each Invoke longer than PaceFor) still
-	// paces its senders to its speed.
+	// slow the sender, a PaceFor for each Invoke, so nobody waits, below
+	// PaceCap, until it runs one again. A loop merely slow (each Invoke
+	// longer than PaceFor) still paces its senders.
 	lastRun atomic.Int64
 }
 
-// stallAfter: see backlog.lastRun. Long against a frame: a loop starved
-// of the CPU for a while (8 senders on 2 cores) was taken for stuck at
-// 20 ms, and let a flood through.
-const stallAfter = 100 * time.Millisecond
+// stallAfter: see backlog.lastRun. Short: a sender waiting on a stuck loop
+// may hold a lock the loop wants (a model under a mutex), and every PaceFor
+// it waits holds the UI thread too (100 ms froze it for as long).
+const stallAfter = 20 * time.Millisecond
 
 var epoch = time.Now()
 
@@ -330,31 +332,19 @@ func pace() {
 	if !state.running.Load() || IsMain() || capi.Attached() {
 		return
 	}
-	counted := false
-	for {
-		ch := *backlog.caughtUp.Load()
-		n := backlog.n.Load()
-		if n <= PaceAbove { // caught up meanwhile, its signal maybe missed
-			return
-		}
-		stalled := time.Duration(int64(time.Since(epoch))-backlog.lastRun.Load()) > stallAfter
-		if stalled && n <= PaceCap {
-			return
-		}
-		if !counted {
-			backlog.paced.Add(1)
-			counted = true
-		}
-		t := time.NewTimer(PaceFor)
-		select {
-		case <-ch:
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		if stalled { // past PaceCap: one PaceFor an Invoke
-			return
-		}
+	if time.Duration(int64(time.Since(epoch))-backlog.lastRun.Load()) > stallAfter && backlog.n.Load() <= PaceCap {
+		return
+	}
+	ch := *backlog.caughtUp.Load()
+	if backlog.n.Load() <= PaceAbove/2 { // caught up meanwhile, its signal maybe missed
+		return
+	}
+	backlog.paced.Add(1)
+	t := time.NewTimer(PaceFor)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
 	}
 }
 
