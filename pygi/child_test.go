@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -549,6 +550,53 @@ threading.Thread(target=watch, name="watcher").start()
 		fmt.Println("posted at the end: not refused")
 		return nil
 	}
+	// A ctx that ended just as the calls in flight did: Python's thread is
+	// free, so Finalize takes it and finishes (it lost a coin flip between
+	// the free thread and the ended ctx, 7 times in 10, and said the
+	// thread was busy).
+	childScenarios["finalize-ended-ctx"] = func() error {
+		done := make(chan error, 1)
+		go func() { done <- Exec("x = 1", nil) }()
+		if err := <-done; err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+		defer cancel()
+		<-ctx.Done()
+		if err := Finalize(ctx); err != nil || lifetime.Current() != lifetime.Finalized {
+			return fmt.Errorf("Finalize with an ended ctx and nothing in flight: %v, phase %v", err, lifetime.Current())
+		}
+		fmt.Println("ended ctx: finalised")
+		return nil
+	}
+	// A Python signal handler that raises (sys.exit) while threading's
+	// shutdown waits for a thread: python3 prints it, ignores it and
+	// finishes; Finalize failed with the SystemExit and left Python open.
+	childScenarios["signal-in-thread-shutdown"] = func() error {
+		done := make(chan error, 1)
+		go func() { done <- Exec("x = 1", nil) }()
+		if err := <-done; err != nil {
+			return err
+		}
+		set := make(chan error, 1)
+		if !lifetime.OnPythonMain(func() {
+			set <- Exec("import signal, sys\nsignal.signal(signal.SIGUSR1, lambda *a: sys.exit(0))\n", nil)
+		}) {
+			return errors.New("no Python thread to post to")
+		}
+		if err := <-set; err != nil {
+			return err
+		}
+		if err := Exec("import threading, time\nthreading.Thread(target=time.sleep, args=(0.5,), name='slow', daemon=False).start()\n", nil); err != nil {
+			return err
+		}
+		go func() { time.Sleep(150 * time.Millisecond); syscall.Kill(os.Getpid(), syscall.SIGUSR1) }()
+		if _, err := finalizeIn(5 * time.Second); err != nil || lifetime.Current() != lifetime.Finalized {
+			return fmt.Errorf("Finalize with a handler raising in threading's shutdown: %v, phase %v", err, lifetime.Current())
+		}
+		fmt.Println("signal in shutdown: ignored, finalised")
+		return nil
+	}
 	childScenarios["finalize-inside-home"] = func() error {
 		done := make(chan error)
 		go func() {
@@ -574,17 +622,19 @@ threading.Thread(target=watch, name="watcher").start()
 
 func TestThreadingShutdown(t *testing.T) {
 	for name, want := range map[string]string{
-		"threads-stdlib":          "stdlib threads stopped",
-		"threads-bounded":         "bounded with the GIL held",
-		"threads-late":            "late thread named",
-		"finalize-inside-home":    "ok",
-		"finalize-while-starting": "finalised on Python's thread",
-		"finalize-twice-home":     "both finalised",
-		"posts-while-finalizing":  "posts ended",
-		"finalize-queued-ctx":     "queued Finalize ended with its ctx",
-		"finalize-busy-home":      "busy Finalize refused on Python's thread",
-		"finalize-home-busy":      "busy thread: Finalize ended with its ctx",
-		"finalize-posted-at-end":  "posted at the end: not refused",
+		"threads-stdlib":            "stdlib threads stopped",
+		"threads-bounded":           "bounded with the GIL held",
+		"threads-late":              "late thread named",
+		"finalize-inside-home":      "ok",
+		"finalize-while-starting":   "finalised on Python's thread",
+		"finalize-twice-home":       "both finalised",
+		"posts-while-finalizing":    "posts ended",
+		"finalize-queued-ctx":       "queued Finalize ended with its ctx",
+		"finalize-busy-home":        "busy Finalize refused on Python's thread",
+		"finalize-home-busy":        "busy thread: Finalize ended with its ctx",
+		"finalize-ended-ctx":        "ended ctx: finalised",
+		"signal-in-thread-shutdown": "signal in shutdown: ignored, finalised",
+		"finalize-posted-at-end":    "posted at the end: not refused",
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

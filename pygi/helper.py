@@ -134,6 +134,30 @@ _threads_stopping = None  # the thread running threading's atexit functions
 
 
 def shutdown_threads(timeout):
+    """_shutdown_threads, with python3's handling of what it raises: a
+    signal handler's exception (sys.exit's SystemExit, KeyboardInterrupt)
+    raised while it waits is printed and ignored, and the wait ends, as
+    python3's threading shutdown ends at exit; the threads still running
+    are left behind, as python3 leaves them, not waited for by
+    Py_FinalizeEx."""
+    import threading
+
+    try:
+        return _shutdown_threads(timeout)
+    except BaseException:
+        import traceback
+
+        print("Exception ignored in: %r" % (threading,), file=sys.stderr)
+        traceback.print_exc()
+        locks = getattr(threading, "_shutdown_locks", None)
+        guard = getattr(threading, "_shutdown_locks_lock", None)
+        if locks is not None and guard is not None:
+            with guard:
+                locks.clear()
+        return []
+
+
+def _shutdown_threads(timeout):
     """threading's own shutdown (what Py_FinalizeEx runs, and python3 at
     exit: its atexit functions, such as the executors' that stop idle
     workers, the main thread marked stopped, then a wait for every thread

@@ -385,9 +385,13 @@ func reserveHome(home chan<- func()) lifetime.Reserve {
 			}
 		}
 		select {
-		case home <- serve:
-		case <-ctx.Done():
-			return nil, nil, fmt.Errorf("pygi: Finalize gave up waiting for Python's own thread (busy with a function posted there): %w", ctx.Err())
+		case home <- serve: // free: taken whatever ctx says (an ended ctx lost a coin flip here)
+		default:
+			select {
+			case home <- serve:
+			case <-ctx.Done():
+				return nil, nil, fmt.Errorf("pygi: Finalize gave up waiting for Python's own thread (busy with a function posted there): %w", ctx.Err())
+			}
 		}
 		run := func(f func()) {
 			done := make(chan struct{})
