@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -40,6 +41,10 @@ var interp struct {
 	// posts (SetPythonMain's) may still be sending when Python is gone,
 	// and they select on homeDone instead of racing a close.
 	homeDone chan struct{}
+	// homeBusy says the home thread runs a function posted to it (not
+	// merely between two): how Finalize tells a busy thread from one it
+	// may take whatever its ctx says.
+	homeBusy atomic.Bool
 
 	none    *Object // the None singleton
 	helper  *Object // the _duet helper module
@@ -182,7 +187,9 @@ func startHome() error {
 		for {
 			select {
 			case fn := <-home:
+				interp.homeBusy.Store(true)
 				fn()
+				interp.homeBusy.Store(false)
 			case <-done:
 				return
 			}
@@ -384,13 +391,24 @@ func reserveHome(home chan<- func()) lifetime.Reserve {
 				}
 			}
 		}
+		busy := func() error {
+			return fmt.Errorf("pygi: Finalize gave up waiting for Python's own thread (busy with a function posted there): %w", ctx.Err())
+		}
 		select {
-		case home <- serve: // free: taken whatever ctx says (an ended ctx lost a coin flip here)
-		default:
+		case home <- serve:
+		case <-ctx.Done():
+			// A free thread is taken whatever an ended ctx says (with a
+			// ctx that ended as the calls in flight did, Finalize lost a
+			// coin flip between the two, and said the thread was busy).
+			if interp.homeBusy.Load() {
+				return nil, nil, busy()
+			}
+			t := time.NewTimer(100 * time.Millisecond) // free, on its way back to its receive
+			defer t.Stop()
 			select {
 			case home <- serve:
-			case <-ctx.Done():
-				return nil, nil, fmt.Errorf("pygi: Finalize gave up waiting for Python's own thread (busy with a function posted there): %w", ctx.Err())
+			case <-t.C:
+				return nil, nil, busy()
 			}
 		}
 		run := func(f func()) {
