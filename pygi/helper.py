@@ -154,6 +154,17 @@ def shutdown_threads(timeout):
         if locks is not None and guard is not None:
             with guard:
                 locks.clear()
+        # Nor does Py_FinalizeEx's own threading shutdown run the atexit
+        # functions again (an executor's would join its busy workers).
+        atexits = getattr(threading, "_threading_atexits", None)
+        if atexits is not None:
+            atexits.clear()
+        main = threading.main_thread()
+        if not main._is_stopped and main.ident == threading.get_ident():
+            tlock = getattr(main, "_tstate_lock", None)
+            if tlock is not None and tlock.locked():
+                tlock.release()
+            main._stop()
         return []
 
 
