@@ -333,10 +333,8 @@ threading.Thread(target=watch, name="watcher").start()
 		// Once the Exec is inside (on a loaded machine Python's start
 		// alone took more than a fixed 50 ms, and Finalize then came
 		// first and refused the Exec, whose thread never started).
-		for deadline := time.Now().Add(20 * time.Second); lifetime.InFlight() == 0; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				return errors.New("the Exec never entered Python")
-			}
+		if err := until("the Exec entered Python", func() bool { return lifetime.InFlight() > 0 }); err != nil {
+			return err
 		}
 		took, err := finalizeIn(time.Second)
 		if !errors.Is(err, ErrThreadsRunning) || !strings.Contains(err.Error(), "late") || took > 3*time.Second {
@@ -364,9 +362,7 @@ threading.Thread(target=watch, name="watcher").start()
 	// Two goroutines finalise Python on its own thread at once: both
 	// succeed, and the thread is let go once (a second close panicked).
 	childScenarios["finalize-twice-home"] = func() error {
-		done := make(chan error, 1)
-		go func() { done <- Exec("x = 1", nil) }()
-		if err := <-done; err != nil {
+		if err := startOnItsOwnThread(); err != nil {
 			return err
 		}
 		errs := make(chan error, 2)
@@ -386,9 +382,7 @@ threading.Thread(target=watch, name="watcher").start()
 	// no send racing the thread's end (under -race this reported a data
 	// race on the closed channel, and a send after it panicked, recovered).
 	childScenarios["posts-while-finalizing"] = func() error {
-		done := make(chan error, 1)
-		go func() { done <- Exec("x = 1", nil) }()
-		if err := <-done; err != nil {
+		if err := startOnItsOwnThread(); err != nil {
 			return err
 		}
 		var stop atomic.Bool
@@ -422,23 +416,17 @@ threading.Thread(target=watch, name="watcher").start()
 	// GIL in C) ends with its own ctx: the lock it waited on was a mutex,
 	// and a 100 ms ctx took as long as the other's 2 s.
 	childScenarios["finalize-queued-ctx"] = func() error {
-		done := make(chan error, 1)
-		go func() { done <- Exec("x = 1", nil) }()
-		if err := <-done; err != nil {
+		if err := startOnItsOwnThread(); err != nil {
 			return err
 		}
 		go Eval("sum(range(10**10))", nil) // holds the GIL in C for minutes
-		for deadline := time.Now().Add(20 * time.Second); lifetime.InFlight() == 0; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				return errors.New("the Eval never entered Python")
-			}
+		if err := until("the Eval entered Python", func() bool { return lifetime.InFlight() > 0 }); err != nil {
+			return err
 		}
 		first := make(chan error, 1)
 		go func() { _, err := finalizeIn(3 * time.Second); first <- err }()
-		for deadline := time.Now().Add(20 * time.Second); lifetime.Current() != lifetime.Closing; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				return errors.New("the first Finalize never began")
-			}
+		if err := until("the first Finalize began", func() bool { return lifetime.Current() == lifetime.Closing }); err != nil {
+			return err
 		}
 		took, err := finalizeIn(100 * time.Millisecond)
 		if !errors.Is(err, context.DeadlineExceeded) || took > 1500*time.Millisecond {
@@ -455,19 +443,15 @@ threading.Thread(target=watch, name="watcher").start()
 	// refused at once (it waited for the other, which waited for the
 	// thread: a deadlock), and the other then finishes there.
 	childScenarios["finalize-busy-home"] = func() error {
-		done := make(chan error, 1)
-		go func() { done <- Exec("x = 1", nil) }()
-		if err := <-done; err != nil {
+		if err := startOnItsOwnThread(); err != nil {
 			return err
 		}
 		// A call in flight holds the other Finalize in its wait (Closing)
 		// while the posted function calls Finalize; when the call ends,
 		// the other goes on to post its next step to Python's thread.
 		go Exec("import time\ntime.sleep(0.5)\n", nil)
-		for deadline := time.Now().Add(20 * time.Second); lifetime.InFlight() == 0; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				return errors.New("the Exec never entered Python")
-			}
+		if err := until("the Exec entered Python", func() bool { return lifetime.InFlight() > 0 }); err != nil {
+			return err
 		}
 		first := make(chan error, 1)
 		go func() { _, err := finalizeIn(20 * time.Second); first <- err }()
@@ -498,9 +482,7 @@ threading.Thread(target=watch, name="watcher").start()
 	// handler) when Finalize needs it: Finalize ends with its ctx, and
 	// Python stays open (it waited for the thread without a bound).
 	childScenarios["finalize-home-busy"] = func() error {
-		done := make(chan error, 1)
-		go func() { done <- Exec("x = 1", nil) }()
-		if err := <-done; err != nil {
+		if err := startOnItsOwnThread(); err != nil {
 			return err
 		}
 		release := make(chan struct{})
@@ -528,9 +510,7 @@ threading.Thread(target=watch, name="watcher").start()
 	// the thread until it ends, so the post runs after it (nil) or is
 	// dropped with the thread; either is right, a refusal is not.
 	childScenarios["finalize-posted-at-end"] = func() error {
-		done := make(chan error, 1)
-		go func() { done <- Exec("x = 1", nil) }()
-		if err := <-done; err != nil {
+		if err := startOnItsOwnThread(); err != nil {
 			return err
 		}
 		posted := make(chan error, 1)
@@ -555,9 +535,7 @@ threading.Thread(target=watch, name="watcher").start()
 	// the free thread and the ended ctx, 7 times in 10, and said the
 	// thread was busy).
 	childScenarios["finalize-ended-ctx"] = func() error {
-		done := make(chan error, 1)
-		go func() { done <- Exec("x = 1", nil) }()
-		if err := <-done; err != nil {
+		if err := startOnItsOwnThread(); err != nil {
 			return err
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
@@ -573,9 +551,7 @@ threading.Thread(target=watch, name="watcher").start()
 	// shutdown waits for a thread: python3 prints it, ignores it and
 	// finishes; Finalize failed with the SystemExit and left Python open.
 	childScenarios["signal-in-thread-shutdown"] = func() error {
-		done := make(chan error, 1)
-		go func() { done <- Exec("x = 1", nil) }()
-		if err := <-done; err != nil {
+		if err := startOnItsOwnThread(); err != nil {
 			return err
 		}
 		set := make(chan error, 1)
@@ -618,6 +594,25 @@ threading.Thread(target=watch, name="watcher").start()
 		go func() { done <- Finalize(context.Background()) }()
 		return <-done
 	}
+}
+
+// startOnItsOwnThread starts Python from a goroutine, so that it lives on
+// a thread of its own (pygi's home thread), and waits for it.
+func startOnItsOwnThread() error {
+	done := make(chan error, 1)
+	go func() { done <- Exec("x = 1", nil) }()
+	return <-done
+}
+
+// until polls cond every millisecond for up to 20 s; the error names what
+// never happened.
+func until(what string, cond func() bool) error {
+	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			return errors.New("never: " + what)
+		}
+	}
+	return nil
 }
 
 func TestThreadingShutdown(t *testing.T) {

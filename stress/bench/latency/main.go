@@ -97,6 +97,12 @@ func rounds(n int, fn func() error) (p50, p99 float64) {
 		d = append(d, time.Since(t))
 		time.Sleep(time.Millisecond)
 	}
+	return percentiles(d)
+}
+
+// percentiles returns the median and the 99th percentile of d in
+// microseconds; d is sorted.
+func percentiles(d []time.Duration) (p50, p99 float64) {
 	slices.Sort(d)
 	us := func(x time.Duration) float64 { return float64(x.Nanoseconds()) / 1000 }
 	return us(d[len(d)/2]), us(d[len(d)*99/100])
@@ -144,9 +150,8 @@ func floorRounds(n int) (p50, p99 float64, err error) {
 		d = append(d, time.Since(t))
 		time.Sleep(time.Millisecond)
 	}
-	slices.Sort(d)
-	us := func(x time.Duration) float64 { return float64(x.Nanoseconds()) / 1000 }
-	return us(d[len(d)/2]), us(d[len(d)*99/100]), nil
+	p50, p99 = percentiles(d)
+	return p50, p99, nil
 }
 
 // flood measures the loop while goroutines flood it with Invokes (see the
