@@ -123,3 +123,63 @@ func BenchmarkConnectDisconnect(b *testing.B) {
 		}
 	}
 }
+
+// emitLoopSrc emits a signal from a Python loop, as make bench's "signal
+// emission by a Python loop" row does on a Gtk.Button: cancelled, whose
+// default handler is C, as clicked's is.
+const emitLoopSrc = `
+import time
+from gi.repository import Gio, GObject
+e = Gio.Cancellable()  # its connect and disconnect are GIO's: GObject's are called by name
+def emit_loop(n):
+    emit = e.emit
+    t = time.perf_counter_ns()
+    for _ in range(n):
+        emit("cancelled")
+    return time.perf_counter_ns() - t
+`
+
+// BenchmarkEmitFromPython: a Python loop emits a signal to one handler: a
+// Go func taking the emitter, a Go func taking nothing (bare), a Python
+// lambda, or none (the floor). Here to profile make bench's row.
+func BenchmarkEmitFromPython(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		fn   any
+	}{
+		{"GoObject", func(*pygi.Object) {}},
+		{"GoBare", func() {}},
+		{"Lambda", nil},
+		{"None", nil},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			g := ns(b, emitLoopSrc)
+			e, err := g.Item("e")
+			require.NoError(b, err)
+			var id uint64
+			switch {
+			case c.fn != nil:
+				id, err = callbacks.Connect(e, "cancelled", c.fn)
+			case c.name == "Lambda":
+				var r *pygi.Object
+				r, err = pygi.Eval("GObject.Object.connect(e, 'cancelled', lambda e: None)", g)
+				if err == nil {
+					id, err = pygi.As[uint64](r)
+				}
+			}
+			require.NoError(b, err)
+			loop, err := g.Item("emit_loop")
+			require.NoError(b, err)
+			b.ResetTimer()
+			r, err := loop.Call(b.N)
+			require.NoError(b, err)
+			b.StopTimer()
+			total, err := pygi.As[int64](r)
+			require.NoError(b, err)
+			b.ReportMetric(float64(total)/float64(b.N), "ns/emit")
+			if id != 0 {
+				require.NoError(b, callbacks.Disconnect(e, id))
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -592,5 +593,77 @@ func TestBlockParameter(t *testing.T) {
 			assert.Contains(t, eval(t, g2, "str("+tc.code+")").String(), tc.want)
 			assert.Equal(t, tc.got, got)
 		})
+	}
+}
+
+// Callbacks of one func type with different names, docs and modules, made
+// alternately and from several goroutines at once, each get their own doc
+// (the shape caches the doc it built last).
+func TestDocsOfOneShapeStayApart(t *testing.T) {
+	type want struct{ name, doc, sig string }
+	mk := func(i int) (*pygi.Object, want) {
+		fn := func(a, b int) int { return a + b }
+		switch i % 4 {
+		case 0:
+			cb, err := callbacks.New(fn, callbacks.Name("plus"), callbacks.Doc("Adds."))
+			require.NoError(t, err)
+			return cb, want{"plus", "Adds.", "(arg0, arg1, /)"}
+		case 1:
+			cb, err := callbacks.New(fn, callbacks.Name("plus"), callbacks.Doc("Adds again."), callbacks.Params("x", "y"))
+			require.NoError(t, err)
+			return cb, want{"plus", "Adds again.", "(x, y, /)"}
+		case 2:
+			cb, err := callbacks.New(fn, callbacks.Name("sum2"), callbacks.Module("m"), callbacks.Doc("Sums."))
+			require.NoError(t, err)
+			return cb, want{"sum2", "Sums.", "(arg0, arg1, /)"}
+		default:
+			cb, err := callbacks.NewMethod(fn, callbacks.Name("plus"), callbacks.Doc("Adds."))
+			require.NoError(t, err)
+			return cb, want{"plus", "Adds.", "(self, arg1, /)"}
+		}
+	}
+	check := func(cb *pygi.Object, w want) error {
+		g, err := pygi.NewGlobals()
+		if err != nil {
+			return err
+		}
+		defer g.Close()
+		if err := g.SetItem("f", cb); err != nil {
+			return err
+		}
+		r, err := pygi.Eval("'|'.join((f.__name__, f.__doc__, f.__text_signature__))", g)
+		if err != nil {
+			return err
+		}
+		got, err := pygi.As[string](r)
+		if err != nil {
+			return err
+		}
+		if exp := w.name + "|" + w.doc + "|" + w.sig; got != exp {
+			return fmt.Errorf("got %q, want %q", got, exp)
+		}
+		return nil
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				cb, w := mk(g + i)
+				err := check(cb, w)
+				cb.Close()
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		assert.NoError(t, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/lifetime"
@@ -34,6 +35,14 @@ type shape struct {
 	nin   int            // number of Go parameters
 	// results
 	hasValue, hasErr bool
+
+	lastDoc atomic.Pointer[docEntry] // the doc last built for this shape
+}
+
+// docEntry is one built doc with what it was built from.
+type docEntry struct {
+	key docKey
+	doc string
 }
 
 // signature is one callback's function with its shape.
@@ -191,11 +200,20 @@ func (s *shape) doc(cfg config) string {
 		return s.buildDoc(cfg)
 	}
 	k := docKey{s.typ, cfg.name, cfg.module, cfg.doc, cfg.method}
-	if d, ok := docs.Load(k); ok {
-		return d.(string)
+	// A handler connected again and again (a list factory's, a window's
+	// built anew) asks for the same doc each time: comparing with the
+	// shape's last one is cheaper than hashing the key into docs.
+	if last := s.lastDoc.Load(); last != nil && last.key == k {
+		return last.doc
 	}
-	d := s.buildDoc(cfg)
-	docs.Store(k, d)
+	var d string
+	if v, ok := docs.Load(k); ok {
+		d = v.(string)
+	} else {
+		d = s.buildDoc(cfg)
+		docs.Store(k, d)
+	}
+	s.lastDoc.Store(&docEntry{k, d})
 	return d
 }
 

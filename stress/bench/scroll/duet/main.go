@@ -75,11 +75,10 @@ func build(a *app.App, n int, r *scroll.Recorder) error {
 			return err
 		}
 	}
-	// The strings are made by Python, as bench.py makes them: a []string
-	// this long passed through pygi would leave a pooled encoder with a
-	// slice of Vals behind it that cgo's pointer check walks on every
-	// later call (tens of µs a call), which is pygi's cost, not the
-	// factory's.
+	// The strings are made by Python, as bench.py makes them, so that
+	// both sides build the model alike and the rows time the factories.
+	// (A []string this long passed through pygi costs later calls
+	// nothing: pygi's BenchmarkCallAfterLongList.)
 	model := b.Eval(fmt.Sprintf("Gtk.StringList.new(['item %%d' %% i for i in range(%d)])", n), b.Globals(pygi.Kw{"Gtk": Gtk}))
 	lv := b.CallMethod(Gtk, "ListView", pygi.Kw{"model": b.CallMethod(Gtk, "NoSelection", pygi.Kw{"model": model}), "factory": factory})
 	b.CallMethod(win, "set_child", b.CallMethod(Gtk, "ScrolledWindow", pygi.Kw{"child": lv}))
