@@ -868,3 +868,32 @@ func TestInvokesKeepUpWithABusyTimer(t *testing.T) {
 	assert.Equal(t, posted.Load(), ran.Load(), "every Invoke ran")
 	assert.Less(t, behind, int64(runs*perRun/3), "Invokes left behind when the timer stopped, of %d posted", runs*perRun)
 }
+
+// GLib's timeouts count whole milliseconds: a timer is never early, and a
+// repeating one never runs on every turn of the loop (a 500 µs Every was a
+// 0 ms timeout, firing hundreds of thousands of times a second and keeping
+// idle work from running at all).
+func TestTimersRoundUpToMilliseconds(t *testing.T) {
+	var after atomic.Int64
+	start := time.Now()
+	a := eventloop.After(900*time.Microsecond, func() { after.Store(int64(time.Since(start))) })
+	defer a.Cancel()
+	fast := eventloop.Every(500*time.Microsecond, func() {})
+	defer fast.Cancel()
+	g, err := pygi.NewGlobals()
+	require.NoError(t, err)
+	defer g.Close()
+	require.NoError(t, pygi.Exec("from gi.repository import GLib\nran = []\nGLib.idle_add(lambda: ran.append(1))\n", g))
+	time.Sleep(200 * time.Millisecond)
+	looptest.Turn(t)
+	elapsed := time.Since(start)
+	fast.Cancel()
+	assert.GreaterOrEqual(t, time.Duration(after.Load()), 900*time.Microsecond, "After fired early")
+	r, err := pygi.Eval("len(ran)", g)
+	require.NoError(t, err)
+	n, err := pygi.As[int](r)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "an idle callback beside a 500 µs Every")
+	// At most one run a millisecond (a few over, for the clock).
+	assert.LessOrEqual(t, fast.Fired(), int64(elapsed/time.Millisecond)+5)
+}

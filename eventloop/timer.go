@@ -30,19 +30,38 @@ var timers struct {
 	next atomic.Uintptr
 }
 
-// After runs fn once on the loop after d. Cancel stops it.
+// After runs fn once on the loop after d, never sooner: GLib's timeouts
+// count whole milliseconds, so d is rounded up to one (d <= 0: at the
+// loop's next turn). Cancel stops it.
 func After(d time.Duration, fn func()) *Timer { return newTimer(d, fn, false) }
 
 // Every runs fn on the loop every d until Cancel. GLib schedules the next
 // run d after the previous one was due, so a slow fn delays, never stacks,
-// the following ones.
+// the following ones. d is rounded up to whole milliseconds, and is at
+// least one: a shorter interval would be due on every turn of the loop,
+// and at the default priority it would keep redraws and idle work from
+// ever running.
 func Every(d time.Duration, fn func()) *Timer { return newTimer(d, fn, true) }
 
-func newTimer(d time.Duration, fn func(), repeat bool) *Timer {
-	ms := d.Milliseconds()
-	if ms < 0 {
-		ms = 0
+// timeoutMs is d in GLib's whole milliseconds, rounded up (a 900 µs After
+// fired at once, a 1.9 ms Every ran every millisecond), at least 1 for a
+// repeating timer.
+func timeoutMs(d time.Duration, repeat bool) int64 {
+	ms := int64(0)
+	if d > 0 {
+		ms = int64(d / time.Millisecond)
+		if d%time.Millisecond != 0 {
+			ms++
+		}
 	}
+	if repeat && ms < 1 {
+		ms = 1
+	}
+	return ms
+}
+
+func newTimer(d time.Duration, fn func(), repeat bool) *Timer {
+	ms := timeoutMs(d, repeat)
 	t := &Timer{fn: fn, repeat: repeat}
 	t.handle = timers.next.Add(1)
 	timers.m.Store(t.handle, t)
