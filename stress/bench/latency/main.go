@@ -163,12 +163,13 @@ func flood(f *pygi.Object) {
 		last    time.Time
 		maxGap  time.Duration
 		runs    int
+		started atomic.Bool // the flood began: runs and gaps count from here
 		stopped atomic.Bool
 	)
 	timer := eventloop.Every(time.Millisecond, func() {
 		now := time.Now()
 		mu.Lock()
-		if !last.IsZero() && !stopped.Load() {
+		if !last.IsZero() && started.Load() && !stopped.Load() {
 			maxGap = max(maxGap, now.Sub(last))
 			runs++
 		}
@@ -179,6 +180,7 @@ func flood(f *pygi.Object) {
 	var ran atomic.Int64
 	var wg sync.WaitGroup
 	began := time.Now()
+	started.Store(true)
 	for range senders {
 		wg.Add(1)
 		go func() {
