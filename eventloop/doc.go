@@ -26,8 +26,9 @@
 // queue growing for good. A round trip still waits for the work queued before it, so a flood is
 // paced: past [PaceAbove] queued Invokes, a goroutine's Invoke waits (at
 // most [PaceFor], and never on the UI thread or holding the GIL) for the
-// loop to catch up, and the backlog stays a few milliseconds of work (past
-// [PaceCap], each Invoke waits PaceFor even for a loop taken for stuck).
+// loop to catch up, and the backlog of small Invokes stays a few
+// milliseconds of work; a loop slower than its senders keeps at most about
+// [PaceCap] (past it, senders wait for the loop's progress).
 // A nested main loop run inside an Invoke'd function (a modal wait in
 // Python code it calls) gets no Invokes until the function returns, as
 // GLib keeps any source from running inside its own dispatch: run modal
@@ -142,8 +143,8 @@
 //     [HostSignals], [SignalGrace] and [AsyncioGrace]; [Quit], [Running];
 //     [ErrRunning] (one at a time).
 //   - Work on the loop: [Invoke], [InvokeWait] (a flood paced past
-//     [PaceAbove], for at most [PaceFor] an Invoke, whatever the loop
-//     does past [PaceCap]), and the [Timer] of
+//     [PaceAbove], for at most [PaceFor] an Invoke, and for the loop's
+//     progress past [PaceCap]), and the [Timer] of
 //     [After] and [Every], with [Timer.Cancel] and [Timer.Fired].
 //   - The UI thread: [IsMain], [RequireMain], [ErrNotMain].
 //   - Garbage: [Collect] (both collectors; Python's on the UI thread).

@@ -897,3 +897,45 @@ func TestTimersRoundUpToMilliseconds(t *testing.T) {
 	// At most one run a millisecond (a few over, for the clock).
 	assert.LessOrEqual(t, fast.Fired(), int64(elapsed/time.Millisecond)+5)
 }
+
+// A loop slower than its senders keeps a backlog of at most PaceCap (and
+// one more per sender): past it, senders wait for the loop's progress. It
+// used to wait PaceFor an Invoke there as below it, and 32 senders queued
+// 110 000 Invokes of 1.5 ms in 4 s, an InvokeWait behind them lasting
+// minutes.
+func TestPaceCapBoundsTheBacklogOfASlowLoop(t *testing.T) {
+	const senders = 32
+	var stop, reached atomic.Bool
+	var most atomic.Int64
+	slow := func() {
+		if stop.Load() {
+			return // the test is over: the backlog drains at once
+		}
+		for end := time.Now().Add(3 * time.Millisecond); time.Now().Before(end); {
+		}
+	}
+	var wg sync.WaitGroup
+	var deadline atomic.Int64 // to reach the cap on a loaded machine
+	deadline.Store(time.Now().Add(30 * time.Second).UnixNano())
+	for range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() && time.Now().UnixNano() < deadline.Load() {
+				eventloop.Invoke(slow)
+				q := forensics.ReadStats().Loop.Queued
+				for m := most.Load(); q > m && !most.CompareAndSwap(m, q); m = most.Load() {
+				}
+				if q >= eventloop.PaceCap && !reached.Swap(true) {
+					// The cap reached: a second more of the flood at it.
+					deadline.Store(time.Now().Add(time.Second).UnixNano())
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	stop.Store(true)
+	looptest.Turn(t)
+	require.True(t, reached.Load(), "the flood never reached PaceCap (most %d)", most.Load())
+	assert.LessOrEqual(t, most.Load(), int64(eventloop.PaceCap+senders+16))
+}

@@ -258,13 +258,19 @@ var queue struct {
 // is bounded, so Invoke never deadlocks on a loop that waits for the
 // sender (a lock it holds), and a loop that has run no Invoke for 20 ms
 // while some waited (stuck, not idle: a burst into an idle loop is paced
-// from its first Invoke) is not waited for until it runs one again, up to
-// PaceCap queued: past that, each Invoke waits PaceFor whatever the loop
-// does, so that a verdict of stuck (a loop starved of the CPU looks the
-// same) does not let a flood through whole. A loop whose every Invoke
-// takes longer than PaceFor falls behind a sender that keeps sending, up
-// to PaceCap. It is skipped on the UI thread, in a thread that holds the
-// GIL (the loop may need it to catch up) and while no loop runs.
+// from its first Invoke) is not waited for until it runs one again. A loop
+// whose every Invoke takes longer than PaceFor falls behind a sender that
+// keeps sending, but only up to PaceCap queued: past that, a sender waits
+// for as long as the loop makes progress, until at most PaceCap of the
+// Invokes queued before its own are left (Invokes queued after it, the
+// loop's own say, do not hold it), so the backlog stays under PaceCap and
+// one more per sender. A loop taken for stuck there (a loop starved of the
+// CPU looks the same) is waited for PaceFor an Invoke, so that one verdict
+// does not let a flood through whole: a sender that holds a lock the loop
+// waits for, past PaceCap, holds the loop PaceFor an Invoke (do not Invoke
+// while holding a lock your Invoked functions take). It is skipped on the
+// UI thread, in a thread that holds the GIL (the loop may need it to catch
+// up) and while no loop runs.
 func Invoke(fn func()) {
 	if fn == nil {
 		return
@@ -275,6 +281,7 @@ func Invoke(fn func()) {
 	queue.mu.Lock()
 	first := len(queue.items) == 0
 	queue.items = append(queue.items, fn)
+	backlog.queued.Add(1)
 	if backlog.n.Add(1) == 1 {
 		// An idle loop is not a stuck one: it is given stallAfter from
 		// when work came, not from the last it ran (a burst into a loop
@@ -291,8 +298,8 @@ func Invoke(fn func()) {
 
 // PaceAbove, PaceFor and PaceCap bound a flood of Invokes (see Invoke):
 // the backlog past which senders wait (about a millisecond of small
-// Invokes), the longest an Invoke is held back, and the backlog past
-// which each Invoke is held that long even by a loop taken for stuck.
+// Invokes), the longest an Invoke is held back below PaceCap, and the
+// backlog past which senders wait for the loop's progress.
 const (
 	PaceAbove = 2048
 	PaceFor   = time.Millisecond
@@ -306,6 +313,10 @@ var backlog struct {
 	n        atomic.Int64
 	caughtUp atomic.Pointer[chan struct{}]
 	paced    atomic.Int64 // Invokes that waited (forensics' Loop.Paced)
+	// queued and done count every Invoke queued and run since the process
+	// began: the difference between a sender's queued and done is how many
+	// queued before it are left.
+	queued, done atomic.Int64
 	// lastRun is when the loop last finished an Invoke (or began to run,
 	// or had work queued while it had none), as time since epoch. A loop
 	// that has finished none for stallAfter is stuck (in one long function,
@@ -328,11 +339,17 @@ func init() {
 	backlog.caughtUp.Store(&ch)
 }
 
+func stuck() bool { return time.Duration(int64(time.Since(epoch))-backlog.lastRun.Load()) > stallAfter }
+
 func pace() {
 	if !state.running.Load() || IsMain() || capi.Attached() {
 		return
 	}
-	if time.Duration(int64(time.Since(epoch))-backlog.lastRun.Load()) > stallAfter && backlog.n.Load() <= PaceCap {
+	if backlog.n.Load() > PaceCap {
+		paceAtCap()
+		return
+	}
+	if stuck() {
 		return
 	}
 	ch := *backlog.caughtUp.Load()
@@ -348,9 +365,32 @@ func pace() {
 	}
 }
 
+// paceAtCap holds a sender past PaceCap until at most PaceCap of the
+// Invokes queued before its own are left, while the loop makes progress; a
+// loop taken for stuck, PaceFor (see Invoke). Waking each PaceFor to look
+// is cheap beside a flood this deep.
+func paceAtCap() {
+	backlog.paced.Add(1)
+	target := backlog.queued.Load() - PaceCap
+	t := time.NewTimer(PaceFor)
+	defer t.Stop()
+	for {
+		select {
+		case <-*backlog.caughtUp.Load():
+			return
+		case <-t.C:
+		}
+		if backlog.done.Load() >= target || !state.running.Load() || stuck() {
+			return
+		}
+		t.Reset(PaceFor)
+	}
+}
+
 // ran counts one Invoke run, at now (time since epoch); at the low-water
 // mark it wakes the paced senders. UI thread.
 func ran(now time.Duration) {
+	backlog.done.Add(1)
 	backlog.lastRun.Store(int64(now))
 	if backlog.n.Add(-1) == PaceAbove/2 {
 		next := make(chan struct{})
