@@ -58,8 +58,10 @@
 //   - Python's cycle collector runs on the UI thread too: automatic
 //     collection is switched off while the loop runs, and the loop collects
 //     when CPython's own thresholds say a collection is due (a GLib source
-//     reads the collector's counters; Python work on other threads wakes
-//     the loop when it makes one due). A due collection waits below the
+//     reads the collector's counters; a goroutine's Python work wakes the
+//     loop when it makes one due, and while Python threads live the loop
+//     looks on a timeout, 10 ms after the counters moved, backing off to
+//     2 s while they do not). A due collection waits below the
 //     default priority for at most 4 ms, then runs at the default
 //     priority: a loop that other sources keep busy still collects, as
 //     CPython collects whatever else is busy. [Collect] (both collectors, from

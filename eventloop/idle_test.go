@@ -31,6 +31,15 @@ func init() {
 	// The same after awaits of a Go async func, which arm the loop's spin
 	// before poll and leave parked starters: both sleep once idle.
 	lifetimeChildren["idle-after-awaits"] = func() error { return idleChild(500) }
+	// The same with a Python thread alive, waiting: the loop looks at the
+	// collector's counts while Python threads live, less and less often
+	// while nothing is allocated.
+	lifetimeChildren["idle-with-a-python-thread"] = func() error {
+		if err := pygi.Exec("import threading\nparked = threading.Event()\nthreading.Thread(target=parked.wait, daemon=True).start()\n", nil); err != nil {
+			return err
+		}
+		return idleChild(0)
+	}
 }
 
 func idleChild(awaits int) error {
@@ -112,7 +121,7 @@ func voluntarySwitches(pid int) int64 {
 // An idle app does not wake up: duet's sources do not run, and the threads
 // of the process sleep (pure PyGObject's do too).
 func TestAnIdleLoopSleeps(t *testing.T) {
-	for _, child := range []string{"idle", "idle-after-awaits"} {
+	for _, child := range []string{"idle", "idle-after-awaits", "idle-with-a-python-thread"} {
 		t.Run(child, func(t *testing.T) { idleLoopSleeps(t, child) })
 	}
 }
@@ -213,6 +222,47 @@ func TestCollectionsFollowAllocationInsideAnAttachment(t *testing.T) {
 		return nil
 	}))
 	assert.Positive(t, during, "the loop collected while the attachment's calls made cycles")
+}
+
+// Garbage a Python thread makes is collected while the loop is idle: the
+// thread passes through no duet entry that would tell the loop, so the loop
+// looks while Python threads live. It used to collect nothing until some
+// other event woke it (a thread's 400 000 Nodes, all alive).
+func TestPythonThreadsGarbageIsCollectedWhileIdle(t *testing.T) {
+	defer watchdog(t, 2*time.Minute)()
+	g, err := pygi.NewGlobals()
+	require.NoError(t, err)
+	defer g.Close()
+	made := make(chan struct{})
+	done, err := callbacks.New(func() { close(made) })
+	require.NoError(t, err)
+	require.NoError(t, g.SetItem("done", done))
+	require.NoError(t, pygi.Exec(`
+import threading
+alive = [0]
+class Node:
+    def __init__(self):
+        alive[0] += 1
+    def __del__(self):
+        alive[0] -= 1
+hold = threading.Event()
+def work():
+    for _ in range(200000):
+        a, b = Node(), Node()
+        a.b, b.a = b, a
+    done()  # into Go: not an entry, nothing tells the loop
+    hold.wait()
+worker = threading.Thread(target=work, daemon=True)
+worker.start()
+`, g))
+	defer pygi.Exec("hold.set(); worker.join()", g)
+	<-made
+	time.Sleep(300 * time.Millisecond) // no call into Python from here
+	r, err := pygi.Eval("alive[0]", g)
+	require.NoError(t, err)
+	n, err := pygi.As[int](r)
+	require.NoError(t, err)
+	assert.Less(t, n, 1000, "Nodes alive after the thread made 400 000 in cycles")
 }
 
 // cyclicGarbagePy defines garbage(n): n pairs of objects that hold each

@@ -129,9 +129,12 @@ func installHooks(m *pygi.Object) error {
 // While the loop runs, automatic collection is off and the loop collects
 // instead, on the UI thread, by CPython's own rules (its thresholds and
 // generations), when they say a collection is due: a GLib source reads the
-// collector's counters (internal/capi/gcstate.c), and Python work done on
-// other threads wakes the loop when it makes a collection due. Nothing
-// polls: an idle app does not wake up for the collector.
+// collector's counters (internal/capi/gcstate.c), and a goroutine's
+// Python work wakes the loop when it makes a collection due. Python
+// threads (threading's) pass through nothing of duet's, so while any is
+// alive the loop looks at the counters on a timeout: 10 ms after they
+// moved, backing off to 2 s while they do not. Otherwise nothing polls:
+// an idle app without Python threads does not wake up for the collector.
 //
 // Python code keeps its view of the collector: gc.enable, gc.disable and
 // gc.isenabled are wrapped, so gc.disable() stops the loop's collections
