@@ -335,10 +335,11 @@ func bareHoldsFinalizeBack() error {
 }
 
 // A bare handler emitted while Finalize waits for a call in flight holds
-// no GIL either (the call in flight may need it to end): it waits for
-// Finalize's outcome, as any entry does, then runs, its own calls into
-// Python nested in it, or does not run once Python is finalised (as an
-// emission on another thread does not).
+// no GIL either (the call in flight may need it to end): it waits until
+// the gate opens again, as any entry does (Finalize reopens it for
+// threading's shutdown), then runs, its own calls into Python nested in
+// it, or does not run once Python is finalised (as an emission on another
+// thread does not).
 func bareWhileFinalizeDecides() error {
 	// Not pong: its class closure is PyGObject's and takes the GIL after
 	// the handler. Run while the gate is open for threading's shutdown, the

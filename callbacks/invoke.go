@@ -279,11 +279,12 @@ func invoke(h uintptr, args []capi.Ref, nargs, nkw int, kwnames capi.Ref) (res c
 // It runs as an entry of the lifetime gate, as the GIL held Finalize back
 // on the GIL path: Finalize waits for a bare handler running (and the pygi
 // calls it makes are nested in it), so its failure is raised in a live
-// interpreter. One that begins while Finalize decides waits for the
-// outcome, as any entry does (holding no GIL), unless it is nested in an
-// entry or callback of this thread, which Finalize waits for already; one
-// that finds Python finalised does not run, as a GIL-path emission on
-// another thread does not. Like any entry, one that waits for another
+// interpreter. One that begins while Finalize decides waits until the
+// gate opens again, as any entry does (holding no GIL): it runs when
+// Finalize gives up or reopens the gate for threading's shutdown; unless
+// it is nested in an entry or callback of this thread, which Finalize
+// waits for already; one that finds Python finalised does not run, as a
+// GIL-path emission on another thread does not. Like any entry, one that waits for another
 // goroutine's call into Python while Finalize decides holds Finalize up
 // until Finalize's context ends. (What the emission runs after the
 // handler, a Python class's default handler say, is GLib's: nothing here

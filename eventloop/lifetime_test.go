@@ -16,6 +16,7 @@ import (
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/eventloop/looptest"
+	"github.com/duet-gtk/duet/internal/lifetime"
 	"github.com/duet-gtk/duet/internal/testutil"
 	"github.com/duet-gtk/duet/pygi"
 )
@@ -280,4 +281,46 @@ func TestNoReleaseOffTheUIThreadAfterTheLoop(t *testing.T) {
 	out, errOut, code := runLifetimeChild(t, "release-after-loop")
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	assert.Contains(t, out, "finalised on the UI thread: [True, 'noted']")
+}
+
+func init() {
+	// A loop begun while a Finalize runs (Python on its own thread; the
+	// Finalize passed its check before the loop began, and reopens the
+	// gate while Python's threads end) is refused; the Finalize finishes.
+	// The loop used to run, and Python was finalised under it.
+	lifetimeChildren["loop-during-finalize"] = func() error {
+		done := make(chan error, 1)
+		go func() {
+			done <- pygi.Exec("import threading, time\nthreading.Thread(target=time.sleep, args=(0.5,), name='slow', daemon=False).start()\n", nil)
+		}()
+		if err := <-done; err != nil {
+			return err
+		}
+		fin := make(chan error, 1)
+		go func() { fin <- pygi.Finalize(context.Background()) }()
+		// Past its check: its threading shutdown waits for "slow", the
+		// gate open.
+		for deadline := time.Now().Add(20 * time.Second); !lifetime.FinalizeUnderWay(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				return errors.New("Finalize never began")
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		runErr := eventloop.Run(ctx)
+		finErr := <-fin
+		if finErr == nil && runErr == nil {
+			return errors.New("both the loop and Finalize ran")
+		}
+		if !errors.Is(runErr, pygi.ErrFinalized) {
+			return fmt.Errorf("Run during Finalize: got %v, want an error wrapping ErrFinalized", runErr)
+		}
+		return finErr
+	}
+}
+
+func TestLoopBegunDuringFinalizeIsRefused(t *testing.T) {
+	out, errOut, code := runLifetimeChild(t, "loop-during-finalize")
+	assert.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	assert.Contains(t, out, "ok")
 }

@@ -104,6 +104,10 @@ func Drive(ctx context.Context, run func(), quit func(), opts ...Option) error {
 		state.mu.Unlock()
 		return ErrRunning
 	}
+	if err := lifetime.ClaimLoop(); err != nil {
+		state.mu.Unlock()
+		return err
+	}
 	backlog.lastRun.Store(int64(time.Since(epoch))) // a loop just begun is not stuck
 	state.running.Store(true)
 	// stop quits once; what Run returns is the first reason, except that
@@ -136,6 +140,7 @@ func Drive(ctx context.Context, run func(), quit func(), opts ...Option) error {
 		state.run = nil
 		state.mu.Unlock()
 		endRun()
+		lifetime.UnclaimLoop()
 	}()
 
 	capi.LoopSetup()

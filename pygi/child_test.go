@@ -726,3 +726,69 @@ func TestThreadStatesOfEndedThreadsAreFreed(t *testing.T) {
 	require.NoError(t, err, "stdout:\n%s\nstderr:\n%.2000s", out, errOut)
 	assert.Contains(t, out, "freed ")
 }
+
+func init() {
+	// A signal for a Python handler that comes while Finalize decides
+	// (Closing) reaches the handler: Finalize gives up here, Python runs
+	// on, and the handler runs once. It used to be dropped, for good.
+	childScenarios["signal-while-finalize-decides"] = func() error {
+		g, err := NewGlobals()
+		if err != nil {
+			return err
+		}
+		if err := Exec("import signal, time\nhits = []\nsignal.signal(signal.SIGUSR1, lambda *a: hits.append(1))\n", g); err != nil {
+			return err
+		}
+		inflight := make(chan struct{})
+		go func() { Exec("import time\ntime.sleep(0.6)\n", nil); close(inflight) }()
+		if err := until("a call in flight", func() bool { return lifetime.InFlight() > 0 }); err != nil {
+			return err
+		}
+		go func() {
+			for lifetime.Current() != lifetime.Closing {
+				time.Sleep(50 * time.Microsecond)
+			}
+			syscall.Kill(os.Getpid(), syscall.SIGUSR1)
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		err = Finalize(ctx)
+		cancel()
+		if err == nil || lifetime.Current() != lifetime.Ready {
+			return fmt.Errorf("Finalize: %v, phase %v; want it to give up", err, lifetime.Current())
+		}
+		<-inflight
+		// Handlers run on Python's main thread, at its next bytecode.
+		if err := Exec("for i in range(100):\n    if hits: break\n    time.sleep(0.002)\n", g); err != nil {
+			return err
+		}
+		r, err := Eval("len(hits)", g)
+		if err != nil {
+			return err
+		}
+		if n, _ := As[int](r); n != 1 {
+			return fmt.Errorf("the handler ran %d times, want 1", n)
+		}
+		return Finalize(context.Background())
+	}
+	// Init with options after a Finalize that found Python never started
+	// says Python is finalised, as any operation would (not ErrStarted).
+	childScenarios["init-after-finalize"] = func() error {
+		if err := Finalize(context.Background()); err != nil {
+			return err
+		}
+		if err := Init(Options{Args: []string{"app", "-v"}}); !errors.Is(err, ErrFinalized) {
+			return fmt.Errorf("Init(Args) after Finalize: %v, want ErrFinalized", err)
+		}
+		return nil
+	}
+}
+
+func TestSignalsAndInitAroundFinalize(t *testing.T) {
+	for _, name := range []string{"signal-while-finalize-decides", "init-after-finalize"} {
+		t.Run(name, func(t *testing.T) {
+			out, errOut, err := runChild(t, name)
+			require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
+			assert.Contains(t, out, "ok")
+		})
+	}
+}

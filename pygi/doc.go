@@ -45,9 +45,11 @@
 // the loop runs (app.Run and looptest.Main finalise after their loop),
 // with [ErrWrongThread] off the thread that started Python, and with
 // [ErrInsideCall] inside a Python call or WithGIL. It waits for the calls
-// in flight; goroutines entering meanwhile wait for its outcome, so they
-// see [ErrFinalized] only if Python really went away. When Finalize gives
-// up (its context ended), the interpreter is ready again.
+// in flight; goroutines entering meanwhile wait until the gate opens
+// again, when Finalize gives up or when it reopens it for threading's
+// shutdown (they then run, as Python's threads may), and see
+// [ErrFinalized] only once Python is really going away. When Finalize
+// gives up (its context ended), the interpreter is ready again.
 // Before that, it waits, as long as its context lets it, for Python threads
 // that are not daemons (Py_FinalizeEx would wait for them for ever, as
 // python3 does at exit): [ErrThreadsRunning] names those that outlast it.

@@ -97,7 +97,13 @@ func configure(o Options) error {
 	}
 	options.mu.Lock()
 	defer options.mu.Unlock()
-	if lifetime.Current() != lifetime.New {
+	switch lifetime.Current() {
+	case lifetime.New:
+	case lifetime.Closing, lifetime.Finalizing, lifetime.Finalized:
+		// Whether or not it ever started, no Python can be given them
+		// now: what any operation would say.
+		return ErrFinalized
+	default:
 		if o.Venv != "" || o.Args != nil {
 			return ErrStarted
 		}
@@ -302,7 +308,10 @@ func WithoutGIL(fn func()) {
 // finalise after their loop has returned), with ErrWrongThread off the
 // thread that started Python, and from inside a Python call or WithGIL.
 // Goroutines that enter Python while Finalize waits for the calls in flight
-// wait for its outcome: ErrFinalized, or their operation when it gives up.
+// wait until the gate opens again: when Finalize gives up, or when it
+// reopens it for threading's shutdown (they run then, as Python's threads
+// may, and Finalize waits for them before its last step); after that last
+// step has begun they get ErrFinalized.
 //
 // ctx bounds its waits: for another Finalize that runs (on Python's own
 // thread, a function posted there, it does not wait: ErrFinalizeBusy),
@@ -317,13 +326,25 @@ func WithoutGIL(fn func()) {
 // begun by then (its atexit functions ran, executors take no new work), as
 // it would have in python3.
 //
+// ctx cannot cut short a wait for the GIL itself: a thread that holds it
+// in C code that never lets go (a C extension's long loop, sum over a huge
+// range) holds Finalize up as it holds python3's exit up.
+//
 // A Python thread that is inside a Go function (a daemon thread's loop
 // over a Go callable) counts as a call in flight for each operation that
 // function makes, and those are let in while Finalize waits, as anything
 // nested in a call is: a thread that keeps calling holds Finalize back
-// until ctx ends. python3 abandons daemon threads at exit; duet cannot
-// stop a thread while it runs Go code, so such a thread must be told to
-// stop (an Event it checks, a sentinel on its queue) before Finalize.
+// until ctx ends. python3 abandons daemon threads at exit, and CPython
+// ends one that asks for the GIL back after Py_FinalizeEx: a daemon
+// thread inside a Go function that let go of the GIL (WithoutGIL) when
+// Python is finalised ends there, and the rest of the Go function, its
+// deferred calls included, never runs. So such a thread must be told to
+// stop (an Event it checks, a sentinel on its queue) before Finalize, or
+// not be a daemon (Finalize waits for those). Note that a thread Python
+// code starts on a goroutine's thread is a daemon by CPython's rule (it
+// inherits the daemon flag of the thread that starts it, and CPython
+// takes a thread it did not start for a daemon) unless the code says
+// daemon=False; one started on Python's main thread is not.
 func Finalize(ctx context.Context) error {
 	if lifetime.LoopRunning() {
 		return ErrLoopRunning

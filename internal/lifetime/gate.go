@@ -59,6 +59,9 @@ var (
 var gate struct {
 	state   *atomic.Int64
 	changed atomic.Pointer[chan struct{}] // closed when a Closing phase ends
+	// finalizing is set while a Finalize holds the lock and a loop could
+	// still be refused (see ClaimLoop).
+	finalizing atomic.Bool
 
 	// lock serialises Start and Finalize: a channel of one, not a mutex,
 	// so that a Finalize queued behind another still ends with its ctx.
@@ -84,6 +87,10 @@ func countOf(s int64) int64 { return s & (1<<phaseShift - 1) }
 
 // Current returns the phase now.
 func Current() Phase { return phaseOf(gate.state.Load()) }
+
+// FinalizeUnderWay reports whether a Finalize holds the lock now (it may
+// still give up).
+func FinalizeUnderWay() bool { return gate.finalizing.Load() }
 
 // InFlight returns the number of entries in flight.
 func InFlight() int64 { return countOf(gate.state.Load()) }
@@ -292,6 +299,11 @@ func Finalize(ctx context.Context, mustNotQueue bool, choose func() (reserve Res
 		}
 	}
 	defer func() { <-gate.lock }()
+	gate.finalizing.Store(true)
+	defer gate.finalizing.Store(false)
+	if ui.claimed.Load() {
+		return ErrLoopRunning
+	}
 	switch Current() {
 	case New, Failed:
 		move(New, Finalized)

@@ -189,13 +189,17 @@ func deliver(sig syscall.Signal) {
 }
 
 // InterruptPython hands sig to Python as if it had arrived: its handler
-// runs on Python's main thread at the next check. Nothing happens once
-// Python is being finalised (its handlers are going away): the call is
-// counted in flight, so Finalize waits for it.
+// runs on Python's main thread at the next check. Also while Finalize
+// decides (Closing): Python is whole then, and Finalize may give up, or
+// reopen the gate for threading's shutdown, where python3 too runs the
+// handlers of signals that came (one dropped there was lost for good when
+// Finalize gave up). Nothing happens once Python is being finalised (its
+// handlers are going away): the call is counted in flight, so Finalize
+// waits for it.
 func InterruptPython(sig syscall.Signal) {
 	s := gate.state.Add(1)
 	defer gate.state.Add(-1)
-	if phaseOf(s) == Ready {
+	if p := phaseOf(s); p == Ready || p == Closing {
 		capi.SignalInterrupt(int(sig))
 	}
 }
@@ -254,7 +258,7 @@ func raiseHere(sig syscall.Signal) {
 func faultDump(sig syscall.Signal) {
 	s := gate.state.Add(1)
 	defer gate.state.Add(-1)
-	if phaseOf(s) == Ready {
+	if p := phaseOf(s); p == Ready || p == Closing { // as InterruptPython
 		capi.FaultDump(int(sig))
 	}
 }

@@ -29,6 +29,7 @@ func RequireMain(what string) error {
 // ui is what the running loop registered.
 var ui struct {
 	running  *atomic.Bool                       // the loop runs (C memory, see init): collections on the UI thread, OnUI hops there
+	claimed  atomic.Bool                        // a loop is starting or runs: Finalize is refused (ClaimLoop)
 	confined atomic.Bool                        // a loop has run: releases on the UI thread only, from then on
 	exec     atomic.Pointer[func(func()) error] // runs a function on the UI thread and waits
 	post     atomic.Pointer[func(func())]       // runs a function on the UI thread, later
@@ -63,6 +64,30 @@ func LoopStopped() {
 
 // LoopRunning reports whether the event loop runs.
 func LoopRunning() bool { return ui.running.Load() }
+
+// ClaimLoop is called by the event loop as it begins, before it touches
+// Python: the loop and Finalize exclude each other. A Finalize under way
+// (it may have passed its own check before this loop began, and reopens
+// the gate while Python's threads end) refuses the loop; a loop claimed
+// refuses Finalize (ErrLoopRunning). Each sets its own flag, then reads
+// the other's, so that at least one of two that race sees the other. Every
+// nil return is paired with UnclaimLoop, when the loop has returned.
+func ClaimLoop() error {
+	ui.claimed.Store(true)
+	if gate.finalizing.Load() {
+		ui.claimed.Store(false)
+		return errFinalizeUnderWay
+	}
+	return nil
+}
+
+// UnclaimLoop ends ClaimLoop's claim.
+func UnclaimLoop() { ui.claimed.Store(false) }
+
+// errFinalizeUnderWay refuses a loop that begins while Finalize runs: it
+// cannot wait for the outcome (Python's threads that Finalize waits for
+// may be waiting for the loop).
+var errFinalizeUnderWay = fmt.Errorf("eventloop: a Finalize is under way, the loop cannot start: %w", ErrFinalized)
 
 // OnUI runs fn on the UI thread and returns its error: here when this is
 // the UI thread or no loop runs (then there is no confinement to keep),
