@@ -933,9 +933,30 @@ func TestPaceCapBoundsTheBacklogOfASlowLoop(t *testing.T) {
 			}
 		}()
 	}
+	// At the cap, Go's cleanups still run: the release of an Object Go
+	// dropped posts a drain from the cleanup goroutine, which every
+	// cleanup of the process waits behind, and that post is not paced.
+	for !reached.Load() && time.Now().UnixNano() < deadline.Load() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cleanupsRan := make(chan struct{})
+	func() {
+		o, err := pygi.New([]int{1, 2, 3})
+		require.NoError(t, err)
+		runtime.AddCleanup(new(int), func(struct{}) { close(cleanupsRan) }, struct{}{})
+		_ = o // dropped: its cleanup queues the release
+	}()
+	runtime.GC()
+	var cleanupsWaited bool
+	select {
+	case <-cleanupsRan:
+	case <-time.After(5 * time.Second):
+		cleanupsWaited = true
+	}
 	wg.Wait()
 	stop.Store(true)
 	looptest.Turn(t)
 	require.True(t, reached.Load(), "the flood never reached PaceCap (most %d)", most.Load())
 	assert.LessOrEqual(t, most.Load(), int64(eventloop.PaceCap+senders+16))
+	assert.False(t, cleanupsWaited, "Go's cleanups waited behind the flood")
 }

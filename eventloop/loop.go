@@ -168,7 +168,7 @@ func Drive(ctx context.Context, run func(), quit func(), opts ...Option) error {
 	// released here, and Python's cycle collector runs here too.
 	stopped := make(chan struct{})
 	openPosts()
-	lifetime.LoopStarted(func(fn func()) error { return onLoop(stopped, fn) }, postUI, func() { Invoke(drainReleases) })
+	lifetime.LoopStarted(func(fn func()) error { return onLoop(stopped, fn) }, postUI, func() { enqueue(drainReleases) })
 	defer func() {
 		closePosts()
 		lifetime.LoopStopped()
@@ -283,6 +283,14 @@ func Invoke(fn func()) {
 	if backlog.n.Load() > PaceAbove {
 		pace()
 	}
+	enqueue(fn)
+}
+
+// enqueue is Invoke without the pacing, for duet's own posts, which must
+// not wait on a flood: the release queue's drain (posted from Go's cleanup
+// goroutine, which every cleanup and finalizer of the process waits
+// behind), PostUI's work and the signal handling's.
+func enqueue(fn func()) {
 	queue.mu.Lock()
 	first := len(queue.items) == 0
 	queue.items = append(queue.items, fn)
@@ -494,7 +502,7 @@ func postUI(fn func()) {
 	}
 	posts.left[p] = struct{}{}
 	posts.mu.Unlock()
-	Invoke(p.run)
+	enqueue(p.run)
 }
 
 func (p *post) run() {

@@ -169,7 +169,7 @@ func (h *signalHandling) onPythonMain(fn func()) {
 	if !capi.PythonMainIsUI() && lifetime.OnPythonMain(fn) {
 		return
 	}
-	Invoke(fn)
+	enqueue(fn)
 }
 
 // arm starts the grace period. Called with h.mu held.
