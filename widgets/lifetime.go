@@ -160,7 +160,10 @@ func newSentinel() {
 		n := len(track.objs)
 		track.mu.Unlock()
 		if n > 0 && eventloop.Running() && !track.scanQueued.Swap(true) {
-			eventloop.Invoke(func() {
+			// From a goroutine of its own: this is the finalizer
+			// goroutine, which every finalizer and cleanup of the
+			// process waits behind, and an Invoke may wait on a flood.
+			go eventloop.Invoke(func() {
 				track.scanQueued.Store(false)
 				reap() // on the loop: cannot fail
 			})
