@@ -275,7 +275,9 @@ var queue struct {
 // waits for, past PaceCap, holds the loop PaceFor an Invoke (do not Invoke
 // while holding a lock your Invoked functions take). It is skipped on the
 // UI thread, in a thread that holds the GIL (the loop may need it to catch
-// up) and while no loop runs.
+// up) and while no loop runs. From a Go finalizer or cleanup (whose one
+// goroutine every other finalizer waits behind), Invoke from a goroutine
+// of its own.
 func Invoke(fn func()) {
 	if fn == nil {
 		return
