@@ -33,12 +33,15 @@ func (t *handleTable) add(e *entry) uintptr {
 			// Grow by copying: readers holding the old table still find
 			// every live entry in it (a slot changes only when its own
 			// handle is released, which a caller of that handle cannot race).
+			// The stored slice header is a variable of this branch: had
+			// it been s's address, every add would put s on the heap.
 			grown := make([]atomic.Pointer[entry], max(64, 2*len(s)))
 			for j := range s {
 				grown[j].Store(s[j].Load())
 			}
 			s = grown
-			t.slots.Store(&s)
+			published := grown
+			t.slots.Store(&published)
 		}
 		i = uint32(len(t.gens))
 		t.gens = append(t.gens, 0)

@@ -25,7 +25,14 @@ var connections struct {
 	objs    map[uintptr][]connection // GObject address -> its recorded handlers
 	byCb    map[uintptr][]connection // callback handle -> where it is connected
 	watcher func(gobj uintptr)
+	// spare holds the short arrays of lists that emptied, for lists that
+	// begin: a handler connected and disconnected again and again (a
+	// factory's, a window built anew) allocates none.
+	spare [][]connection
 }
+
+// maxSpare bounds spare; lists longer than spareCap are left to Go's GC.
+const maxSpare, spareCap = 256, 4
 
 // connection is one record: handler id on the GObject at gobj runs the
 // callback handle (objs leaves gobj out, byCb handle).
@@ -68,8 +75,8 @@ func NoteConnection(gobj, handle uintptr, id uint64) {
 		store(connections.byCb, o.handle, cbs)
 		return true
 	})
-	connections.objs[gobj] = append(list, c)
-	connections.byCb[handle] = append(connections.byCb[handle], c)
+	connections.objs[gobj] = append(reuse(list), c)
+	connections.byCb[handle] = append(reuse(connections.byCb[handle]), c)
 	w := connections.watcher
 	connections.mu.Unlock()
 	if first && w != nil {
@@ -93,13 +100,29 @@ func without(list []connection, match func(connection) bool) ([]connection, bool
 	return list, found
 }
 
-// store puts list back under key, deleting the key once it is empty.
+// store puts list back under key, deleting the key once it is empty (its
+// array kept for reuse: nothing else holds it).
 func store(m map[uintptr][]connection, key uintptr, list []connection) {
 	if len(list) == 0 {
 		delete(m, key)
+		if c := cap(list); c > 0 && c <= spareCap && len(connections.spare) < maxSpare {
+			connections.spare = append(connections.spare, list[:0])
+		}
 	} else {
 		m[key] = list
 	}
+}
+
+// reuse gives a list about to begin a spare array to grow into.
+func reuse(list []connection) []connection {
+	if cap(list) == 0 {
+		if n := len(connections.spare); n > 0 {
+			list = connections.spare[n-1]
+			connections.spare[n-1] = nil
+			connections.spare = connections.spare[:n-1]
+		}
+	}
+	return list
 }
 
 // TakeConnections removes the records of the GObject at gobj and returns
