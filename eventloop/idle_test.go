@@ -227,12 +227,17 @@ func TestCollectionsFollowAllocationInsideAnAttachment(t *testing.T) {
 // Garbage a Python thread makes is collected while the loop is idle: the
 // thread passes through no duet entry that would tell the loop, so the loop
 // looks while Python threads live. It used to collect nothing until some
-// other event woke it (a thread's 400 000 Nodes, all alive).
+// other event woke it (a thread's 400 000 Nodes, all alive). Another
+// thread sat waiting first, long enough for the loop to look only every
+// 2 s: the thread's start (from a goroutine's entry) wakes it.
 func TestPythonThreadsGarbageIsCollectedWhileIdle(t *testing.T) {
 	defer watchdog(t, 2*time.Minute)()
 	g, err := pygi.NewGlobals()
 	require.NoError(t, err)
 	defer g.Close()
+	require.NoError(t, pygi.Exec("import threading\nsit = threading.Event()\nsitter = threading.Thread(target=sit.wait, daemon=True)\nsitter.start()\n", g))
+	defer pygi.Exec("sit.set(); sitter.join()", g)
+	time.Sleep(4 * time.Second) // the loop's look backs off to 2 s
 	made := make(chan struct{})
 	done, err := callbacks.New(func() { close(made) })
 	require.NoError(t, err)

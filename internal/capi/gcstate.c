@@ -49,36 +49,55 @@ int duet_gc_due(void) {
 	return 0;
 }
 
+static int threads_changed(void);
+
 // duet_gc_poke, on every exit from a duet entry on any thread: when Python
 // work done there made a collection due, wake the loop once so that it
-// collects (on the UI thread) instead of waiting for some other event.
+// collects (on the UI thread) instead of waiting for some other event; and
+// when Python threads started or ended there, so that the loop looks at
+// their work from now on (see threads_poll).
 void duet_gc_poke(void) {
-	if (duet_gc_due() >= 0 && g_atomic_int_compare_and_exchange(&posted, 0, 1)) g_main_context_wakeup(NULL);
+	if ((duet_gc_due() >= 0 || threads_changed()) && g_atomic_int_compare_and_exchange(&posted, 0, 1))
+		g_main_context_wakeup(NULL);
 }
 
 // Python threads (threading's, started by the thread module) run Python
 // without passing through a duet entry, so nothing pokes the loop when
 // their work makes a collection due: while any is alive, the loop looks
 // at the counters on a timeout, THREAD_POLL_MIN_MS after the young count
-// moved, twice as long each time it did not, up to THREAD_POLL_MAX_MS. A
-// thread making garbage is collected after about 10 ms of it (an idle loop
-// left it all: two million objects in four seconds); an app whose threads
-// sit waiting wakes once in two seconds. Threads a C library starts and
-// attaches with PyGILState are not counted.
+// moved (or threads started or ended: a goroutine's entry that started one
+// wakes the loop), twice as long each time it did not, up to
+// THREAD_POLL_MAX_MS. A thread making garbage is collected after about
+// 10 ms of it (an idle loop left it all: two million objects in four
+// seconds); an app whose threads sit waiting wakes once in two seconds. A
+// thread that sat waiting and then makes garbage is looked at within the
+// timeout in force then, two seconds at most. Threads a C library starts
+// and attaches with PyGILState are not counted.
 #define THREAD_POLL_MIN_MS 10
 #define THREAD_POLL_MAX_MS 2000
 
 static PyInterpreterState *interp;
 static gint thread_poll_ms; // the last timeout set, or 0
 static int last_young;      // the young generation's count then
+static long seen_threads;   // the Python threads alive then (read racily by duet_gc_poke)
+
+// threads_changed says whether Python threads started or ended since the
+// loop last looked: a thread that begins its work while the loop sleeps on
+// a long timeout would otherwise wait for it.
+static int threads_changed(void) {
+	return active && interp && interp->threads.count != __atomic_load_n(&seen_threads, __ATOMIC_RELAXED);
+}
 
 static gint threads_poll(void) {
-	if (!active || !wanted || !gcs || !interp || gcs->generations[0].threshold == 0 || interp->threads.count <= 0) {
+	long threads = interp ? interp->threads.count : 0;
+	int started = threads != seen_threads;
+	__atomic_store_n(&seen_threads, threads, __ATOMIC_RELAXED);
+	if (!active || !wanted || !gcs || gcs->generations[0].threshold == 0 || threads <= 0) {
 		thread_poll_ms = 0;
 		return -1;
 	}
 	int young = gcs->generations[0].count; // racy, as every read here
-	if (!thread_poll_ms || young != last_young)
+	if (!thread_poll_ms || started || young != last_young)
 		thread_poll_ms = THREAD_POLL_MIN_MS;
 	else
 		thread_poll_ms = MIN(thread_poll_ms * 2, THREAD_POLL_MAX_MS);
