@@ -357,35 +357,57 @@ func escaped(name string, p any) {
 }
 
 func (s *signature) call(args []capi.Ref, nargs, nkw int, kwnames capi.Ref) (res capi.Ref, rc capi.CallbackResult) {
-	// The commonest shapes first, without reflection or closures.
-	switch {
-	case s.fast0 != nil && nargs == 0 && nkw == 0:
-		defer s.recoverInto(&res, &rc)
-		s.fast0()
-		return capi.Ref{}, capi.ResultNone
-	case s.fastObj != nil && nargs == 1 && nkw == 0:
-		o := pyobj.Borrowed(args[0])
-		defer pyobj.Invalidate(o)
-		defer s.recoverInto(&res, &rc)
-		s.fastObj(o)
-		return capi.Ref{}, capi.ResultNone
-	case s.fastBlock1 != nil && nargs == 1 && nkw == 0:
-		o := pyobj.Borrowed(args[0])
-		defer pyobj.Invalidate(o)
-		defer s.recoverInto(&res, &rc)
-		var b pygi.Block
-		s.fastBlock1(&b, o)
-		return s.finish(nil, b.Err()) // the block's first error, as if returned
-	case s.fastBlock2 != nil && nargs == 2 && nkw == 0:
-		o1, o2 := pyobj.Borrowed(args[0]), pyobj.Borrowed(args[1])
-		defer pyobj.Invalidate(o1)
-		defer pyobj.Invalidate(o2)
-		defer s.recoverInto(&res, &rc)
-		var b pygi.Block
-		s.fastBlock2(&b, o1, o2)
-		return s.finish(nil, b.Err())
+	// The commonest shapes first, without reflection or closures, each in
+	// a function of its own: the compiler open-codes the defers of a small
+	// function, and those of one function holding them all went through
+	// the runtime's defer records (a signal's handler paid for them on
+	// every emission).
+	if nkw == 0 {
+		switch {
+		case s.fast0 != nil && nargs == 0:
+			return s.call0()
+		case s.fastObj != nil && nargs == 1:
+			return s.callObj(args[0])
+		case s.fastBlock1 != nil && nargs == 1:
+			return s.callBlock1(args[0])
+		case s.fastBlock2 != nil && nargs == 2:
+			return s.callBlock2(args[0], args[1])
+		}
 	}
 	return s.callSlow(args, nargs, nkw, kwnames)
+}
+
+func (s *signature) call0() (res capi.Ref, rc capi.CallbackResult) {
+	defer s.recoverInto(&res, &rc)
+	s.fast0()
+	return capi.Ref{}, capi.ResultNone
+}
+
+func (s *signature) callObj(a capi.Ref) (res capi.Ref, rc capi.CallbackResult) {
+	o := pyobj.Borrowed(a)
+	defer pyobj.Invalidate(o)
+	defer s.recoverInto(&res, &rc)
+	s.fastObj(o)
+	return capi.Ref{}, capi.ResultNone
+}
+
+func (s *signature) callBlock1(a capi.Ref) (res capi.Ref, rc capi.CallbackResult) {
+	o := pyobj.Borrowed(a)
+	defer pyobj.Invalidate(o)
+	defer s.recoverInto(&res, &rc)
+	var b pygi.Block
+	s.fastBlock1(&b, o)
+	return s.finish(nil, b.Err()) // the block's first error, as if returned
+}
+
+func (s *signature) callBlock2(a1, a2 capi.Ref) (res capi.Ref, rc capi.CallbackResult) {
+	o1, o2 := pyobj.Borrowed(a1), pyobj.Borrowed(a2)
+	defer pyobj.Invalidate(o1)
+	defer pyobj.Invalidate(o2)
+	defer s.recoverInto(&res, &rc)
+	var b pygi.Block
+	s.fastBlock2(&b, o1, o2)
+	return s.finish(nil, b.Err())
 }
 
 // recoverInto turns a panic into the Python exception the call raises.
