@@ -69,7 +69,7 @@ def leave():
         _real_enable()
 
 def step(gen):
-    gc.collect(gen)
+    return gc.collect(gen)
 
 def collect():
     return gc.collect()

@@ -40,6 +40,15 @@ func init() {
 		}
 		return idleChild(0)
 	}
+	// The same with a Python thread that keeps a record twice a second:
+	// the loop looks as seldom as with one that waits (it used to look
+	// again from 10 ms at each record, seven wakeups a record).
+	lifetimeChildren["idle-with-a-python-thread-at-work"] = func() error {
+		if err := pygi.Exec("import threading, time\nhist = []\nclass Rec:\n    pass\ndef beat():\n    while True:\n        time.sleep(0.5)\n        hist.append(Rec())\nthreading.Thread(target=beat, daemon=True).start()\n", nil); err != nil {
+			return err
+		}
+		return idleChild(0)
+	}
 }
 
 func idleChild(awaits int) error {
@@ -93,6 +102,9 @@ ctx = GLib.MainContext.default()
 while ctx.iteration(False):  # whatever is due now (a collection after start-up, say)
     pass
 time.sleep(0.05)
+while ctx.iteration(False):  # with a Python thread alive, the young collection that follows one
+    pass
+time.sleep(0.05)
 assert not ctx.iteration(False), "a non-blocking iteration dispatched something though nothing was due"
 `, nil)
 	if err != nil {
@@ -121,7 +133,7 @@ func voluntarySwitches(pid int) int64 {
 // An idle app does not wake up: duet's sources do not run, and the threads
 // of the process sleep (pure PyGObject's do too).
 func TestAnIdleLoopSleeps(t *testing.T) {
-	for _, child := range []string{"idle", "idle-after-awaits", "idle-with-a-python-thread"} {
+	for _, child := range []string{"idle", "idle-after-awaits", "idle-with-a-python-thread", "idle-with-a-python-thread-at-work"} {
 		t.Run(child, func(t *testing.T) { idleLoopSleeps(t, child) })
 	}
 }
@@ -268,6 +280,83 @@ worker.start()
 	n, err := pygi.As[int](r)
 	require.NoError(t, err)
 	assert.Less(t, n, 1000, "Nodes alive after the thread made 400 000 in cycles")
+}
+
+// threadGarbagePy defines Nodes with a finaliser (a collection that runs
+// them lets the thread making them run meanwhile) and a thread, worker,
+// that waits for pre to run, makes 400 000 of them in cycles, calls done
+// (a Go func: no entry, nothing tells the loop) and waits for hold.
+const threadGarbagePy = `
+import gc, threading, time
+alive = [0]
+class Node:
+    def __init__(self):
+        alive[0] += 1
+    def __del__(self):
+        alive[0] -= 1
+hold, go = threading.Event(), threading.Event()
+def work():
+    go.wait()
+    pre()
+    for _ in range(200000):
+        a, b = Node(), Node()
+        a.b, b.a = b, a
+    done()
+    hold.wait()
+worker = threading.Thread(target=work, daemon=True)
+worker.start()
+`
+
+// A Python thread's garbage is collected while the loop is idle after the
+// loop turned for Go alone (its look at the thread backed off with each
+// turn, to 2 s, not with time), and after the thread switched the
+// collector off and on again (the loop stopped looking while it was off);
+// and with a finaliser in the garbage, whose collection hid from the count
+// the Nodes the thread made meanwhile (CPython zeroes it as a collection
+// begins and lowers it for each object freed): thousands stayed for good.
+func TestPythonThreadsGarbageIsCollectedAfterQuietTurns(t *testing.T) {
+	for _, c := range []struct {
+		name, pre string
+		wait      time.Duration // the longest look the loop may be in the middle of, and more
+	}{
+		{"after Go-only turns", "pass", time.Second},
+		// While the collector is off the loop looks less and less often,
+		// up to every 2 s: it used to stop looking.
+		{"after set_threshold(0) and back", "gc.set_threshold(0); time.sleep(0.3); gc.set_threshold(700, 10, 10)", 3 * time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			defer watchdog(t, 2*time.Minute)()
+			g, err := pygi.NewGlobals()
+			require.NoError(t, err)
+			defer g.Close()
+			made := make(chan struct{})
+			done, err := callbacks.New(func() { close(made) })
+			require.NoError(t, err)
+			require.NoError(t, g.SetItem("done", done))
+			require.NoError(t, pygi.Exec("def pre():\n    "+c.pre+"\n", g))
+			require.NoError(t, pygi.Exec(threadGarbagePy, g))
+			defer pygi.Exec("hold.set(); worker.join()", g)
+			time.Sleep(100 * time.Millisecond)
+			for range 20 {
+				require.NoError(t, eventloop.InvokeWait(context.Background(), func() error { return nil }))
+			}
+			before := forensics.ReadStats().Loop.Collections
+			require.NoError(t, pygi.Exec("go.set()", g))
+			<-made
+			// Nothing from here calls into Python (an entry would wake
+			// the loop) until the count is read: the loop's own looks
+			// must have found the garbage by then (after the Go-only
+			// turns they took 2 s; with the collector switched off and on
+			// they never did).
+			time.Sleep(c.wait)
+			t.Logf("collections meanwhile: %d", forensics.ReadStats().Loop.Collections-before)
+			r, err := pygi.Eval("alive[0]", g)
+			require.NoError(t, err)
+			n, err := pygi.As[int](r)
+			require.NoError(t, err)
+			assert.Less(t, n, 1000, "Nodes alive after the thread made 400 000 in cycles")
+		})
+	}
 }
 
 // cyclicGarbagePy defines garbage(n): n pairs of objects that hold each

@@ -173,10 +173,16 @@ func collectOnUIThread() (stop func(), err error) {
 		if gen < 0 {
 			return
 		}
-		if r, err := step.Call(gen); err == nil {
+		r, err := step.Call(gen)
+		var freed int64
+		if err == nil {
+			freed, _ = pygi.As[int64](r)
 			r.Close()
 		}
-		gcSteps.Add(1)
+		capi.GCCollected(freed) // a failed step asks for no follow-up
+		if err == nil {
+			gcSteps.Add(1)
+		}
 	})
 	capi.GCLoop(true)
 	return func() {

@@ -251,6 +251,8 @@ duet_res duet_census_refs(void);    // {type name: count} of the references Go h
 
 // ---- the cycle collector on the UI thread (gcstate.c) ------------------------
 int duet_gc_due(void);          // the generation due for collection, or -1
+int duet_gc_due_ui(void);       // the same with a follow-up collection (see gcstate.c); UI thread
+void duet_gc_collected(int64_t freed); // the loop's collection freed that many; UI thread
 void duet_gc_poke(void);        // wake the loop if a collection is due
 void duet_gc_loop(int on);      // the loop starts (1) or stops (0) collecting; UI thread
 void duet_gc_set_wanted(int on); // gc.enable()/gc.disable() as Python code asked

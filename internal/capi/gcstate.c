@@ -63,57 +63,119 @@ void duet_gc_poke(void) {
 
 // Python threads (threading's, started by the thread module) run Python
 // without passing through a duet entry, so nothing pokes the loop when
-// their work makes a collection due: while any is alive, the loop looks
-// at the counters on a timeout, THREAD_POLL_MIN_MS after the young count
-// moved (or threads started or ended: a goroutine's entry that started one
-// wakes the loop), twice as long each time it did not, up to
-// THREAD_POLL_MAX_MS. A thread making garbage is collected after about
-// 10 ms of it (an idle loop left it all: two million objects in four
-// seconds); an app whose threads sit waiting wakes once in two seconds. A
-// thread that sat waiting and then makes garbage is looked at within the
-// timeout in force then, two seconds at most. Threads a C library starts
-// and attaches with PyGILState are not counted.
+// their work makes a collection due: while any is alive, the loop looks at
+// the counters on a timeout of its own (a look), chosen when the last one
+// ended:
+//   - THREAD_POLL_MIN_MS when Python threads started or ended (a
+//     goroutine's entry that started one wakes the loop for it);
+//   - when the young count grew, half the time it would take to reach the
+//     threshold at that pace, within THREAD_POLL_MIN_MS and
+//     THREAD_POLL_MAX_MS: a thread making garbage fast is collected after
+//     about 10 ms of it (an idle loop left it all: two million objects in
+//     four seconds), one that keeps a record now and then is looked at
+//     every 2 s;
+//   - otherwise twice as long as the last, up to THREAD_POLL_MAX_MS.
+// Woken sooner by something else, the loop keeps the running look: its
+// length is of time, not of turns of the loop. An app whose threads sit
+// waiting wakes once in two seconds; the look goes on while Python code
+// has the collector off (gc.disable, gc.set_threshold(0)), so that turning
+// it on again from a thread is seen. Threads a C library starts and
+// attaches with PyGILState are not counted.
+//
+// A collection on the UI thread while a Python thread allocates can hide
+// that thread's garbage from the count: CPython zeroes the young count as
+// a collection begins and lowers it for every object it frees, so objects
+// the thread makes meanwhile (a finaliser lets it run) sit in the young
+// generation with the count in single digits, and nothing is ever due
+// (python3 collects on the allocating thread, which then allocates
+// nothing). So a collection that freed something while Python threads
+// live is followed, FOLLOW_UP_MS later, by a young one, and so on until
+// one frees nothing (duet_gc_collected).
 #define THREAD_POLL_MIN_MS 10
 #define THREAD_POLL_MAX_MS 2000
+#define FOLLOW_UP_MS 10
 
 static PyInterpreterState *interp;
-static gint thread_poll_ms; // the last timeout set, or 0
-static int last_young;      // the young generation's count then
-static long seen_threads;   // the Python threads alive then (read racily by duet_gc_poke)
+static gint poll_ms;      // the running look's length, or 0 (none)
+static gint64 poll_end;   // when it ends (monotonic µs)
+static int last_young;    // the young count when it began
+static long seen_threads; // the Python threads alive then (read racily by duet_gc_poke)
+static gint64 follow_up;  // when a young collection is wanted (monotonic µs), or 0
 
 // threads_changed says whether Python threads started or ended since the
-// loop last looked: a thread that begins its work while the loop sleeps on
-// a long timeout would otherwise wait for it.
+// loop last looked.
 static int threads_changed(void) {
 	return active && interp && interp->threads.count != __atomic_load_n(&seen_threads, __ATOMIC_RELAXED);
 }
 
-static gint threads_poll(void) {
+// next_look is the length of the look that begins now.
+static gint next_look(int threads_moved, int young, int threshold) {
+	int grew = young - last_young;
+	if (grew < 0) grew = young; // a collection in between reset the count
+	if (!poll_ms || threads_moved) return THREAD_POLL_MIN_MS;
+	if (grew <= 0 || !wanted || threshold <= 0) return MIN(poll_ms * 2, THREAD_POLL_MAX_MS);
+	gint64 left = threshold - young;
+	if (left <= 0) return THREAD_POLL_MIN_MS;
+	gint64 ms = (gint64)poll_ms * left / grew / 2;
+	return (gint)CLAMP(ms, THREAD_POLL_MIN_MS, THREAD_POLL_MAX_MS);
+}
+
+// threads_poll returns the poll timeout the collector source asks for.
+static gint threads_poll(gint64 now) {
 	long threads = interp ? interp->threads.count : 0;
-	int started = threads != seen_threads;
+	int moved = threads != seen_threads;
 	__atomic_store_n(&seen_threads, threads, __ATOMIC_RELAXED);
-	if (!active || !wanted || !gcs || gcs->generations[0].threshold == 0 || threads <= 0) {
-		thread_poll_ms = 0;
+	if (!active || !gcs || threads <= 0) {
+		poll_ms = 0;
+		follow_up = 0;
 		return -1;
 	}
+	if (poll_ms && now < poll_end && !moved) return (gint)((poll_end - now + 999) / 1000);
 	int young = gcs->generations[0].count; // racy, as every read here
-	if (!thread_poll_ms || started || young != last_young)
-		thread_poll_ms = THREAD_POLL_MIN_MS;
-	else
-		thread_poll_ms = MIN(thread_poll_ms * 2, THREAD_POLL_MAX_MS);
+	poll_ms = next_look(moved, young, gcs->generations[0].threshold);
+	poll_end = now + (gint64)poll_ms * 1000;
 	last_young = young;
-	return thread_poll_ms;
+	return poll_ms;
+}
+
+// follow_up_due says whether the young collection that follows one is due.
+static int follow_up_due(gint64 now) {
+	return follow_up && now >= follow_up && active && wanted && gcs && gcs->generations[0].threshold != 0 &&
+	       !gcs->collecting;
+}
+
+// duet_gc_due_ui is duet_gc_due with the follow-up: what the loop
+// collects. UI thread.
+int duet_gc_due_ui(void) {
+	int gen = duet_gc_due();
+	if (gen < 0 && follow_up_due(g_get_monotonic_time())) gen = 0;
+	return gen;
+}
+
+// duet_gc_collected is told, on the UI thread, how many objects the
+// collection the loop just ran freed.
+void duet_gc_collected(int64_t freed) {
+	follow_up = 0;
+	if (freed > 0 && interp && interp->threads.count > 0)
+		follow_up = g_get_monotonic_time() + FOLLOW_UP_MS * 1000;
 }
 
 static gboolean gc_prepare(GSource *s, gint *timeout) {
 	*timeout = -1;
 	g_atomic_int_set(&posted, 0);
-	if (duet_gc_due() >= 0) return TRUE;
-	*timeout = threads_poll();
+	if (duet_gc_due_ui() >= 0) return TRUE;
+	gint64 now = g_get_monotonic_time();
+	gint t = threads_poll(now);
+	if (follow_up) {
+		gint f = (gint)((follow_up - now + 999) / 1000);
+		if (f < 0) f = 0;
+		t = t < 0 ? f : MIN(t, f);
+	}
+	*timeout = t;
 	return FALSE;
 }
 
-static gboolean gc_check(GSource *s) { return duet_gc_due() >= 0; }
+static gboolean gc_check(GSource *s) { return duet_gc_due_ui() >= 0; }
 
 // A due collection waits below the default priority, as a courtesy to
 // input, timers and Invokes, but not for ever: CPython collects at the
@@ -139,7 +201,7 @@ static GSource *gc_source;
 // aged_left says how long until a due collection has waited GC_WAIT_US
 // (<= 0: it has), or -1 when none is due.
 static gint64 aged_left(void) {
-	if (duet_gc_due() < 0) {
+	if (duet_gc_due_ui() < 0) {
 		due_since = 0;
 		return -1;
 	}
@@ -180,7 +242,8 @@ void duet_gc_loop(int on) {
 		g_source_attach(aged_source, NULL);
 	}
 	due_since = 0;
-	thread_poll_ms = 0;
+	poll_ms = 0;
+	follow_up = 0;
 	active = on;
 }
 

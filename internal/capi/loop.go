@@ -188,8 +188,14 @@ func GCLoop(on bool) { C.duet_gc_loop(cbool(on)) }
 // (gc.enable/gc.disable while the loop runs).
 func GCSetWanted(on bool) { C.duet_gc_set_wanted(cbool(on)) }
 
-// GCDue returns the generation due for collection, or -1.
-func GCDue() int { return int(C.duet_gc_due()) }
+// GCDue returns the generation the loop is to collect now, or -1: by
+// CPython's rule, or the young collection that follows one while Python
+// threads live (see gcstate.c). UI thread.
+func GCDue() int { return int(C.duet_gc_due_ui()) }
+
+// GCCollected tells gcstate.c how many objects the loop's collection
+// freed. UI thread.
+func GCCollected(freed int64) { C.duet_gc_collected(C.int64_t(freed)) }
 
 var glibLog atomic.Pointer[func(level int, domain, message, file, line, fn string)]
 
