@@ -960,3 +960,83 @@ func TestPaceCapBoundsTheBacklogOfASlowLoop(t *testing.T) {
 	assert.LessOrEqual(t, most.Load(), int64(eventloop.PaceCap+senders+16))
 	assert.False(t, cleanupsWaited, "Go's cleanups waited behind the flood")
 }
+
+// InvokeWait at PaceCap ends with its ctx: it waited for its place in the
+// backlog whatever ctx said (a 20 ms ctx returned after 2.7 s, once 27 000
+// of the Invokes ahead had run).
+func TestInvokeWaitAtPaceCapEndsWithItsContext(t *testing.T) {
+	defer watchdog(t, 2*time.Minute)()
+	var ran atomic.Int64
+	var stop atomic.Bool
+	posted := make(chan struct{})
+	eventloop.Invoke(func() {
+		// The loop's own posts, not paced, take the backlog past the cap.
+		for range eventloop.PaceCap + 20000 {
+			eventloop.Invoke(func() {
+				ran.Add(1)
+				if !stop.Load() {
+					busy(100 * time.Microsecond)
+				}
+			})
+		}
+		close(posted)
+	})
+	<-posted
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	before := ran.Load()
+	err := eventloop.InvokeWait(ctx, func() error { return nil })
+	meanwhile := ran.Load() - before
+	stop.Store(true)
+	looptest.Turn(t)
+	assertAllRan(t)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	t.Logf("Invokes of 100 µs run before InvokeWait returned: %d", meanwhile)
+	assert.Less(t, meanwhile, int64(5000), "InvokeWait waited for the backlog, not for its ctx")
+}
+
+// At PaceCap, a sender holding a lock that the loop's next Invoke takes
+// holds the loop about PaceFor an Invoke, not the stall mark: it used to
+// wait for the loop's progress until the loop was taken for stuck (20 ms),
+// the loop waiting for the lock all that time.
+func TestInvokePacingAtCapSenderHoldingALock(t *testing.T) {
+	defer watchdog(t, 2*time.Minute)()
+	var stop atomic.Bool
+	posted := make(chan struct{})
+	var item func()
+	item = func() {
+		if !stop.Load() {
+			busy(20 * time.Microsecond)
+			eventloop.Invoke(item) // the loop keeps its own backlog past the cap
+		}
+	}
+	eventloop.Invoke(func() {
+		for range eventloop.PaceCap + 3000 {
+			eventloop.Invoke(item)
+		}
+		close(posted)
+	})
+	<-posted
+	var mu sync.Mutex
+	var long atomic.Int64 // waits for the lock over 10 ms, on the loop
+	refresh := func() {
+		start := time.Now()
+		mu.Lock()
+		mu.Unlock()
+		if time.Since(start) > 10*time.Millisecond {
+			long.Add(1)
+		}
+	}
+	sends := 0
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); sends++ {
+		mu.Lock()
+		eventloop.Invoke(refresh)
+		mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+	stop.Store(true)
+	looptest.Turn(t)
+	assertAllRan(t)
+	t.Logf("%d sends; the loop waited over 10 ms for the lock %d times", sends, long.Load())
+	assert.LessOrEqual(t, long.Load(), int64(1), "the sender held the loop through its wait at the cap")
+}

@@ -266,14 +266,16 @@ var queue struct {
 // from its first Invoke) is not waited for until it runs one again. A loop
 // whose every Invoke takes longer than PaceFor falls behind a sender that
 // keeps sending, but only up to PaceCap queued: past that, a sender waits
-// for as long as the loop makes progress, until at most PaceCap of the
+// for as long as the loop keeps its pace, until at most PaceCap of the
 // Invokes queued before its own are left (Invokes queued after it, the
 // loop's own say, do not hold it), so the backlog stays under PaceCap and
-// one more per sender. A loop taken for stuck there (a loop starved of the
-// CPU looks the same) is waited for PaceFor an Invoke, so that one verdict
-// does not let a flood through whole: a sender that holds a lock the loop
-// waits for, past PaceCap, holds the loop PaceFor an Invoke (do not Invoke
-// while holding a lock your Invoked functions take). It is skipped on the
+// one more per sender. A loop that finishes no Invoke for twice its recent
+// time between two (at least PaceFor) is taken for held up there (by a
+// lock the sender holds, say; a loop starved of the CPU looks the same)
+// and the sender goes on after that wait: a sender that holds a lock the
+// loop's next Invoke takes holds the loop that long an Invoke past
+// PaceCap (do not Invoke while holding a lock your Invoked functions
+// take). InvokeWait waits there no longer than its ctx. It is skipped on the
 // UI thread, in a thread that holds the GIL (the loop may need it to catch
 // up) and while no loop runs. From a Go finalizer or cleanup (whose one
 // goroutine every other finalizer waits behind), Invoke from a goroutine
@@ -283,7 +285,7 @@ func Invoke(fn func()) {
 		return
 	}
 	if backlog.n.Load() > PaceAbove {
-		pace()
+		pace(nil)
 	}
 	enqueue(fn)
 }
@@ -332,6 +334,10 @@ var backlog struct {
 	// began: the difference between a sender's queued and done is how many
 	// queued before it are left.
 	queued, done atomic.Int64
+	// pace is the loop's recent time from one Invoke's end to the next's
+	// while a backlog waits (ns, a moving average): how long a sender at
+	// PaceCap waits without progress before it takes the loop for held up.
+	pace atomic.Int64
 	// lastRun is when the loop last finished an Invoke (or began to run,
 	// or had work queued while it had none), as time since epoch. A loop
 	// that has finished none for stallAfter is stuck (in one long function,
@@ -356,20 +362,21 @@ func init() {
 
 func stuck() bool { return time.Duration(int64(time.Since(epoch))-backlog.lastRun.Load()) > stallAfter }
 
-func pace() {
+// pace holds a sender while a flood's backlog is deep (see Invoke); false
+// when done was closed first.
+func pace(done <-chan struct{}) bool {
 	if !state.running.Load() || IsMain() || capi.Attached() {
-		return
+		return true
 	}
 	if backlog.n.Load() > PaceCap {
-		paceAtCap()
-		return
+		return paceAtCap(done)
 	}
 	if stuck() {
-		return
+		return true
 	}
 	ch := *backlog.caughtUp.Load()
 	if backlog.n.Load() <= PaceAbove/2 { // caught up meanwhile, its signal maybe missed
-		return
+		return true
 	}
 	backlog.paced.Add(1)
 	t := time.NewTimer(PaceFor)
@@ -377,26 +384,35 @@ func pace() {
 	select {
 	case <-ch:
 	case <-t.C:
+	case <-done:
+		return false
 	}
+	return true
 }
 
 // paceAtCap holds a sender past PaceCap until at most PaceCap of the
-// Invokes queued before its own are left, while the loop makes progress; a
-// loop taken for stuck, PaceFor (see Invoke). Waking each PaceFor to look
-// is cheap beside a flood this deep.
-func paceAtCap() {
+// Invokes queued before its own are left, for as long as the loop keeps
+// its pace (no Invoke finished for twice its recent time between two, at
+// least PaceFor: a loop held up, by a lock the sender holds say, is waited
+// for that long, not for the stall mark); false when done was closed
+// first. Waking each PaceFor to look is cheap beside a flood this deep.
+func paceAtCap(done <-chan struct{}) bool {
 	backlog.paced.Add(1)
 	target := backlog.queued.Load() - PaceCap
+	held := min(max(2*time.Duration(backlog.pace.Load()), PaceFor), stallAfter)
 	t := time.NewTimer(PaceFor)
 	defer t.Stop()
 	for {
 		select {
 		case <-*backlog.caughtUp.Load():
-			return
+			return true
+		case <-done:
+			return false
 		case <-t.C:
 		}
-		if backlog.done.Load() >= target || !state.running.Load() || stuck() {
-			return
+		if backlog.done.Load() >= target || !state.running.Load() ||
+			time.Duration(int64(time.Since(epoch))-backlog.lastRun.Load()) >= held {
+			return true
 		}
 		t.Reset(PaceFor)
 	}
@@ -406,7 +422,10 @@ func paceAtCap() {
 // mark it wakes the paced senders. UI thread.
 func ran(now time.Duration) {
 	backlog.done.Add(1)
-	backlog.lastRun.Store(int64(now))
+	if gap := int64(now) - backlog.lastRun.Swap(int64(now)); gap < int64(stallAfter) && backlog.n.Load() > 1 {
+		avg := backlog.pace.Load()
+		backlog.pace.Store(avg + (gap-avg)/8)
+	}
 	if backlog.n.Add(-1) == PaceAbove/2 {
 		next := make(chan struct{})
 		close(*backlog.caughtUp.Swap(&next))
@@ -425,7 +444,11 @@ func InvokeWait(ctx context.Context, fn func() error) error {
 	}
 	var cancelled atomic.Bool
 	done := make(chan error, 1)
-	Invoke(func() {
+	// Paced as Invoke is, but for no longer than ctx lasts.
+	if backlog.n.Load() > PaceAbove && !pace(ctx.Done()) {
+		return ctx.Err()
+	}
+	enqueue(func() {
 		if cancelled.Load() {
 			return
 		}
