@@ -25,9 +25,10 @@ var connections struct {
 	objs    map[uintptr][]connection // GObject address -> its recorded handlers
 	byCb    map[uintptr][]connection // callback handle -> where it is connected
 	watcher func(gobj uintptr)
-	// spare holds the short arrays of lists that emptied, for lists that
-	// begin: a handler connected and disconnected again and again (a
-	// factory's, a window built anew) allocates none.
+	// spare holds the short arrays of lists that emptied or went, for
+	// lists that begin: a handler connected and dropped again and again
+	// (a factory's, a window built anew), whichever way its records go,
+	// allocates none.
 	spare [][]connection
 }
 
@@ -105,11 +106,16 @@ func without(list []connection, match func(connection) bool) ([]connection, bool
 func store(m map[uintptr][]connection, key uintptr, list []connection) {
 	if len(list) == 0 {
 		delete(m, key)
-		if c := cap(list); c > 0 && c <= spareCap && len(connections.spare) < maxSpare {
-			connections.spare = append(connections.spare, list[:0])
-		}
+		keep(list)
 	} else {
 		m[key] = list
+	}
+}
+
+// keep offers the array of a list that is gone for reuse.
+func keep(list []connection) {
+	if c := cap(list); c > 0 && c <= spareCap && len(connections.spare) < maxSpare {
+		connections.spare = append(connections.spare, list[:0])
 	}
 }
 
@@ -127,27 +133,33 @@ func reuse(list []connection) []connection {
 
 // TakeConnections removes the records of the GObject at gobj and returns
 // their handler ids, for disconnecting.
-func TakeConnections(gobj uintptr) []uint64 {
+func TakeConnections(gobj uintptr) []uint64 { return takeConnections(gobj, true) }
+
+func takeConnections(gobj uintptr, ids bool) []uint64 {
 	connections.mu.Lock()
 	defer connections.mu.Unlock()
 	list := connections.objs[gobj]
 	if len(list) == 0 {
 		return nil
 	}
-	out := make([]uint64, 0, len(list))
+	var out []uint64
+	if ids {
+		out = make([]uint64, 0, len(list))
+	}
 	for _, c := range list {
-		out = append(out, c.id)
+		if ids {
+			out = append(out, c.id)
+		}
 		cbs, _ := without(connections.byCb[c.handle], func(o connection) bool { return o == c })
 		store(connections.byCb, c.handle, cbs)
 	}
 	delete(connections.objs, gobj)
+	keep(list)
 	return out
 }
 
 // ForgetObject drops the records of a finalised GObject.
-func ForgetObject(gobj uintptr) {
-	TakeConnections(gobj)
-}
+func ForgetObject(gobj uintptr) { takeConnections(gobj, false) }
 
 // ForgetConnection drops the record of handler id on the GObject at gobj
 // (Disconnect: the callback may live on elsewhere).
@@ -174,11 +186,13 @@ func ForgetConnection(gobj uintptr, id uint64) {
 func ForgetCallback(handle uintptr) {
 	connections.mu.Lock()
 	defer connections.mu.Unlock()
-	for _, c := range connections.byCb[handle] {
+	cbs := connections.byCb[handle]
+	for _, c := range cbs {
 		list, _ := without(connections.objs[c.gobj], func(o connection) bool { return o == c })
 		store(connections.objs, c.gobj, list)
 	}
 	delete(connections.byCb, handle)
+	keep(cbs)
 }
 
 // Connected reports whether callback handle is recorded as connected to

@@ -93,3 +93,29 @@ func TestConnectionRecords(t *testing.T) {
 		assert.Empty(t, connections.objs)
 	})
 }
+
+// A connection made and dropped again and again, by any of the ways a
+// record goes, allocates nothing once warm: emptied lists' arrays are
+// reused (ForgetCallback and TakeConnections dropped theirs).
+func TestConnectionRecordsReuseTheirArrays(t *testing.T) {
+	const gobj, handle = 0x1000, 0x2000
+	for _, c := range []struct {
+		name string
+		drop func(id uint64)
+	}{
+		{"ForgetConnection", func(id uint64) { ForgetConnection(gobj, id) }},
+		{"ForgetCallback", func(uint64) { ForgetCallback(handle) }},
+		{"ForgetObject then ForgetCallback", func(uint64) { ForgetObject(gobj); ForgetCallback(handle) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			id := uint64(1)
+			allocs := testing.AllocsPerRun(1000, func() {
+				NoteConnection(gobj, handle, id)
+				c.drop(id)
+				id++
+			})
+			assert.Zero(t, allocs)
+			assert.Zero(t, ConnectionCount())
+		})
+	}
+}
