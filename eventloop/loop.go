@@ -268,18 +268,18 @@ var queue struct {
 // keeps sending, but only up to PaceCap queued: past that, a sender waits
 // for as long as the loop keeps its pace, until at most PaceCap of the
 // Invokes queued before its own are left (Invokes queued after it, the
-// loop's own say, do not hold it), so the backlog stays under PaceCap and
-// one more per sender. A loop that finishes no Invoke for twice its recent
-// time between two (at least PaceFor) is taken for held up there (by a
-// lock the sender holds, say; a loop starved of the CPU looks the same)
-// and the sender goes on after that wait: a sender that holds a lock the
-// loop's next Invoke takes holds the loop that long an Invoke past
-// PaceCap (do not Invoke while holding a lock your Invoked functions
-// take). InvokeWait waits there no longer than its ctx. It is skipped on the
-// UI thread, in a thread that holds the GIL (the loop may need it to catch
-// up) and while no loop runs. From a Go finalizer or cleanup (whose one
-// goroutine every other finalizer waits behind), Invoke from a goroutine
-// of its own.
+// loop's own say, do not hold it), so the backlog stays near PaceCap. A
+// loop that finishes no Invoke for twice its recent time between two (at
+// least PaceFor) is taken for held up there (by a lock the sender holds,
+// say; a loop starved of the CPU looks the same, and lets each sender
+// through one Invoke a wait) and the sender goes on after that wait: a
+// sender that holds a lock the loop's next Invoke takes holds the loop
+// that long an Invoke past PaceCap (do not Invoke while holding a lock
+// your Invoked functions take). InvokeWait waits there no longer than its
+// ctx. It is skipped on the UI thread, in a thread that holds the GIL (the
+// loop may need it to catch up) and while no loop runs. From a Go
+// finalizer (whose one goroutine every other finalizer waits behind) or a
+// cleanup, Invoke from a goroutine of its own.
 func Invoke(fn func()) {
 	if fn == nil {
 		return
@@ -291,9 +291,9 @@ func Invoke(fn func()) {
 }
 
 // enqueue is Invoke without the pacing, for duet's own posts, which must
-// not wait on a flood: the release queue's drain (posted from Go's cleanup
-// goroutine, which every cleanup and finalizer of the process waits
-// behind), PostUI's work and the signal handling's.
+// not wait on a flood: the release queue's drain (posted from a goroutine
+// Go's runtime runs cleanups on), PostUI's work and the signal handling's
+// (the goroutine that hands every signal on).
 func enqueue(fn func()) {
 	queue.mu.Lock()
 	first := len(queue.items) == 0
