@@ -43,6 +43,9 @@ def nested():
 def watch(phase, info):
     if phase != "start" or threading.get_ident() != ui or res.get("done") or res.get("armed") != "callback":
         return
+    if res.get("skip", 0) > 0:
+        res["skip"] -= 1
+        return
     nested()
 class Node:
     pass
@@ -61,13 +64,23 @@ def garbage(n):
 gc.callbacks.append(watch)
 `
 
-func nestedGC(t *testing.T, mode string, busyTimer bool) {
+func nestedGC(t *testing.T, mode string, busyTimer bool) { nestedGCAfter(t, mode, busyTimer, false) }
+
+// nestedGCAfter is nestedGC; with followUp, a Python thread lives and the
+// nested loop runs in the young collection that follows the first one
+// (see gcstate.c: the follow-up, past its time while the collection runs,
+// made every turn of the nested loop a poll without sleep).
+func nestedGCAfter(t *testing.T, mode string, busyTimer, followUp bool) {
 	defer watchdog(t, 2*time.Minute)()
 	g, err := pygi.NewGlobals()
 	require.NoError(t, err)
 	defer g.Close()
 	require.NoError(t, pygi.Exec(nestedGCPy, g))
 	defer pygi.Exec("gc.callbacks.remove(watch)", g)
+	if followUp {
+		require.NoError(t, pygi.Exec("parked = threading.Event()\nthreading.Thread(target=parked.wait, daemon=True).start()\nres['skip'] = 1\n", g))
+		defer pygi.Exec("parked.set()", g)
+	}
 	looptest.Turn(t)
 	if busyTimer {
 		// a timer slower than its interval, always due, until the nested loop starts
@@ -127,3 +140,4 @@ func TestNestedLoopInAGCCallback(t *testing.T)          { nestedGC(t, "callback"
 func TestNestedLoopInAGCCallbackWhileBusy(t *testing.T) { nestedGC(t, "callback", true) }
 func TestNestedLoopInAFinaliser(t *testing.T)           { nestedGC(t, "del", false) }
 func TestNestedLoopInAFinaliserWhileBusy(t *testing.T)  { nestedGC(t, "del", true) }
+func TestNestedLoopInAFollowUpCollection(t *testing.T)  { nestedGCAfter(t, "callback", true, true) }

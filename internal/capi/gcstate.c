@@ -166,7 +166,12 @@ static gboolean gc_prepare(GSource *s, gint *timeout) {
 	if (duet_gc_due_ui() >= 0) return TRUE;
 	gint64 now = g_get_monotonic_time();
 	gint t = threads_poll(now);
-	if (follow_up) {
+	if (follow_up && (!wanted || !gcs || gcs->generations[0].threshold == 0)) follow_up = 0;
+	// Not while a collection is in progress (a gc callback or finaliser
+	// running a nested loop): the follow-up, past its time but not due,
+	// would make every turn a poll without sleep, the UI thread spinning;
+	// the turn after the collection finds it due.
+	if (follow_up && !gcs->collecting) {
 		gint f = (gint)((follow_up - now + 999) / 1000);
 		if (f < 0) f = 0;
 		t = t < 0 ? f : MIN(t, f);
