@@ -99,11 +99,16 @@ func idleThen() {
 import time
 from gi.repository import GLib
 ctx = GLib.MainContext.default()
-while ctx.iteration(False):  # whatever is due now (a collection after start-up, say)
-    pass
-time.sleep(0.05)
-while ctx.iteration(False):  # with a Python thread alive, the young collection that follows one
-    pass
+# Whatever is due now (a collection after start-up, say, and with a Python
+# thread alive the few young collections that follow one, 10 ms apart),
+# until 50 ms go by with nothing: then nothing is due for good.
+for _ in range(20):
+    ran = False
+    while ctx.iteration(False):
+        ran = True
+    if not ran:
+        break
+    time.sleep(0.05)
 time.sleep(0.05)
 assert not ctx.iteration(False), "a non-blocking iteration dispatched something though nothing was due"
 `, nil)
@@ -369,3 +374,39 @@ def garbage(n):
         a, b = Node(), Node()
         a.b, b.a = b, a
 `
+
+func init() {
+	// An idle app whose Python thread waits, and whose garbage makes more
+	// garbage when it is collected (a finaliser that leaves a cycle
+	// behind): the young collections that follow one stop after a few,
+	// instead of running every 10 ms for as long as the thread lives.
+	lifetimeChildren["idle-with-self-renewing-garbage"] = func() error {
+		if err := pygi.Exec(`
+import threading, os
+if os.environ.get("WITH_THREAD"):
+    parked = threading.Event()
+    threading.Thread(target=parked.wait, daemon=True).start()
+class Phoenix:
+    def __del__(self):
+        p = Phoenix.__new__(Phoenix)
+        p.me = p
+def seed():
+    p = Phoenix()
+    p.me = p
+for _ in range(1000):
+    seed()
+`, nil); err != nil {
+			return err
+		}
+		return idleChild(0)
+	}
+}
+
+func TestSelfRenewingGarbageDoesNotKeepTheLoopAwake(t *testing.T) {
+	for _, thread := range []string{"", "1"} {
+		t.Run("with a Python thread: "+map[string]string{"": "no", "1": "yes"}[thread], func(t *testing.T) {
+			t.Setenv("WITH_THREAD", thread)
+			idleLoopSleeps(t, "idle-with-self-renewing-garbage")
+		})
+	}
+}

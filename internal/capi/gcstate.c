@@ -90,7 +90,7 @@ void duet_gc_poke(void) {
 // (python3 collects on the allocating thread, which then allocates
 // nothing). So a collection that freed something while Python threads
 // live is followed, FOLLOW_UP_MS later, by a young one, and so on until
-// one frees nothing (duet_gc_collected).
+// one frees nothing, four in a row at most (duet_gc_collected).
 #define THREAD_POLL_MIN_MS 10
 #define THREAD_POLL_MAX_MS 2000
 #define FOLLOW_UP_MS 10
@@ -144,19 +144,32 @@ static int follow_up_due(gint64 now) {
 	       !gcs->collecting;
 }
 
+static int following;  // the collection the loop is asked for is a follow-up
+static int follow_ups; // follow-ups in a row
+
 // duet_gc_due_ui is duet_gc_due with the follow-up: what the loop
 // collects. UI thread.
 int duet_gc_due_ui(void) {
 	int gen = duet_gc_due();
-	if (gen < 0 && follow_up_due(g_get_monotonic_time())) gen = 0;
+	following = 0;
+	if (gen < 0 && follow_up_due(g_get_monotonic_time())) {
+		gen = 0;
+		following = 1;
+	}
 	return gen;
 }
 
 // duet_gc_collected is told, on the UI thread, how many objects the
-// collection the loop just ran freed.
+// collection the loop just ran (the one duet_gc_due_ui last named) freed.
+// Follow-ups stop after MAX_FOLLOW_UPS in a row (garbage whose finaliser
+// makes more would otherwise keep the loop collecting every 10 ms): a
+// thread that keeps making garbage makes a collection due by CPython's
+// rule again.
+#define MAX_FOLLOW_UPS 4
 void duet_gc_collected(int64_t freed) {
 	follow_up = 0;
-	if (freed > 0 && interp && interp->threads.count > 0)
+	follow_ups = following ? follow_ups + 1 : 0;
+	if (freed > 0 && interp && interp->threads.count > 0 && follow_ups < MAX_FOLLOW_UPS)
 		follow_up = g_get_monotonic_time() + FOLLOW_UP_MS * 1000;
 }
 
