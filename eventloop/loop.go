@@ -334,10 +334,10 @@ var backlog struct {
 	// began: the difference between a sender's queued and done is how many
 	// queued before it are left.
 	queued, done atomic.Int64
-	// pace is the loop's recent time from one Invoke's end to the next's
+	// gap is the loop's recent time from one Invoke's end to the next's
 	// while a backlog waits (ns, a moving average): how long a sender at
 	// PaceCap waits without progress before it takes the loop for held up.
-	pace atomic.Int64
+	gap atomic.Int64
 	// lastRun is when the loop last finished an Invoke (or began to run,
 	// or had work queued while it had none), as time since epoch. A loop
 	// that has finished none for stallAfter is stuck (in one long function,
@@ -399,7 +399,7 @@ func pace(done <-chan struct{}) bool {
 func paceAtCap(done <-chan struct{}) bool {
 	backlog.paced.Add(1)
 	target := backlog.queued.Load() - PaceCap
-	held := min(max(2*time.Duration(backlog.pace.Load()), PaceFor), stallAfter)
+	held := min(max(2*time.Duration(backlog.gap.Load()), PaceFor), stallAfter)
 	t := time.NewTimer(PaceFor)
 	defer t.Stop()
 	for {
@@ -423,8 +423,8 @@ func paceAtCap(done <-chan struct{}) bool {
 func ran(now time.Duration) {
 	backlog.done.Add(1)
 	if gap := int64(now) - backlog.lastRun.Swap(int64(now)); gap < int64(stallAfter) && backlog.n.Load() > 1 {
-		avg := backlog.pace.Load()
-		backlog.pace.Store(avg + (gap-avg)/8)
+		avg := backlog.gap.Load()
+		backlog.gap.Store(avg + (gap-avg)/8)
 	}
 	if backlog.n.Add(-1) == PaceAbove/2 {
 		next := make(chan struct{})
