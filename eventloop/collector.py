@@ -8,6 +8,11 @@ class OffThreadCollection(RuntimeWarning):
     thread."""
 
 _real_enable, _real_disable, _real_isenabled = gc.enable, gc.disable, gc.isenabled
+# The loop's own collections call the collector itself, as the interpreter
+# started with it (pygi's _duet keeps it): code that replaces gc.collect (a
+# stub, say) would otherwise leave a due collection due, and the loop
+# collecting again on every turn.
+_real_collect = sys.modules["_duet"].gc_collect
 _state = {"active": False, "wanted": True, "ui": None, "seen": set(), "report": None, "tell": None}
 
 def _off_ui(what):
@@ -69,7 +74,7 @@ def leave():
         _real_enable()
 
 def step(gen):
-    return gc.collect(gen)
+    return _real_collect(gen)
 
 def collect():
-    return gc.collect()
+    return _real_collect()

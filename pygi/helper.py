@@ -2,6 +2,12 @@
 # sys.modules['_duet'] when the interpreter starts. Everything here runs with
 # the GIL held, called from Go.
 import sys
+import gc as _gc
+
+# The collector's own collect, as the interpreter starts: the event loop's
+# collections call it (eventloop's collector.py), not whatever a program
+# may put in gc.collect later.
+gc_collect = _gc.collect
 
 # traceback (with linecache and tokenize) is imported where an error is
 # formatted, not here: this module runs as the interpreter starts, and a

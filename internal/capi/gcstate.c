@@ -11,6 +11,7 @@
 #define Py_BUILD_CORE 1
 #include <Python.h>
 #include <internal/pycore_interp.h>
+#include <internal/pycore_runtime.h>
 #include <glib.h>
 
 #include "_cgo_export.h"
@@ -31,8 +32,10 @@ int duet_gc_due(void) {
 	if (!active || !wanted || !gcs) return -1;
 	struct gc_generation *g = gcs->generations;
 	// gc.set_threshold(0): Python's documented way to turn automatic
-	// collection off (CPython collects nothing by itself then).
-	if (g[0].threshold == 0) return -1;
+	// collection off (CPython collects nothing by itself then). A negative
+	// one, which CPython takes for "at every allocation", the loop takes
+	// for off as well: it would be due on every turn, a spin.
+	if (g[0].threshold <= 0) return -1;
 	// A collection in progress (a finaliser or gc callback of one running a
 	// nested loop, or another thread's): gc.collect() would return 0 and
 	// reset nothing.
@@ -67,20 +70,24 @@ void duet_gc_poke(void) {
 // the counters on a timeout of its own (a look), chosen when the last one
 // ended:
 //   - THREAD_POLL_MIN_MS when Python threads started or ended (a
-//     goroutine's entry that started one wakes the loop for it);
+//     goroutine's entry that started one wakes the loop for it), when the
+//     loop has just collected, or when another thread runs Python (the
+//     GIL is held by another thread, or changed hands, since the last
+//     look): a thread making garbage is collected every few tens of ms, as
+//     its count reaches the threshold (an idle loop left it all: two
+//     million objects in four seconds);
 //   - when the young count grew, half the time it would take to reach the
 //     threshold at that pace, within THREAD_POLL_MIN_MS and
-//     THREAD_POLL_MAX_MS: a thread making garbage fast is collected after
-//     about 10 ms of it (an idle loop left it all: two million objects in
-//     four seconds), one that keeps a record now and then is looked at
-//     every 2 s;
-//   - otherwise twice as long as the last, up to THREAD_POLL_MAX_MS.
+//     THREAD_POLL_MAX_MS (a thread that keeps a record now and then);
+//   - otherwise, and while a collection is in progress or Python code has
+//     the collector off, twice as long as the last, up to
+//     THREAD_POLL_MAX_MS (so that turning it on again from a thread is
+//     seen).
 // Woken sooner by something else, the loop keeps the running look: its
 // length is of time, not of turns of the loop. An app whose threads sit
-// waiting wakes once in two seconds; the look goes on while Python code
-// has the collector off (gc.disable, gc.set_threshold(0)), so that turning
-// it on again from a thread is seen. Threads a C library starts and
-// attaches with PyGILState are not counted.
+// waiting wakes once a second; a thread that begins to work after sitting
+// is seen within the look in force, a second at most. Threads a C library
+// starts and attaches with PyGILState are not counted.
 //
 // A collection on the UI thread while a Python thread allocates can hide
 // that thread's garbage from the count: CPython zeroes the young count as
@@ -89,18 +96,20 @@ void duet_gc_poke(void) {
 // generation with the count in single digits, and nothing is ever due
 // (python3 collects on the allocating thread, which then allocates
 // nothing). So a collection that freed something while Python threads
-// live is followed, FOLLOW_UP_MS later, by a young one, and so on until
-// one frees nothing, four in a row at most (duet_gc_collected).
+// live (or lived as it began: they may have ended during it) is
+// followed, FOLLOW_UP_MS later, by a young one, and so on until one frees
+// nothing, four in a row at most (duet_gc_collected).
 #define THREAD_POLL_MIN_MS 10
-#define THREAD_POLL_MAX_MS 2000
+#define THREAD_POLL_MAX_MS 1000
 #define FOLLOW_UP_MS 10
 
 static PyInterpreterState *interp;
-static gint poll_ms;      // the running look's length, or 0 (none)
-static gint64 poll_end;   // when it ends (monotonic µs)
-static int last_young;    // the young count when it began
-static long seen_threads; // the Python threads alive then (read racily by duet_gc_poke)
-static gint64 follow_up;  // when a young collection is wanted (monotonic µs), or 0
+static gint poll_ms;             // the running look's length, or 0 (none)
+static gint64 poll_end;          // when it ends (monotonic µs)
+static int last_young;           // the young count when it began
+static unsigned long last_switch; // the GIL's hand-overs then
+static long seen_threads;        // the Python threads alive then (read racily by duet_gc_poke)
+static gint64 follow_up;         // when a young collection is wanted (monotonic µs), or 0
 
 // threads_changed says whether Python threads started or ended since the
 // loop last looked.
@@ -108,12 +117,28 @@ static int threads_changed(void) {
 	return active && interp && interp->threads.count != __atomic_load_n(&seen_threads, __ATOMIC_RELAXED);
 }
 
+// others_run says whether a thread other than this one ran Python since the
+// last look: the GIL changed hands, or another thread holds it now. Racy
+// reads of CPython's GIL state; a wrong answer only changes a look's length.
+static int others_run(void) {
+	struct _gil_runtime_state *gil = &_PyRuntime.ceval.gil;
+	unsigned long sw = gil->switch_number;
+	int moved = sw != last_switch;
+	last_switch = sw;
+	if (moved) return 1;
+	if (!_Py_atomic_load_relaxed(&gil->locked)) return 0;
+	PyThreadState *holder = (PyThreadState *)_Py_atomic_load_relaxed(&gil->last_holder);
+	return holder != PyGILState_GetThisThreadState();
+}
+
 // next_look is the length of the look that begins now.
-static gint next_look(int threads_moved, int young, int threshold) {
+static gint next_look(int threads_moved, int busy, int young, int threshold) {
 	int grew = young - last_young;
 	if (grew < 0) grew = young; // a collection in between reset the count
 	if (!poll_ms || threads_moved) return THREAD_POLL_MIN_MS;
-	if (grew <= 0 || !wanted || threshold <= 0) return MIN(poll_ms * 2, THREAD_POLL_MAX_MS);
+	if (!wanted || threshold <= 0 || gcs->collecting) return MIN(poll_ms * 2, THREAD_POLL_MAX_MS);
+	if (busy) return THREAD_POLL_MIN_MS;
+	if (grew <= 0) return MIN(poll_ms * 2, THREAD_POLL_MAX_MS);
 	gint64 left = threshold - young;
 	if (left <= 0) return THREAD_POLL_MIN_MS;
 	gint64 ms = (gint64)poll_ms * left / grew / 2;
@@ -127,12 +152,11 @@ static gint threads_poll(gint64 now) {
 	__atomic_store_n(&seen_threads, threads, __ATOMIC_RELAXED);
 	if (!active || !gcs || threads <= 0) {
 		poll_ms = 0;
-		follow_up = 0;
 		return -1;
 	}
 	if (poll_ms && now < poll_end && !moved) return (gint)((poll_end - now + 999) / 1000);
 	int young = gcs->generations[0].count; // racy, as every read here
-	poll_ms = next_look(moved, young, gcs->generations[0].threshold);
+	poll_ms = next_look(moved, others_run(), young, gcs->generations[0].threshold);
 	poll_end = now + (gint64)poll_ms * 1000;
 	last_young = young;
 	return poll_ms;
@@ -140,23 +164,38 @@ static gint threads_poll(gint64 now) {
 
 // follow_up_due says whether the young collection that follows one is due.
 static int follow_up_due(gint64 now) {
-	return follow_up && now >= follow_up && active && wanted && gcs && gcs->generations[0].threshold != 0 &&
+	return follow_up && now >= follow_up && active && wanted && gcs && gcs->generations[0].threshold > 0 &&
 	       !gcs->collecting;
 }
 
-static int following;  // the collection the loop is asked for is a follow-up
+static int following;  // the collection the Go handler was last told of is a follow-up
 static int follow_ups; // follow-ups in a row
 
-// duet_gc_due_ui is duet_gc_due with the follow-up: what the loop
-// collects. UI thread.
-int duet_gc_due_ui(void) {
+// due_ui is duet_gc_due with the follow-up; *is_follow_up says which.
+static int due_ui(int *is_follow_up) {
 	int gen = duet_gc_due();
-	following = 0;
+	*is_follow_up = 0;
 	if (gen < 0 && follow_up_due(g_get_monotonic_time())) {
 		gen = 0;
-		following = 1;
+		*is_follow_up = 1;
 	}
 	return gen;
+}
+
+static int due_now(void) {
+	int f;
+	return due_ui(&f);
+}
+
+// duet_gc_due_ui names the collection the loop's Go handler runs now (see
+// duet_gc_collected). UI thread. Only the handler calls it: the sources'
+// prepare and check, which also run in nested loops inside a collection,
+// ask due_now, which remembers nothing.
+static long threads_at_start; // Python threads alive as that collection began
+
+int duet_gc_due_ui(void) {
+	threads_at_start = interp ? interp->threads.count : 0;
+	return due_ui(&following);
 }
 
 // duet_gc_collected is told, on the UI thread, how many objects the
@@ -164,22 +203,29 @@ int duet_gc_due_ui(void) {
 // Follow-ups stop after MAX_FOLLOW_UPS in a row (garbage whose finaliser
 // makes more would otherwise keep the loop collecting every 10 ms): a
 // thread that keeps making garbage makes a collection due by CPython's
-// rule again.
+// rule again. A collection while Python threads live begins a short look.
 #define MAX_FOLLOW_UPS 4
 void duet_gc_collected(int64_t freed) {
 	follow_up = 0;
 	follow_ups = following ? follow_ups + 1 : 0;
-	if (freed > 0 && interp && interp->threads.count > 0 && follow_ups < MAX_FOLLOW_UPS)
+	following = 0;
+	long threads = interp ? interp->threads.count : 0;
+	if (freed > 0 && (threads > 0 || threads_at_start > 0) && follow_ups < MAX_FOLLOW_UPS)
 		follow_up = g_get_monotonic_time() + FOLLOW_UP_MS * 1000;
+	if (threads > 0 && gcs) {
+		poll_ms = THREAD_POLL_MIN_MS;
+		poll_end = g_get_monotonic_time() + THREAD_POLL_MIN_MS * 1000;
+		last_young = gcs->generations[0].count;
+	}
 }
 
 static gboolean gc_prepare(GSource *s, gint *timeout) {
 	*timeout = -1;
 	g_atomic_int_set(&posted, 0);
-	if (duet_gc_due_ui() >= 0) return TRUE;
+	if (due_now() >= 0) return TRUE;
 	gint64 now = g_get_monotonic_time();
 	gint t = threads_poll(now);
-	if (follow_up && (!wanted || !gcs || gcs->generations[0].threshold == 0)) follow_up = 0;
+	if (follow_up && (!wanted || !gcs || gcs->generations[0].threshold <= 0)) follow_up = 0;
 	// Not while a collection is in progress (a gc callback or finaliser
 	// running a nested loop): the follow-up, past its time but not due,
 	// would make every turn a poll without sleep, the UI thread spinning;
@@ -193,7 +239,7 @@ static gboolean gc_prepare(GSource *s, gint *timeout) {
 	return FALSE;
 }
 
-static gboolean gc_check(GSource *s) { return duet_gc_due_ui() >= 0; }
+static gboolean gc_check(GSource *s) { return due_now() >= 0; }
 
 // A due collection waits below the default priority, as a courtesy to
 // input, timers and Invokes, but not for ever: CPython collects at the
@@ -219,7 +265,7 @@ static GSource *gc_source;
 // aged_left says how long until a due collection has waited GC_WAIT_US
 // (<= 0: it has), or -1 when none is due.
 static gint64 aged_left(void) {
-	if (duet_gc_due_ui() < 0) {
+	if (due_now() < 0) {
 		due_since = 0;
 		return -1;
 	}
