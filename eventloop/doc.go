@@ -60,8 +60,10 @@
 //     when CPython's own thresholds say a collection is due (a GLib source
 //     reads the collector's counters; a goroutine's Python work wakes the
 //     loop when it makes one due, and while Python threads live the loop
-//     looks on a timeout, 10 ms after the counters moved, backing off to
-//     2 s while they do not). A due collection waits below the
+//     looks on a timeout, from 10 ms while they work to 1 s while they
+//     wait, with a young collection after one that freed something, as
+//     their garbage can hide from the counters). A due collection waits
+//     below the
 //     default priority for at most 4 ms, then runs at the default
 //     priority: a loop that other sources keep busy still collects, as
 //     CPython collects whatever else is busy. [Collect] (both collectors, from

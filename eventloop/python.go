@@ -132,9 +132,10 @@ func installHooks(m *pygi.Object) error {
 // collector's counters (internal/capi/gcstate.c), and a goroutine's
 // Python work wakes the loop when it makes a collection due. Python
 // threads (threading's) pass through nothing of duet's, so while any is
-// alive the loop looks at the counters on a timeout: 10 ms after they
-// moved, backing off to 2 s while they do not. Otherwise nothing polls:
-// an idle app without Python threads does not wake up for the collector.
+// alive the loop looks at the counters on a timeout: from 10 ms while
+// they run Python or the counters move, backing off to 1 s while they
+// wait (see gcstate.c). Otherwise nothing polls: an idle app without
+// Python threads does not wake up for the collector.
 //
 // Python code keeps its view of the collector: gc.enable, gc.disable and
 // gc.isenabled are wrapped, so gc.disable() stops the loop's collections
