@@ -63,9 +63,8 @@
 //     looks on a timeout, from 10 ms while they work to 1 s while they
 //     wait, with a young collection after one that freed something, as
 //     their garbage can hide from the counters). A due collection waits
-//     below the
-//     default priority for at most 4 ms, then runs at the default
-//     priority: a loop that other sources keep busy still collects, as
+//     below the default priority for at most 4 ms, then runs at the
+//     default priority: a loop that other sources keep busy still collects, as
 //     CPython collects whatever else is busy. [Collect] (both collectors, from
 //     any goroutine) runs its Python part there as well. Python code keeps
 //     its own view: gc.disable() stops the schedule
