@@ -187,12 +187,12 @@ static int due_now(void) {
 	return due_ui(&f);
 }
 
+static long threads_at_start; // Python threads alive as that collection began
+
 // duet_gc_due_ui names the collection the loop's Go handler runs now (see
 // duet_gc_collected). UI thread. Only the handler calls it: the sources'
 // prepare and check, which also run in nested loops inside a collection,
 // ask due_now, which remembers nothing.
-static long threads_at_start; // Python threads alive as that collection began
-
 int duet_gc_due_ui(void) {
 	threads_at_start = interp ? interp->threads.count : 0;
 	return due_ui(&following);
