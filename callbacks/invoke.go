@@ -284,9 +284,9 @@ func invoke(h uintptr, args []capi.Ref, nargs, nkw int, kwnames capi.Ref) (res c
 // Finalize gives up or reopens the gate for threading's shutdown; unless
 // it is nested in an entry or callback of this thread, which Finalize
 // waits for already; one that finds Python finalised does not run, as a
-// GIL-path emission on another thread does not. Like any entry, one that waits for another
-// goroutine's call into Python while Finalize decides holds Finalize up
-// until Finalize's context ends. (What the emission runs after the
+// GIL-path emission on another thread does not. Like any entry, one that
+// waits for another goroutine's call into Python while Finalize decides
+// holds Finalize up until Finalize's context ends. (What the emission runs after the
 // handler, a Python class's default handler say, is GLib's: nothing here
 // holds Finalize back for it.)
 func invokeBare(h uintptr, nested bool) (rc capi.CallbackResult) {

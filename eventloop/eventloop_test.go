@@ -788,18 +788,7 @@ func TestCollectionsRunWhileTheLoopIsBusy(t *testing.T) {
 	g, err := pygi.NewGlobals()
 	require.NoError(t, err)
 	defer g.Close()
-	require.NoError(t, pygi.Exec(`
-alive = [0]
-class Node:
-    def __init__(self):
-        alive[0] += 1
-    def __del__(self):
-        alive[0] -= 1
-def garbage(n):
-    for _ in range(n):
-        a, b = Node(), Node()
-        a.b, b.a = b, a
-`, g))
+	require.NoError(t, pygi.Exec(countedNodesPy, g))
 	garbage, err := g.Item("garbage")
 	require.NoError(t, err)
 	defer garbage.Close()

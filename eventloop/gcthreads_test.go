@@ -105,27 +105,11 @@ func gcScenario(t *testing.T, py, onLoop, after string, settle, window int) gcRe
 	return r
 }
 
-const nodesPy = `
-import gc, threading, time
-alive, peak = [0], [0]
-class Node:
-    def __init__(self):
-        alive[0] += 1
-        if alive[0] > peak[0]:
-            peak[0] = alive[0]
-    def __del__(self):
-        alive[0] -= 1
-def garbage(n):
-    for _ in range(n):
-        a, b = Node(), Node()
-        a.b, b.a = b, a
-`
-
 // A Python thread that keeps making garbage is collected as it goes: the
 // loop's look at the counters doubled after each collection it made, to
 // 2 s, and 35 000 Nodes were alive at the peak (python3: about 700).
 func TestThreadGarbageCollectedAsItGoes(t *testing.T) {
-	r := gcScenario(t, nodesPy+`
+	r := gcScenario(t, countedNodesPy+`
 def work():
     for _ in range(300):
         garbage(100)
@@ -142,7 +126,7 @@ threading.Thread(target=work, daemon=True).start()
 // lived, and one pending was dropped when they ended (73 000 to 166 000
 // Nodes stayed, hidden from the count, in half the runs).
 func TestGarbageOfEndedThreadsIsCollected(t *testing.T) {
-	r := gcScenario(t, nodesPy+`
+	r := gcScenario(t, countedNodesPy+`
 def work():
     garbage(200000)
 `, "for th in [threading.Thread(target=work) for _ in range(2)]:\n    th.start()\n", "alive[0]", 3000, 100)

@@ -246,7 +246,7 @@ func TestCollectionsFollowAllocationInsideAnAttachment(t *testing.T) {
 // looks while Python threads live. It used to collect nothing until some
 // other event woke it (a thread's 400 000 Nodes, all alive). Another
 // thread sat waiting first, long enough for the loop to look only every
-// 2 s: the thread's start (from a goroutine's entry) wakes it.
+// second: the thread's start (from a goroutine's entry) wakes it.
 func TestPythonThreadsGarbageIsCollectedWhileIdle(t *testing.T) {
 	defer watchdog(t, 2*time.Minute)()
 	g, err := pygi.NewGlobals()
@@ -254,24 +254,15 @@ func TestPythonThreadsGarbageIsCollectedWhileIdle(t *testing.T) {
 	defer g.Close()
 	require.NoError(t, pygi.Exec("import threading\nsit = threading.Event()\nsitter = threading.Thread(target=sit.wait, daemon=True)\nsitter.start()\n", g))
 	defer pygi.Exec("sit.set(); sitter.join()", g)
-	time.Sleep(4 * time.Second) // the loop's look backs off to 2 s
+	time.Sleep(3 * time.Second) // the loop's look backs off to its longest, 1 s
 	made := make(chan struct{})
 	done, err := callbacks.New(func() { close(made) })
 	require.NoError(t, err)
 	require.NoError(t, g.SetItem("done", done))
-	require.NoError(t, pygi.Exec(`
-import threading
-alive = [0]
-class Node:
-    def __init__(self):
-        alive[0] += 1
-    def __del__(self):
-        alive[0] -= 1
+	require.NoError(t, pygi.Exec(countedNodesPy+`
 hold = threading.Event()
 def work():
-    for _ in range(200000):
-        a, b = Node(), Node()
-        a.b, b.a = b, a
+    garbage(200000)
     done()  # into Go: not an entry, nothing tells the loop
     hold.wait()
 worker = threading.Thread(target=work, daemon=True)
@@ -287,25 +278,15 @@ worker.start()
 	assert.Less(t, n, 1000, "Nodes alive after the thread made 400 000 in cycles")
 }
 
-// threadGarbagePy defines Nodes with a finaliser (a collection that runs
-// them lets the thread making them run meanwhile) and a thread, worker,
-// that waits for pre to run, makes 400 000 of them in cycles, calls done
-// (a Go func: no entry, nothing tells the loop) and waits for hold.
-const threadGarbagePy = `
-import gc, threading, time
-alive = [0]
-class Node:
-    def __init__(self):
-        alive[0] += 1
-    def __del__(self):
-        alive[0] -= 1
+// threadGarbagePy starts a thread, worker, that waits for go, runs pre,
+// makes 400 000 counted Nodes in cycles, calls done (a Go func: no entry,
+// nothing tells the loop) and waits for hold.
+const threadGarbagePy = countedNodesPy + `
 hold, go = threading.Event(), threading.Event()
 def work():
     go.wait()
     pre()
-    for _ in range(200000):
-        a, b = Node(), Node()
-        a.b, b.a = b, a
+    garbage(200000)
     done()
     hold.wait()
 worker = threading.Thread(target=work, daemon=True)
@@ -363,6 +344,26 @@ func TestPythonThreadsGarbageIsCollectedAfterQuietTurns(t *testing.T) {
 		})
 	}
 }
+
+// countedNodesPy defines Nodes that count themselves (alive, and the most
+// alive at once in peak) and have a finaliser (a collection that runs them
+// lets other threads run meanwhile), and garbage(n): n pairs of them that
+// hold each other, which only the cycle collector frees.
+const countedNodesPy = `
+import gc, threading, time
+alive, peak = [0], [0]
+class Node:
+    def __init__(self):
+        alive[0] += 1
+        if alive[0] > peak[0]:
+            peak[0] = alive[0]
+    def __del__(self):
+        alive[0] -= 1
+def garbage(n):
+    for _ in range(n):
+        a, b = Node(), Node()
+        a.b, b.a = b, a
+`
 
 // cyclicGarbagePy defines garbage(n): n pairs of objects that hold each
 // other, which only the cycle collector frees.

@@ -360,7 +360,13 @@ func init() {
 	backlog.caughtUp.Store(&ch)
 }
 
-func stuck() bool { return time.Duration(int64(time.Since(epoch))-backlog.lastRun.Load()) > stallAfter }
+// sinceRun is the time since the loop last finished an Invoke (see
+// backlog.lastRun); stuck, whether that is past the stall mark.
+func sinceRun() time.Duration {
+	return time.Duration(int64(time.Since(epoch)) - backlog.lastRun.Load())
+}
+
+func stuck() bool { return sinceRun() > stallAfter }
 
 // pace holds a sender while a flood's backlog is deep (see Invoke); false
 // when done was closed first.
@@ -410,8 +416,7 @@ func paceAtCap(done <-chan struct{}) bool {
 			return false
 		case <-t.C:
 		}
-		if backlog.done.Load() >= target || !state.running.Load() ||
-			time.Duration(int64(time.Since(epoch))-backlog.lastRun.Load()) >= held {
+		if backlog.done.Load() >= target || !state.running.Load() || sinceRun() >= held {
 			return true
 		}
 		t.Reset(PaceFor)

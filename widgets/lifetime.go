@@ -161,8 +161,8 @@ func newSentinel() {
 		track.mu.Unlock()
 		if n > 0 && eventloop.Running() && !track.scanQueued.Swap(true) {
 			// From a goroutine of its own: this is the finalizer
-			// goroutine, which every finalizer and cleanup of the
-			// process waits behind, and an Invoke may wait on a flood.
+			// goroutine, which every other finalizer of the process
+			// waits behind, and an Invoke may wait on a flood.
 			go eventloop.Invoke(func() {
 				track.scanQueued.Store(false)
 				reap() // on the loop: cannot fail

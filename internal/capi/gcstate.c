@@ -127,6 +127,8 @@ static int others_run(void) {
 	last_switch = sw;
 	if (moved) return 1;
 	if (!_Py_atomic_load_relaxed(&gil->locked)) return 0;
+	// Compared with this thread's state, never dereferenced: the thread
+	// it belongs to may be gone.
 	PyThreadState *holder = (PyThreadState *)_Py_atomic_load_relaxed(&gil->last_holder);
 	return holder != PyGILState_GetThisThreadState();
 }
