@@ -298,15 +298,21 @@ func eval0(g *pygi.Object, expr string) *pygi.Object {
 // Finalize is called, ends (its failure printed through Python) before the
 // interpreter does, and the rest of the emission (the Python class's
 // default handler) meets a live interpreter.
-func bareHoldsFinalizeBack() error {
+func bareHoldsFinalizeBack(lazy bool) error {
 	e, p, err := pongEmitter()
 	if err != nil {
 		return err
 	}
-	if _, err := callbacks.Connect(e, "pong", func() error {
+	late := func(self *pygi.Object) error {
 		time.Sleep(300 * time.Millisecond)
 		// Finalize is waiting for this handler now: a call into Python
-		// from it is nested in it, not made to wait for Finalize.
+		// from it is nested in it, not made to wait for Finalize (a lazy
+		// handler's emitter too, made into its wrapper only now).
+		if self != nil {
+			if _, err := self.Attr("__class__"); err != nil {
+				return err
+			}
+		}
 		r, err := pygi.Eval("6*7", nil)
 		if err != nil {
 			return err
@@ -314,7 +320,12 @@ func bareHoldsFinalizeBack() error {
 		r.Close()
 		fmt.Println("handler: done")
 		return errors.New("late failure")
-	}); err != nil {
+	}
+	var fn any = func() error { return late(nil) }
+	if lazy {
+		fn = late
+	}
+	if _, err := callbacks.Connect(e, "pong", fn); err != nil {
 		return err
 	}
 	e.Close()
@@ -340,7 +351,7 @@ func bareHoldsFinalizeBack() error {
 // threading's shutdown), then runs, its own calls into Python nested in
 // it, or does not run once Python is finalised (as an emission on another
 // thread does not).
-func bareWhileFinalizeDecides() error {
+func bareWhileFinalizeDecides(lazy bool) error {
 	// Not pong: its class closure is PyGObject's and takes the GIL after
 	// the handler. Run while the gate is open for threading's shutdown, the
 	// handler can end just as Py_FinalizeEx begins, and that closure then
@@ -352,13 +363,22 @@ func bareWhileFinalizeDecides() error {
 	if err != nil {
 		return err
 	}
-	if _, err := callbacks.Connect(e, "cancelled", func() {
+	handler := func(self *pygi.Object) {
 		fmt.Println("handler: phase", lifetime.Current())
 		fmt.Println("handler: attached:", capi.Attached())
+		if self != nil {
+			_, err := self.Attr("__class__")
+			fmt.Println("handler: its emitter:", err)
+		}
 		r, err := pygi.Eval("6*7", nil)
 		r.Close()
 		fmt.Println("handler: its Eval:", err)
-	}); err != nil {
+	}
+	var fn any = func() { handler(nil) }
+	if lazy {
+		fn = handler
+	}
+	if _, err := callbacks.Connect(e, "cancelled", fn); err != nil {
 		return err
 	}
 	e.Close()
@@ -723,9 +743,11 @@ var scenarios = map[string]func() error{
 	"finalize-off-thread-after-give-up": finalizeOffThreadAfterAGiveUp,
 	"finalize-from-atexit":              finalizeFromAtexit,
 	"finalize-inside-while-closing":     finalizeInsideWhileClosing,
-	"bare-holds-finalize":               bareHoldsFinalizeBack,
+	"bare-holds-finalize":               func() error { return bareHoldsFinalizeBack(false) },
+	"lazy-holds-finalize":               func() error { return bareHoldsFinalizeBack(true) },
 	"bare-finalize-inside":              bareFinalizeInside,
-	"bare-while-deciding":               bareWhileFinalizeDecides,
+	"bare-while-deciding":               func() error { return bareWhileFinalizeDecides(false) },
+	"lazy-while-deciding":               func() error { return bareWhileFinalizeDecides(true) },
 	"bare-in-withoutgil":                func() error { return nestedInWithoutGIL(true) },
 	"call-in-withoutgil":                func() error { return nestedInWithoutGIL(false) },
 	"bare-once-finalizing":              bareOnceFinalizing,
@@ -817,21 +839,26 @@ func TestBareEmissionsRaceDisconnects(t *testing.T) {
 }
 
 func TestBareHandlerAndFinalize(t *testing.T) {
-	t.Run("it holds Finalize back", func(t *testing.T) {
-		out, errOut, err := runChild(t, "bare-holds-finalize")
-		require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
-		assert.Contains(t, out, "handler: done\nFinalize returned\nok", "Finalize waited for the handler")
-		assert.Contains(t, errOut, "GoError: late failure", "its failure printed through Python")
-	})
-	t.Run("emitted while Finalize decides, it holds no GIL", func(t *testing.T) {
-		out, errOut, err := runChild(t, "bare-while-deciding")
-		require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
-		assert.Contains(t, out, "Finalize returned: <nil>")
-		assert.NotContains(t, out, "handler: attached: true")
-		// Emitted on a thread inside nothing, it waited for the outcome.
-		assert.NotContains(t, out, "handler: phase closing")
-		t.Log(out)
-	})
+	for _, kind := range []string{"bare", "lazy"} {
+		t.Run(kind+": it holds Finalize back", func(t *testing.T) {
+			out, errOut, err := runChild(t, kind+"-holds-finalize")
+			require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
+			assert.Contains(t, out, "handler: done\nFinalize returned\nok", "Finalize waited for the handler")
+			assert.Contains(t, errOut, "GoError: late failure", "its failure printed through Python")
+		})
+		t.Run(kind+": emitted while Finalize decides, it holds no GIL", func(t *testing.T) {
+			out, errOut, err := runChild(t, kind+"-while-deciding")
+			require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
+			assert.Contains(t, out, "Finalize returned: <nil>")
+			assert.NotContains(t, out, "handler: attached: true")
+			// Emitted on a thread inside nothing, it waited for the outcome.
+			assert.NotContains(t, out, "handler: phase closing")
+			if kind == "lazy" && strings.Contains(out, "handler: phase") {
+				assert.Contains(t, out, "handler: its emitter: <nil>")
+			}
+			t.Log(out)
+		})
+	}
 	t.Run("after a sub-interpreter, inside an entry", func(t *testing.T) {
 		out, errOut, err := runChild(t, "bare-subinterpreter")
 		require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)

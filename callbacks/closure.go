@@ -81,7 +81,7 @@ func connect(obj *pygi.Object, signal string, fn any, after bool, data []any, wh
 	}
 	e := &entry{sig: sig, name: cfg.name, code: code, site: where}
 	h := register(e)
-	id, gobj, st, exc := capi.ConnectNew(o, signal, h, cfg.name, e.sig.doc(cfg), cfg.module, after, nargsOf(&e.sig), bareOf(&e.sig))
+	id, gobj, st, exc := capi.ConnectNew(o, signal, h, cfg.name, e.sig.doc(cfg), cfg.module, after, nargsOf(&e.sig), runOf(&e.sig))
 	runtime.KeepAlive(obj)
 	switch st {
 	case capi.OK:
@@ -103,10 +103,21 @@ func nargsOf(sig *signature) int {
 	return len(sig.fixed)
 }
 
-// bareOf says whether a Go function runs bare on a signal: without the GIL
-// (see internal/capi/gobject.c), because it takes nothing from Python and
-// gives nothing back.
-func bareOf(sig *signature) bool { return sig.fast0 != nil || sig.fast0err != nil }
+// runOf says how a Go function runs on a signal (see
+// internal/capi/gobject.c): bare, without the GIL, when it takes nothing
+// from Python and gives nothing back; lazily, without the GIL until it
+// first uses Python, when it takes only GObjects (as *pygi.Object, after
+// an optional *pygi.Block) and gives nothing back but an error; otherwise
+// holding the GIL.
+func runOf(sig *signature) capi.HandlerRun {
+	switch {
+	case sig.fast0 != nil || sig.fast0err != nil:
+		return capi.RunBare
+	case sig.lazy:
+		return capi.RunLazy
+	}
+	return capi.RunGIL
+}
 
 func connectCallback(obj *pygi.Object, signal string, cb *pygi.Object, after bool) (uint64, error) {
 	if err := lifetime.Enter(); err != nil {
@@ -126,7 +137,7 @@ func connectCallback(obj *pygi.Object, signal string, cb *pygi.Object, after boo
 	if e == nil {
 		return 0, errNotGoCallback
 	}
-	id, gobj, st, exc := capi.ConnectNative(o, signal, c, after, nargsOf(&e.sig), bareOf(&e.sig))
+	id, gobj, st, exc := capi.ConnectNative(o, signal, c, after, nargsOf(&e.sig), runOf(&e.sig))
 	runtime.KeepAlive(obj)
 	runtime.KeepAlive(cb)
 	switch st {

@@ -35,6 +35,10 @@ type shape struct {
 	nin   int            // number of Go parameters
 	// results
 	hasValue, hasErr bool
+	// lazy: the parameters are *pygi.Object (after an optional Block), one
+	// to maxLazy of them, and the only result is an error, if any: on a
+	// signal it runs lazily (see runOf)
+	lazy bool
 
 	lastDoc atomic.Pointer[docEntry] // the doc last built for this shape
 }
@@ -150,8 +154,16 @@ func analyzeType(t reflect.Type, name string) (*shape, error) {
 			return nil, bad("result: %v", err)
 		}
 	}
+	s.lazy = s.rest == nil && s.kwAt < 0 && !s.hasValue && len(s.fixed) > 0 && len(s.fixed) <= maxLazy
+	for _, p := range s.fixed {
+		s.lazy = s.lazy && p == objectType
+	}
 	return s, nil
 }
+
+// maxLazy is how many GObjects a lazy handler may take (the marshal's
+// array in internal/capi/gobject.c).
+const maxLazy = 8
 
 // convertible reports whether pygi can convert values of type t both ways.
 func convertible(t reflect.Type) error {
@@ -289,7 +301,11 @@ func invoke(h uintptr, args []capi.Ref, nargs, nkw int, kwnames capi.Ref) (res c
 // holds Finalize up until Finalize's context ends. (What the emission runs after the
 // handler, a Python class's default handler say, is GLib's: nothing here
 // holds Finalize back for it.)
-func invokeBare(h uintptr, nested bool) (rc capi.CallbackResult) {
+//
+// A lazy handler (gobjs not empty: it takes only GObjects) is given them as
+// Objects that make their Python wrappers when first used; they end, and
+// the wrappers made are released, when it returns, still inside its entry.
+func invokeBare(h uintptr, nested bool, gobjs []uintptr) (rc capi.CallbackResult) {
 	e := registry.handles.get(h)
 	if e == nil {
 		return capi.ResultGone
@@ -304,39 +320,124 @@ func invokeBare(h uintptr, nested bool) (rc capi.CallbackResult) {
 			escaped(e.name, recover())
 		}
 	}()
-	rc = e.sig.callBare()
+	if len(gobjs) > 0 {
+		rc = e.sig.callLazy(gobjs)
+	} else {
+		rc = e.sig.callBare()
+	}
 	returned = true
 	return rc
 }
 
+// callLazy runs a lazy handler (see runOf) given its GObjects. The
+// commonest shapes take one or two, each in a function of its own (the
+// compiler open-codes small functions' defers: see call).
+func (s *signature) callLazy(gobjs []uintptr) capi.CallbackResult {
+	switch {
+	case len(gobjs) == 1 && (s.fastObj != nil || s.fastBlock1 != nil):
+		return s.lazy1(gobjs[0])
+	case len(gobjs) == 2 && s.fastBlock2 != nil:
+		return s.lazy2(gobjs[0], gobjs[1])
+	}
+	return s.lazyN(gobjs)
+}
+
+func (s *signature) lazy1(g uintptr) (rc capi.CallbackResult) {
+	o := pyobj.Lazy(g)
+	defer pyobj.EndLazy(o)
+	var err error
+	defer s.reportBare(&err, &rc)
+	if s.fastObj != nil {
+		s.fastObj(o)
+	} else {
+		var b pygi.Block
+		s.fastBlock1(&b, o)
+		err = b.Err() // the block's first error, as if returned
+	}
+	return capi.ResultNone
+}
+
+func (s *signature) lazy2(g1, g2 uintptr) (rc capi.CallbackResult) {
+	o1, o2 := pyobj.Lazy(g1), pyobj.Lazy(g2)
+	defer pyobj.EndLazy(o1)
+	defer pyobj.EndLazy(o2)
+	var err error
+	defer s.reportBare(&err, &rc)
+	var b pygi.Block
+	s.fastBlock2(&b, o1, o2)
+	err = b.Err()
+	return capi.ResultNone
+}
+
+func (s *signature) lazyN(gobjs []uintptr) (rc capi.CallbackResult) {
+	objs := make([]*pygi.Object, len(gobjs))
+	for i, p := range gobjs {
+		objs[i] = pyobj.Lazy(p)
+	}
+	defer func() {
+		for _, o := range objs {
+			pyobj.EndLazy(o)
+		}
+	}()
+	var err error
+	defer s.reportBare(&err, &rc)
+	if len(objs) != len(s.fixed) {
+		panic("callbacks: a lazy closure given the wrong number of GObjects")
+	}
+	in := make([]reflect.Value, 0, s.nin)
+	var block *pygi.Block
+	if s.block {
+		block = new(pygi.Block)
+		in = append(in, reflect.ValueOf(block))
+	}
+	for _, o := range objs {
+		in = append(in, reflect.ValueOf(o))
+	}
+	out := s.fn.Call(in)
+	if s.hasErr {
+		if e := out[len(out)-1]; !e.IsNil() {
+			err = e.Interface().(error)
+		}
+	}
+	if err == nil && block != nil {
+		err = block.Err() // the block's first error, as if returned
+	}
+	return capi.ResultNone
+}
+
 func (s *signature) callBare() (rc capi.CallbackResult) {
 	var err error
-	defer func() {
-		p := recover()
-		if p == nil && err == nil {
-			return
-		}
-		rc = capi.ResultRaised
-		st := capi.Attach() // inside invokeBare's entry
-
-		defer capi.Detach(st)
-		if p != nil {
-			var res capi.Ref
-			s.raisePanic(p, &res, &rc)
-		} else {
-			raiseGo(err)
-		}
-		capi.PrintRaised()
-	}()
+	defer s.reportBare(&err, &rc)
 	switch {
 	case s.fast0 != nil:
 		s.fast0()
 	case s.fast0err != nil:
 		err = s.fast0err()
-	default: // connected bare only for these shapes (see bareOf)
+	default: // connected bare only for these shapes (see runOf)
 		panic("callbacks: a bare closure for a handler that takes or returns values")
 	}
 	return capi.ResultNone
+}
+
+// reportBare raises and prints what a handler run without the GIL
+// returned or panicked (it attaches to do so), as the GIL path's marshal
+// prints what a handler raised.
+func (s *signature) reportBare(errp *error, rc *capi.CallbackResult) {
+	p := recover()
+	err := *errp
+	if p == nil && err == nil {
+		return
+	}
+	*rc = capi.ResultRaised
+	st := capi.Attach() // inside invokeBare's entry
+	defer capi.Detach(st)
+	if p != nil {
+		var res capi.Ref
+		s.raisePanic(p, &res, rc)
+	} else {
+		raiseGo(err)
+	}
+	capi.PrintRaised()
 }
 
 // escaped runs when a callback did not return: a panic that got past the

@@ -4,6 +4,7 @@ import (
 	"iter"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/duet-gtk/duet/internal/capi"
@@ -29,6 +30,9 @@ type Object struct {
 	cleanup runtime.Cleanup
 	closed  atomic.Bool
 	kind    objectKind
+	// lazy: a lazy signal handler's argument (borrowed), whose Python
+	// wrapper is made on first use; nil for every other Object.
+	lazy *lazyArg
 }
 
 type objectKind uint8
@@ -144,7 +148,101 @@ func (o *Object) get() (capi.Ref, error) {
 	if o.closed.Load() {
 		return capi.Ref{}, ErrClosed
 	}
+	if o.lazy != nil {
+		return o.lazy.resolve()
+	}
 	return o.ref, nil
+}
+
+// lazyArg is what a lazy signal handler is given for a GObject the signal
+// passes (see capi.RunLazy): the GObject's pointer, borrowed from the
+// emission, and its Python wrapper once the handler (or a goroutine it
+// handed the Object to) first uses it. The wrapper's reference is the
+// argument's, released by endLazy when the handler returns, as the GIL
+// path releases the wrappers it made for the call.
+type lazyArg struct {
+	// state is lazyPending until the wrapper is being made (lazyMaking,
+	// under mu), lazyMade once it is, lazyEnded after the handler: a
+	// handler that never used its argument ends it with one CAS.
+	state atomic.Int32
+	mu    sync.Mutex // held while the wrapper is made, and to end a made one
+	gobj  uintptr    // borrowed: the emission holds the GObject until the handler returns
+	ref   capi.Ref   // owned once made; released by endLazy
+}
+
+const (
+	lazyPending int32 = iota
+	lazyMaking
+	lazyMade
+	lazyEnded
+)
+
+// lazyObject allocates the Object and its lazyArg together.
+type lazyObject struct {
+	o Object
+	l lazyArg
+}
+
+// wrapLazy makes the Object for a GObject a lazy handler takes; a NULL
+// GObject is None, as PyGObject converts it.
+func wrapLazy(gobj uintptr) *Object {
+	if gobj == 0 {
+		return &Object{ref: interp.none.ref, kind: borrowed}
+	}
+	x := &lazyObject{o: Object{kind: borrowed}, l: lazyArg{gobj: gobj}}
+	x.o.lazy = &x.l
+	return &x.o
+}
+
+// resolve returns the wrapper's reference, making it the first time.
+func (l *lazyArg) resolve() (capi.Ref, error) {
+	switch l.state.Load() {
+	case lazyMade:
+		return l.ref, nil // written before the state, by the maker
+	case lazyEnded:
+		return capi.Ref{}, ErrClosed
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch l.state.Load() { // another maker, or the end, went first
+	case lazyMade:
+		return l.ref, nil
+	case lazyEnded:
+		return capi.Ref{}, ErrClosed
+	}
+	if !l.state.CompareAndSwap(lazyPending, lazyMaking) {
+		return capi.Ref{}, ErrClosed // ended meanwhile (the end's CAS does not lock)
+	}
+	if err := enter(); err != nil {
+		l.state.Store(lazyPending)
+		return capi.Ref{}, err
+	}
+	defer exit()
+	r, st, exc := capi.WrapGObject(l.gobj)
+	if st != capi.OK {
+		l.state.Store(lazyPending)
+		return capi.Ref{}, statusErr(st, exc)
+	}
+	l.ref = r
+	l.state.Store(lazyMade)
+	return r, nil
+}
+
+// endLazy ends a lazy argument's validity when its handler returns (inside
+// the handler's entry) and releases its wrapper, if one was made.
+func endLazy(o *Object) {
+	o.closed.Store(true)
+	l := o.lazy
+	if l == nil || l.state.CompareAndSwap(lazyPending, lazyEnded) {
+		return // never used: nothing was made
+	}
+	// Made, or being made on another goroutine: its maker holds mu.
+	l.mu.Lock()
+	made := l.state.Swap(lazyEnded) == lazyMade
+	l.mu.Unlock()
+	if made {
+		lifetime.Release(l.ref)
+	}
 }
 
 // Clone returns a new Object with its own reference to the same Python

@@ -289,6 +289,7 @@ func WithoutGIL(fn func()) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if !capi.Attached() {
+		defer capi.LazyResume(capi.LazyPause())
 		fn()
 		return
 	}

@@ -42,7 +42,13 @@ type CallbackHandler func(handle uintptr, args []Ref, nargs, nkw int, kwnames Re
 //
 // nested says the emission runs inside a duet entry or another Go callback
 // on this thread (which Finalize already waits for).
-type BareHandler func(handle uintptr, nested bool) CallbackResult
+//
+// gobjs is empty for such a function; for one that takes only GObjects it
+// holds their pointers (a lazy handler, see gobject.c), borrowed from the
+// emission: valid until the handler returns. The handler's first entry
+// into Python on this thread attaches, and stays attached until it
+// returns.
+type BareHandler func(handle uintptr, nested bool, gobjs []uintptr) CallbackResult
 
 var (
 	bareHandler     atomic.Pointer[BareHandler]
@@ -73,8 +79,13 @@ func duetCallbackInvoke(handle C.uintptr_t, args *C.duet_ref, nargs, nkw C.int64
 }
 
 //export duetCallbackInvokeBare
-func duetCallbackInvokeBare(handle C.uintptr_t, nested C.int) C.int {
-	return C.int((*bareHandler.Load())(uintptr(handle), nested != 0))
+func duetCallbackInvokeBare(handle C.uintptr_t, nested C.int, gobjs *C.uintptr_t, n C.int) C.int {
+	var objs []uintptr
+	if n > 0 {
+		// Sound: the marshal's array on its C stack, valid until this returns.
+		objs = unsafe.Slice((*uintptr)(unsafe.Pointer(gobjs)), int(n))
+	}
+	return C.int((*bareHandler.Load())(uintptr(handle), nested != 0, objs))
 }
 
 // PrintRaised prints the Python exception set on this thread, through

@@ -314,6 +314,12 @@ func SaveThread() Detached {
 
 func RestoreThread(d Detached) { C.duet_restore_thread(d.ts, d.depth) }
 
+// LazyPause and LazyResume go around WithoutGIL's function when nothing is
+// attached: inside it, a lazy signal handler's first entry into Python
+// does not keep the GIL (see RunLazy).
+func LazyPause() int     { return int(C.duet_lazy_pause()) }
+func LazyResume(was int) { C.duet_lazy_resume(C.int(was)) }
+
 // Close releases r's reference now, if r is current.
 func Close(r Ref) { C.duet_close(r.c()) }
 

@@ -100,6 +100,10 @@ int duet_on_finalizer(void);
 // Detach while blocking (attached on entry); *depth carries duet's count
 // over to duet_restore_thread, on the same thread.
 void *duet_save_thread(int *depth);
+// Around WithoutGIL's function when nothing is attached: a lazy signal
+// handler's first use of Python inside it does not hold the GIL (runtime.c).
+int duet_lazy_pause(void);
+void duet_lazy_resume(int was);
 void duet_restore_thread(void *ts, int depth);
 // Whether the calling thread is the process's main thread.
 int duet_is_main_thread(void);

@@ -47,6 +47,14 @@ extern __thread int duet_depth;
 // a thread-exit destructor deletes a state duet made (runtime.c).
 extern __thread int duet_pinned;
 void duet_pin_thread(void); // once per thread whose state duet made, GIL held
+// duet_lazy: a signal handler that takes only GObjects runs without the
+// GIL until it first uses Python (gobject.c's closure_marshal_bare), then
+// holds it to its end, as it would have held it all along: 1 while such a
+// handler runs on this thread and has not attached, 2 once its first entry
+// attached (duet_lazy_st is the hold, released when the handler returns).
+// Zero everywhere else, and inside WithoutGIL.
+extern __thread int duet_lazy;
+extern __thread PyGILState_STATE duet_lazy_st;
 // duet_reap_threads and duet_reap_pending: see duet.h (it enters Python itself).
 void duet_free_thread_buffers(void); // this thread's scratch buffers (values.c, ops.c)
 void duet_free_scratch(void);
@@ -97,6 +105,17 @@ static inline PyGILState_STATE duet_enter(void) {
 	}
 	if (duet_depth == 0) duet_entry_exc = PyErr_Occurred() != NULL;
 	duet_depth++;
+	if (__builtin_expect(duet_lazy == 1, 0)) {
+		// The lazy handler's first use of Python: this entry's attachment
+		// is kept (one more level) until the handler returns. The hold
+		// takes the state that took the GIL, and the entry a nested one:
+		// PyGILState_Release lets go of the GIL for the state that took
+		// it, whatever the nesting.
+		duet_lazy_st = st;
+		st = PyGILState_Ensure();
+		duet_depth++;
+		duet_lazy = 2;
+	}
 	return st;
 }
 

@@ -357,12 +357,23 @@ int duet_used_gobjects(uintptr_t *out, const char **names, int max) {
 // callable was cleared, it is the race with a disconnect, which GLib
 // allows (an emission under way still calls a handler disconnected
 // meanwhile), and the emission just goes on.
+//
+// A Go function that takes only GObjects (the emitter, a list item: nargs
+// *pygi.Object, after an optional *pygi.Block) and returns nothing or an
+// error runs lazily: bare as well, given the GObject pointers, which Go
+// makes into Python wrappers only when it uses them. Its first use of
+// Python (any duet entry on this thread: duet_lazy) attaches, and the
+// attachment is kept until the handler returns, so from there on it runs
+// as it would have run holding the GIL all along; a handler that never
+// touches Python costs what a bare one costs. An emission whose values are
+// not all GObjects (a signal with an integer where the function takes an
+// Object) takes the GIL path, which converts them as PyGObject does.
 
 typedef struct {
 	GClosure closure;
 	PyObject *callable; // owned; NULL once invalidated; atomic (read bare)
 	int nargs;          // how many of the signal's values the Go function takes; -1: all
-	int bare;           // run without the GIL (see above)
+	int bare;           // 0: under the GIL; 1: bare; 2: lazy (see above)
 	uintptr_t handle;   // bare: the callback's Go handle, copied at connect time
 	char name[];        // bare: the callback's name, for crash reports' ring
 } duet_closure;
@@ -393,6 +404,22 @@ static void closure_invalidate_in(gpointer data, GClosure *closure) {
 static int closure_marshal_bare(duet_closure *c, GValue *ret, guint n, const GValue *params, gpointer hint) {
 	if (ret && G_IS_VALUE(ret) && G_VALUE_TYPE(ret) != G_TYPE_BOOLEAN) return 0;
 	if (__atomic_load_n(&duet_debug_callbacks, __ATOMIC_RELAXED)) return 0;
+	// Lazy: the GObjects Go takes, borrowed from the emission (which holds
+	// them until it returns; Go ends its Objects before the handler returns).
+	uintptr_t gobjs[8];
+	int k = 0;
+	if (c->bare == 2) {
+		k = c->nargs;
+		if (k < 0 || k > (int)n || k > 8) return 0;
+		for (int i = 0; i < k; i++) {
+			// An object type's value (the emitter's always is), or an
+			// interface's whose prerequisite is GObject: its pointer is
+			// data[0], as g_value_get_object reads it (without its check).
+			GType t = G_VALUE_TYPE(&params[i]);
+			if (G_TYPE_FUNDAMENTAL(t) != G_TYPE_OBJECT && !G_VALUE_HOLDS_OBJECT(&params[i])) return 0;
+			gobjs[i] = (uintptr_t)params[i].data[0].v_pointer;
+		}
+	}
 	if (!__atomic_load_n(&c->callable, __ATOMIC_ACQUIRE)) return 1; // disconnected
 	DUET_RING("signal calls Go");
 	if (duet_ring_cur) {
@@ -418,7 +445,16 @@ static int closure_marshal_bare(duet_closure *c, GValue *ret, guint n, const GVa
 	// sub-interpreter has existed (it then says yes to everyone).
 	PyThreadState *ts = depth > 0 ? PyGILState_GetThisThreadState() : NULL;
 	if (depth > 0 && !(ts && ts == _PyThreadState_UncheckedGet())) duet_depth = 0;
-	int rc = duetCallbackInvokeBare(c->handle, nested);
+	int lazy = duet_lazy;
+	PyGILState_STATE lazy_st = duet_lazy_st;
+	// Attached already (an emission under the GIL: a property set from
+	// Python, say), a lazy handler has nothing to take; a bare one is told
+	// nothing (its calls take the GIL each, as the package doc says).
+	duet_lazy = c->bare == 2 && duet_depth == 0 ? 1 : 0;
+	int rc = duetCallbackInvokeBare(c->handle, nested, gobjs, k);
+	if (duet_lazy == 2) duet_leave(duet_lazy_st); // the hold its first entry took
+	duet_lazy = lazy;
+	duet_lazy_st = lazy_st;
 	duet_depth = depth;
 	duet_entry_exc = entry_exc;
 	duet_current_cb = outer;
@@ -584,7 +620,7 @@ static int connect_closure(PyObject *obj, const char *sig, int64_t slen, PyObjec
 		duet_closure *c = (duet_closure *)closure;
 		c->callable = Py_NewRef(fn); // the connection's reference
 		c->nargs = nargs;
-		c->bare = cb != NULL;
+		c->bare = cb ? bare : 0;
 		c->handle = cb ? cb->handle : 0;
 		if (cb) memcpy(c->name, cb->def.ml_name, nlen);
 		c->name[nlen] = 0;

@@ -123,16 +123,32 @@ func UsedGObjects() []UsedGObject {
 	return out
 }
 
+// HandlerRun is how a Go signal handler runs on an emission.
+type HandlerRun int
+
+const (
+	// RunGIL: holding the GIL, given the values it takes as Python objects.
+	RunGIL HandlerRun = 0
+	// RunBare: without the GIL; it takes nothing and returns nothing or an
+	// error.
+	RunBare HandlerRun = 1
+	// RunLazy: it takes only GObjects and returns nothing or an error; it
+	// runs without the GIL, given their pointers, until its first entry
+	// into Python, and attached from there to its end. An emission whose
+	// values are not all GObjects runs it as RunGIL does.
+	RunLazy HandlerRun = 2
+)
+
 // ConnectNative connects the Go callback fn, whose Go function takes nargs
 // of the signal's values (-1: all), to a signal of the GObject wrapper obj
 // through duet's own closure; it returns the handler id and the GObject's
 // address (an identity only: valid while obj lives).
 //
-// bare says the Go function takes nothing and returns nothing or an error:
-// it then runs without the GIL (see BareHandler), when fn is a duet callback.
-func ConnectNative(obj Ref, signal string, fn Ref, after bool, nargs int, bare bool) (uint64, uintptr, Status, Ref) {
+// run says how the Go function runs on an emission, when fn is a duet
+// callback (see BareHandler).
+func ConnectNative(obj Ref, signal string, fn Ref, after bool, nargs int, run HandlerRun) (uint64, uintptr, Status, Ref) {
 	p, n := cstr(signal)
-	cr := C.duet_connect_native(obj.c(), p, n, fn.c(), cbool(after), C.int(nargs), cbool(bare))
+	cr := C.duet_connect_native(obj.c(), p, n, fn.c(), cbool(after), C.int(nargs), C.int(run))
 	_, st, exc := res(cr)
 	return uint64(cr.n), uintptr(cr.p), st, exc
 }
@@ -140,7 +156,7 @@ func ConnectNative(obj Ref, signal string, fn Ref, after bool, nargs int, bare b
 // ConnectNew makes the callback for handle (as NewCallback, PythonOwned)
 // and connects it as ConnectNative does, in one crossing; the connection
 // holds the callback's only reference.
-func ConnectNew(obj Ref, signal string, handle uintptr, name, doc, module string, after bool, nargs int, bare bool) (uint64, uintptr, Status, Ref) {
+func ConnectNew(obj Ref, signal string, handle uintptr, name, doc, module string, after bool, nargs int, run HandlerRun) (uint64, uintptr, Status, Ref) {
 	sp, sn := cstr(signal)
 	np, nl := cstr(name)
 	var dp, mp *C.char
@@ -151,7 +167,7 @@ func ConnectNew(obj Ref, signal string, handle uintptr, name, doc, module string
 	if module != "" {
 		mp, ml = cstr(module)
 	}
-	cr := C.duet_connect_new(obj.c(), sp, sn, C.uintptr_t(handle), np, nl, dp, dl, mp, ml, cbool(after), C.int(nargs), cbool(bare))
+	cr := C.duet_connect_new(obj.c(), sp, sn, C.uintptr_t(handle), np, nl, dp, dl, mp, ml, cbool(after), C.int(nargs), C.int(run))
 	_, st, exc := res(cr)
 	return uint64(cr.n), uintptr(cr.p), st, exc
 }

@@ -38,7 +38,9 @@ void duet_weak_free(void *weak);
 int duet_used_gobjects(uintptr_t *out, const char **names, int max);
 // Go callbacks on signals through duet's own GClosure (see gobject.c);
 // nargs: how many of the signal's values the Go function takes (-1: all);
-// bare: it takes and returns nothing, and runs without the GIL.
+// bare: 1 when it takes and returns nothing, and runs without the GIL; 2
+// when it takes only GObjects (nargs of them) and returns nothing, and runs
+// without the GIL until it first uses Python (lazy: see gobject.c).
 duet_res duet_connect_native(duet_ref obj, const char *sig, int64_t slen, duet_ref fn, int after, int nargs,
                              int bare);
 // The same for a Go handle whose callback is made here (the connection

@@ -34,6 +34,8 @@ int duet_python_usable(void) {
 __thread int duet_depth;
 __thread int duet_entry_exc;
 __thread int duet_pinned;
+__thread int duet_lazy;
+__thread PyGILState_STATE duet_lazy_st;
 int duet_initialized;
 
 static int set_error(char **errmsg, PyStatus status) {
@@ -247,6 +249,18 @@ void duet_detach(int state) { duet_leave((PyGILState_STATE)state); }
 // while detached this thread holds nothing, but what it detached from is
 // still open (duet_detached counts it, for duet_nested).
 static __thread int duet_detached;
+
+// duet_lazy_pause: WithoutGIL inside a lazy handler that has not
+// attached yet: what runs inside takes the GIL for each call and lets go of
+// it, as WithoutGIL says; duet_lazy_resume puts the handler's state back.
+int duet_lazy_pause(void) {
+	int was = duet_lazy;
+	if (was == 1) duet_lazy = 0;
+	return was;
+}
+void duet_lazy_resume(int was) {
+	if (was == 1 && duet_lazy == 0) duet_lazy = 1;
+}
 
 void *duet_save_thread(int *depth) {
 	*depth = duet_depth;

@@ -26,6 +26,14 @@ func Borrowed(r capi.Ref) *pygi.Object { return bridge.WrapBorrowed(r).(*pygi.Ob
 // Invalidate ends a borrowed Object's validity.
 func Invalidate(o *pygi.Object) { bridge.Invalidate(o) }
 
+// Lazy makes the Object a lazy signal handler is given for a GObject
+// (capi.RunLazy): borrowed, its Python wrapper made on first use.
+func Lazy(gobj uintptr) *pygi.Object { return bridge.WrapLazy(gobj).(*pygi.Object) }
+
+// EndLazy ends a lazy argument when its handler returns, releasing the
+// wrapper made for it, if any. Inside the handler's entry.
+func EndLazy(o *pygi.Object) { bridge.EndLazy(o) }
+
 // Keep makes an Object permanent: shared, never released, Close a no-op.
 func Keep(o *pygi.Object) { bridge.Keep(o) }
 

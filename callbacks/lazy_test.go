@@ -1,0 +1,248 @@
+package callbacks_test
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/duet-gtk/duet/callbacks"
+	"github.com/duet-gtk/duet/eventloop/looptest"
+	"github.com/duet-gtk/duet/internal/capi"
+	"github.com/duet-gtk/duet/pygi"
+)
+
+// A handler that takes only GObjects runs without the GIL until it first
+// uses Python, and holds it from there to its end, as it would have held
+// it all along.
+func TestLazyHandlerTakesTheGILOnFirstUse(t *testing.T) {
+	g := emitterNS(t)
+	e := eval(t, g, "e")
+	defer e.Close()
+	var seen []string
+	note := func(what string) { seen = append(seen, fmt.Sprintf("%s: attached %v", what, capi.Attached())) }
+	id, err := callbacks.Connect(e, "detailed", func(self *pygi.Object) {
+		note("before")
+		same, err := eval(t, g, "e").Is(self)
+		require.NoError(t, err)
+		assert.True(t, same, "the emitter is e's own wrapper")
+		note("after its first use")
+		pygi.WithoutGIL(func() { note("in WithoutGIL") })
+		note("after WithoutGIL")
+	})
+	require.NoError(t, err)
+	require.NoError(t, pygi.Exec("e.emit('detailed')", g)) // emit lets go of the GIL around the emission
+	require.NoError(t, callbacks.Disconnect(e, id))
+	assert.Equal(t, []string{
+		"before: attached false",
+		"after its first use: attached true",
+		"in WithoutGIL: attached false",
+		"after WithoutGIL: attached true",
+	}, seen)
+	assert.Zero(t, evalInt(t, g, "len(raised)"), "nothing raised")
+}
+
+// Before its first use of Python, a lazy handler may wait for a goroutine
+// that uses Python (a handler holding the GIL would wait for ever); the
+// goroutine may use the handler's own argument, which is the emitter's
+// wrapper, until the handler returns.
+func TestLazyHandlerWaitsForAGoroutineUsingPython(t *testing.T) {
+	g := emitterNS(t)
+	e := eval(t, g, "e")
+	defer e.Close()
+	var kept *pygi.Object
+	var fromGoroutine error
+	id, err := callbacks.Connect(e, "detailed", func(self *pygi.Object) {
+		kept = self
+		done := make(chan error, 1)
+		go func() {
+			r, err := pygi.Eval("6*7", nil)
+			if err == nil {
+				r.Close()
+				_, err = self.Attr("n")
+			}
+			done <- err
+		}()
+		select {
+		case fromGoroutine = <-done:
+		case <-time.After(10 * time.Second):
+			fromGoroutine = errors.New("the goroutine did not get the GIL")
+		}
+	})
+	require.NoError(t, err)
+	require.NoError(t, pygi.Exec("e.emit('detailed')", g))
+	require.NoError(t, callbacks.Disconnect(e, id))
+	assert.NoError(t, fromGoroutine)
+	require.NotNil(t, kept)
+	_, err = kept.Attr("n")
+	assert.ErrorIs(t, err, pygi.ErrClosed, "a lazy argument ends with its handler, as a borrowed one does")
+}
+
+// The wrappers a lazy handler's arguments make are released when it
+// returns: the emitter's reference count comes back, used or not, and a
+// Clone outlives the handler.
+func TestLazyHandlerReleasesWhatItMade(t *testing.T) {
+	g := emitterNS(t)
+	e := eval(t, g, "e")
+	defer e.Close()
+	var clone *pygi.Object
+	uses := 0
+	id, err := callbacks.Connect(e, "detailed", func(self *pygi.Object) {
+		uses++
+		if uses%2 == 0 {
+			return // unused: nothing is made
+		}
+		_, err := self.Attr("n")
+		require.NoError(t, err)
+		if clone == nil {
+			clone, err = self.Clone()
+			require.NoError(t, err)
+		}
+	})
+	require.NoError(t, err)
+	require.NoError(t, pygi.Exec("e.emit('detailed')", g)) // the clone is made
+	base := evalInt(t, g, "sys.getrefcount(e)")
+	require.NoError(t, pygi.Exec("for _ in range(200): e.emit('detailed')", g))
+	runtime.GC()
+	require.NoError(t, pygi.Drain())
+	assert.Equal(t, base, evalInt(t, g, "sys.getrefcount(e)"), "no reference kept per emission")
+	require.NoError(t, callbacks.Disconnect(e, id))
+	require.NotNil(t, clone)
+	_, err = clone.Attr("n")
+	assert.NoError(t, err, "the clone is the handler's to keep")
+	require.NoError(t, clone.Close())
+	assert.Equal(t, base-1, evalInt(t, g, "sys.getrefcount(e)"), "the clone's reference went with Close")
+}
+
+// Each shape that takes only GObjects runs lazily, its failures printed
+// through sys.excepthook as a bare handler's are; an emission whose
+// values are not all GObjects runs it holding the GIL, its values
+// converted as PyGObject converts them.
+func TestLazyHandlerShapes(t *testing.T) {
+	g := emitterNS(t)
+	require.NoError(t, pygi.Exec(`
+class Carrier(GObject.Object):
+    __gsignals__ = {
+        "carry": (GObject.SignalFlags.RUN_LAST, None, (GObject.Object, GObject.Object)),
+    }
+c = Carrier()
+other = GObject.Object()
+`, g))
+	c := eval(t, g, "c")
+	defer c.Close()
+	var got []string
+	attached := func(what string) { got = append(got, fmt.Sprintf("%s attached %v", what, capi.Attached())) }
+	name := func(o *pygi.Object) string {
+		if o == nil {
+			return "nil"
+		}
+		r, err := o.Attr("__class__.__name__")
+		if err != nil {
+			return err.Error()
+		}
+		return r.String()
+	}
+	for _, tc := range []struct {
+		name   string
+		fn     any
+		want   []string
+		raised string
+	}{
+		{"emitter", func(self *pygi.Object) { attached("run"); got = append(got, name(self)) },
+			[]string{"run attached false", "Carrier"}, ""},
+		{"emitter, error", func(self *pygi.Object) error { attached("run"); return errors.New("no") },
+			[]string{"run attached false"}, "GoError: no"},
+		{"block and emitter", func(b *pygi.Block, self *pygi.Object) {
+			attached("run")
+			b.Attr(self, "no_such_thing")
+		}, []string{"run attached false"}, "AttributeError"},
+		{"block, emitter, object", func(b *pygi.Block, self, o *pygi.Object) {
+			attached("run")
+			got = append(got, name(self), name(o))
+		}, []string{"run attached false", "Carrier", "Object"}, ""},
+		{"three objects", func(self, o, none *pygi.Object) error {
+			attached("run")
+			got = append(got, name(self), name(o), none.String())
+			return nil
+		}, []string{"run attached false", "Carrier", "Object", "None"}, ""},
+		{"a panic", func(self *pygi.Object) { panic("lost") }, nil, "GoPanic"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got = nil
+			require.NoError(t, pygi.Exec("raised.clear()", g))
+			id, err := callbacks.Connect(c, "carry", tc.fn)
+			require.NoError(t, err)
+			require.NoError(t, pygi.Exec("c.emit('carry', other, None)", g))
+			require.NoError(t, callbacks.Disconnect(c, id))
+			assert.Equal(t, tc.want, got)
+			raised := eval(t, g, "'; '.join(raised)").String()
+			if tc.raised == "" {
+				assert.Empty(t, raised)
+			} else {
+				assert.Contains(t, raised, tc.raised)
+			}
+		})
+	}
+
+	// ping gives an int and a str: the GIL path converts them.
+	e := eval(t, g, "e")
+	defer e.Close()
+	var n, s string
+	id, err := callbacks.Connect(e, "ping", func(_, a, b *pygi.Object) {
+		attached("ping")
+		n, s = a.String(), b.String()
+	})
+	require.NoError(t, err)
+	got = nil
+	require.NoError(t, pygi.Exec("e.emit('ping', 7, 'seven')", g))
+	require.NoError(t, callbacks.Disconnect(e, id))
+	assert.Equal(t, []string{"ping attached true"}, got)
+	assert.Equal(t, "7", n)
+	assert.Equal(t, "seven", s)
+}
+
+// Lazy handlers nest: one emitted from inside another (after and before
+// its first use) and from a Python thread, each holding the GIL from its
+// own first use; the callback count comes back after.
+func TestLazyHandlersNest(t *testing.T) {
+	g := emitterNS(t)
+	warmUpConnect(t, g)
+	base := looptest.Settle(t)
+	e := eval(t, g, "e")
+	var mu sync.Mutex
+	var got []string
+	note := func(s string) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, s)
+	}
+	inner, err := callbacks.Connect(e, "ask", func(self *pygi.Object) {
+		note(fmt.Sprint("inner before: ", capi.Attached()))
+		_, err := self.Attr("n")
+		note(fmt.Sprint("inner after: ", err == nil, capi.Attached()))
+	})
+	require.NoError(t, err)
+	outer, err := callbacks.Connect(e, "detailed", func(self *pygi.Object) {
+		_, err := self.CallMethod("emit", "ask", 1) // emit lets go of the GIL
+		note(fmt.Sprint("outer after emit: ", err == nil, capi.Attached()))
+	})
+	require.NoError(t, err)
+	require.NoError(t, pygi.Exec("e.emit('detailed')", g))
+	require.NoError(t, pygi.Exec(`
+import threading
+th = threading.Thread(target=lambda: e.emit('detailed'))
+th.start(); th.join()
+`, g))
+	require.NoError(t, callbacks.Disconnect(e, outer))
+	require.NoError(t, callbacks.Disconnect(e, inner))
+	once := []string{"inner before: false", "inner after: true true", "outer after emit: true true"}
+	assert.Equal(t, append(once, once...), got)
+	assert.Zero(t, evalInt(t, g, "len(raised)"), "nothing raised")
+	e.Close()
+	assert.Equal(t, base, looptest.Settle(t), "every callback freed")
+}
