@@ -110,8 +110,8 @@ func Module(m string) Option { return func(c *config) { c.module = m } }
 // BaseException and carries the Go stack. Either comes back to Go as a
 // *pygi.Error whose Unwrap gives the original error (or a *PanicError).
 //
-// The function runs with the GIL held (a bare signal handler excepted: see
-// Connect); see pygi.WithoutGIL before blocking.
+// The function runs with the GIL held (bare and lazy signal handlers
+// excepted: see Connect); see pygi.WithoutGIL before blocking.
 func New(fn any, opts ...Option) (*pygi.Object, error) {
 	return newCallback(fn, false, opts, captureSite(2))
 }

@@ -29,8 +29,10 @@ var ErrNotConnected = errors.New("callbacks: no such handler connected")
 // signal's values straight to Go and only the arguments fn takes are made;
 // a Go func is made into its callable and connected in one crossing. A
 // handler that takes nothing and returns nothing or an error runs there
-// bare, without the GIL (see the package doc). With data it runs through
-// PyGObject's closure, which holds the data.
+// bare, without the GIL; one that takes only GObjects (as *pygi.Object)
+// runs lazily, taking the GIL at its first use of Python (see the package
+// doc). With data it runs through PyGObject's closure, which holds the
+// data, under the GIL.
 //
 // The connection owns the callback, as a PyGObject connection would:
 // disconnecting it, or the object's finalisation, frees it. Every

@@ -33,7 +33,7 @@
 // *PanicError.
 //
 // The function runs on the thread Python called it from, holding the GIL
-// (except a bare signal handler: see Signals).
+// (except a bare or lazy signal handler: see Signals).
 // Calling back into Python from it is fine (re-entrancy is supported);
 // blocking on other goroutines that need Python is not: wrap such waits in
 // pygi.WithoutGIL.
@@ -69,11 +69,25 @@
 // error) runs bare: without the GIL, as gotk4's own handlers run, so a
 // handler that touches no Python costs GLib's dispatch and one crossing
 // into Go, and Python threads run meanwhile. The pygi calls it makes take
-// the GIL each; wrap a run of them in pygi.WithGIL to take it once. Every
-// other shape runs holding the GIL, as a Python handler would. Without the
-// GIL nothing serialises bare handlers of signals emitted on several
-// threads at once (GTK emits on the UI thread; a GObject of your own may
-// not): such a handler guards its own state, as a gotk4 handler does.
+// the GIL each; wrap a run of them in pygi.WithGIL to take it once.
+//
+// A handler that takes only GObjects as *pygi.Object (the emitter, a list
+// item; after an optional *pygi.Block) and returns nothing or an error
+// runs lazily: without the GIL until it first uses Python, given Objects
+// whose Python wrappers are made when first used, and from that first use
+// to its end holding the GIL, as if it had held it all along (its further
+// pygi calls cost what they cost inside WithGIL). So a click handler that
+// only does Go work costs what a bare one does, and one that uses its
+// emitter costs what it did. Before its first use of Python it may wait
+// for goroutines that use Python; after it, the rule below holds. Its
+// Objects end when it returns, as borrowed arguments do. An emission
+// whose values are not all GObjects (an integer where the handler takes
+// an Object) runs it holding the GIL, its values converted as PyGObject
+// converts them. Every other shape runs holding the GIL, as a Python
+// handler would. Without the GIL nothing serialises bare or lazy handlers
+// of signals emitted on several threads at once (GTK emits on the UI
+// thread; a GObject of your own may not): such a handler guards its own
+// state, as a gotk4 handler does.
 //
 // Every connection of a Go handler is recorded in one place, whichever
 // way it was made: Connect and ConnectAfter, widgets.Widget.Connect, the

@@ -246,3 +246,43 @@ th.start(); th.join()
 	e.Close()
 	assert.Equal(t, base, looptest.Settle(t), "every callback freed")
 }
+
+// A lazy handler that, before its own first use of Python, emits from C a
+// signal whose Python handler calls Go code that enters Python: that
+// entry is nested in the Python handler's hold on the GIL, which lets go
+// of it when it returns, so it is not the lazy handler's first use; the
+// handler's own first use after it is (an entry there used to be taken
+// for the hold, and the handler's end let go of a GIL it no longer held:
+// SIGSEGV).
+func TestLazyHandlerAroundAPythonHandler(t *testing.T) {
+	g := emitterNS(t)
+	pe, p, err := pongEmitter()
+	require.NoError(t, err)
+	defer pe.Close()
+	inner := 0
+	require.NoError(t, g.SetItem("pe", pe))
+	require.NoError(t, g.SetItem("cb", func() error {
+		inner++
+		_, err := pygi.Eval("6*7", nil)
+		return err
+	}))
+	require.NoError(t, pygi.Exec("phid = pe.connect('pong', lambda *a: cb())", g))
+	defer func() { require.NoError(t, pygi.Exec("pe.disconnect(phid)", g)) }()
+	e := eval(t, g, "e")
+	defer e.Close()
+	var seen []string
+	id, err := callbacks.Connect(e, "detailed", func(self *pygi.Object) {
+		_, err := capi.EmitN(p, "pong", 1) // from C: no entry of duet's around it
+		require.NoError(t, err)
+		seen = append(seen, fmt.Sprint("after the Python handler: ", capi.Attached()))
+		_, err = self.Attr("n")
+		seen = append(seen, fmt.Sprint("after its first use: ", err == nil, capi.Attached()))
+	})
+	require.NoError(t, err)
+	require.NoError(t, pygi.Exec("e.emit('detailed'); e.emit('detailed')", g))
+	require.NoError(t, callbacks.Disconnect(e, id))
+	assert.Equal(t, 2, inner)
+	once := []string{"after the Python handler: false", "after its first use: true true"}
+	assert.Equal(t, append(once, once...), seen)
+	assert.Zero(t, evalInt(t, g, "len(raised)"), "nothing raised")
+}

@@ -284,7 +284,10 @@ func WithGIL(fn func() error) error {
 
 // WithoutGIL runs fn with the calling thread detached from Python when duet
 // holds the GIL on it (inside WithGIL or a callback from Python), so that other
-// goroutines can use Python while fn blocks. Elsewhere it just runs fn.
+// goroutines can use Python while fn blocks. Elsewhere it just runs fn
+// (inside a lazy signal handler that has not used Python yet, the calls fn
+// makes take the GIL each, and the handler's first use stays to come: see
+// package callbacks).
 func WithoutGIL(fn func()) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()

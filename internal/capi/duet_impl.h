@@ -105,12 +105,15 @@ static inline PyGILState_STATE duet_enter(void) {
 	}
 	if (duet_depth == 0) duet_entry_exc = PyErr_Occurred() != NULL;
 	duet_depth++;
-	if (__builtin_expect(duet_lazy == 1, 0)) {
+	if (__builtin_expect(duet_lazy == 1, 0) && st == PyGILState_UNLOCKED) {
 		// The lazy handler's first use of Python: this entry's attachment
 		// is kept (one more level) until the handler returns. The hold
 		// takes the state that took the GIL, and the entry a nested one:
 		// PyGILState_Release lets go of the GIL for the state that took
-		// it, whatever the nesting.
+		// it, whatever the nesting. Only an entry that took the GIL
+		// itself: one nested in another holder on this thread (a Python
+		// handler PyGObject runs inside the lazy one, calling Go) ends
+		// with that holder, which lets go of the GIL when it returns.
 		duet_lazy_st = st;
 		st = PyGILState_Ensure();
 		duet_depth++;

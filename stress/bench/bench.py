@@ -16,10 +16,12 @@ def gtk():
     return Gtk
 
 
-def emit(n, handler=True):
+def emit(n, handler=True, use=False):
     Gtk = gtk()
     b = Gtk.Button(label="x")
-    if handler:
+    if use:
+        b.connect("clicked", lambda button: button.get_label())
+    elif handler:
         b.connect("clicked", lambda button: None)
     t = time.perf_counter_ns()
     for _ in range(n):
@@ -222,4 +224,4 @@ if __name__ == "__main__":
     elif mode == "scroll":
         scroll(int(sys.argv[2]))
     else:
-        print("%.2f" % {"emit": emit, "emit0": lambda n: emit(n, False), "call": call, "call1": call1, "call3": call3, "create": create}[mode](int(sys.argv[2])))
+        print("%.2f" % {"emit": emit, "emit0": lambda n: emit(n, False), "emituse": lambda n: emit(n, use=True), "call": call, "call1": call1, "call3": call3, "create": create}[mode](int(sys.argv[2])))

@@ -116,6 +116,14 @@ func run() error {
 			measure(t.emitCFloor, 1, func() (float64, error) { return emitC("none", count(100000)) }),
 			measure(t.emit, 0, func() (float64, error) { return emitDuet(Gtk, count(100000)) }),
 			measure(t.emit, 1, pyMode("emit", 100000)),
+			measure(t.emitUse, 0, func() (float64, error) {
+				return emitDuetTo(Gtk, count(100000), func(b *pygi.Object) {
+					if r, err := b.CallMethod("get_label"); err == nil {
+						r.Close()
+					}
+				})
+			}),
+			measure(t.emitUse, 1, pyMode("emituse", 100000)),
 			measure(t.emitBare, 0, func() (float64, error) { return emitDuetTo(Gtk, count(100000), func() {}) }),
 			func() error { t.emitBare.add(t.emitBare.sides[1], last(t.emit, 1)); return nil }, // the same lambda
 			measure(t.emitFloor, 0, func() (float64, error) { return emitFloorDuet(Gtk, count(100000)) }),

@@ -50,10 +50,10 @@ func median(v []float64) float64 {
 
 // benchTable is every row make bench prints, in order.
 type benchTable struct {
-	emitC, emitCObj, emitCFloor, emit, emitBare, emitFloor, emitHandler, emitGotk4, call, call3, back, backObj, createFree, create, start, rss, invoke, invokeFloor, flood, idle, callBatch *comparison
-	ring, provenance                                                                                                                                                                        *comparison // forensics' costs
-	await                                                                                                                                                                                   *comparison
-	load                                                                                                                                                                                    []*comparison // 0, 1, 2, 4 busy goroutines
+	emitC, emitCObj, emitCFloor, emit, emitUse, emitBare, emitFloor, emitHandler, emitGotk4, call, call3, back, backObj, createFree, create, start, rss, invoke, invokeFloor, flood, idle, callBatch *comparison
+	ring, provenance                                                                                                                                                                                 *comparison // forensics' costs
+	await                                                                                                                                                                                            *comparison
+	load                                                                                                                                                                                             []*comparison // 0, 1, 2, 4 busy goroutines
 
 	// scrolling a long list (see stress/bench/scroll)
 	scrollP50, scrollP99, scrollOver, scrollTotal, scrollCPU50, scrollCPU99, scrollOverCPU, scrollHandlers *comparison
@@ -69,8 +69,10 @@ func newTable() *benchTable {
 			sides: []string{"duet: Go func(*pygi.Object)", "PyGObject: Python lambda", "gotk4: Go func(*gtk.Button)"}},
 		emitCFloor: &comparison{title: "the floor under any handler: the same C loop to a C function doing nothing (GLib's own cost of one handler), against no handler at all", unit: "ns/emission",
 			sides: []string{"C handler", "no handler"}},
-		emit: &comparison{title: "signal emission (`clicked` on a Gtk.Button, 100 000 times, by a Python loop)", unit: "ns/emission",
+		emit: &comparison{title: "signal emission (`clicked` on a Gtk.Button, 100 000 times, by a Python loop) to a handler that takes the emitter and does nothing with it: a Go func(*pygi.Object) (it runs without the GIL until it uses Python), lambda button: None", unit: "ns/emission",
 			aim: "≤ 1.0× the lambda", sides: []string{"duet: Go handler", "PyGObject: Python lambda"}},
+		emitUse: &comparison{title: "the same Python loop to a handler that uses its emitter, reading its label (Go: a func(*pygi.Object) calling get_label through pygi; Python: lambda b: b.get_label())", unit: "ns/emission",
+			sides: []string{"duet: Go handler", "PyGObject: Python lambda"}},
 		emitBare: &comparison{title: "the same Python loop to a Go handler taking nothing (it runs without the GIL, as gotk4's do), against the same lambda", unit: "ns/emission",
 			sides: []string{"duet: Go func()", "PyGObject: Python lambda"}},
 		emitFloor: &comparison{title: "the same emission with no handler connected: what GLib and PyGObject's emit cost by themselves", unit: "ns/emission",
@@ -148,7 +150,7 @@ func newTable() *benchTable {
 }
 
 func (t *benchTable) rows() []*comparison {
-	return append([]*comparison{t.emitC, t.emitCObj, t.emitCFloor, t.emit, t.emitBare, t.emitFloor, t.emitHandler, t.emitGotk4, t.call, t.callBatch, t.call3, t.back, t.backObj, t.createFree, t.create,
+	return append([]*comparison{t.emitC, t.emitCObj, t.emitCFloor, t.emit, t.emitUse, t.emitBare, t.emitFloor, t.emitHandler, t.emitGotk4, t.call, t.callBatch, t.call3, t.back, t.backObj, t.createFree, t.create,
 		t.ring, t.provenance, t.await, t.start, t.rss, t.invoke, t.invokeFloor}, append(t.load, t.flood, t.idle,
 		t.scrollP50, t.scrollP99, t.scrollOver, t.scrollTotal, t.scrollCPU50, t.scrollCPU99, t.scrollOverCPU, t.scrollHandlers)...)
 }
