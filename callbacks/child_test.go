@@ -179,7 +179,9 @@ e = Emitter()
 // handlers, each freed as it is disconnected. GLib lets an emission under
 // way call a handler disconnected meanwhile; duet must neither crash nor
 // take that race for the broken mode's use after free.
-func bareDisconnectRace() error {
+func bareDisconnectRace() error { return disconnectRace(false) }
+
+func disconnectRace(lazy bool) error {
 	if err := pygi.RequireVersion("GObject", "2.0"); err != nil {
 		return err
 	}
@@ -213,7 +215,15 @@ emitter.start()
 	for ; time.Now().Before(deadline) || calls.Load() == 0; cycles++ {
 		var ids []uint64
 		for range 4 {
-			id, err := callbacks.Connect(e, "pong", func() { calls.Add(1) })
+			var fn any = func() { calls.Add(1) }
+			if lazy { // a lazy handler, using its emitter every other call
+				fn = func(self *pygi.Object) {
+					if calls.Add(1)%2 == 0 {
+						_, _ = self.Attr("__class__")
+					}
+				}
+			}
+			id, err := callbacks.Connect(e, "pong", fn)
 			if err != nil {
 				return err
 			}
@@ -756,6 +766,8 @@ var scenarios = map[string]func() error{
 	"capsule-bare":                      func() error { return connectedBareThenEmitted(false) },
 	"broken-bare":                       func() error { return connectedBareThenEmitted(true) },
 	"bare-race":                         bareDisconnectRace,
+	"lazy-race":                         func() error { return disconnectRace(true) },
+	"lazy-goroutine-finalize":           lazyGoroutineWhileFinalizing,
 	"capsule":                           func() error { return heldThenCalled(false) },
 	"broken":                            func() error { return heldThenCalled(true) },
 	"capsule-signal":                    func() error { return connectedThenEmitted(false) },
@@ -832,10 +844,62 @@ func brokenCrashes(t *testing.T, scenario string) {
 }
 
 func TestBareEmissionsRaceDisconnects(t *testing.T) {
-	out, errOut, err := runChild(t, "bare-race")
+	for _, name := range []string{"bare-race", "lazy-race"} {
+		t.Run(name, func(t *testing.T) {
+			out, errOut, err := runChild(t, name)
+			require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
+			assert.Contains(t, out, "ok")
+			t.Log(firstLine(out))
+		})
+	}
+}
+
+// A lazy handler running when Finalize is called hands its emitter to a
+// goroutine, which uses it while Finalize decides, and returns: the
+// goroutine waits for the gate outside the argument (the handler's end
+// does not wait for it), so Finalize, which waits for the handler, goes on.
+func lazyGoroutineWhileFinalizing() error {
+	e, p, err := pongEmitter()
+	if err != nil {
+		return err
+	}
+	started := make(chan struct{})
+	used := make(chan error, 1)
+	if _, err := callbacks.Connect(e, "pong", func(self *pygi.Object) {
+		close(started)
+		time.Sleep(300 * time.Millisecond) // Finalize decides meanwhile
+		go func() { _, err := self.Attr("__class__"); used <- err }()
+		time.Sleep(100 * time.Millisecond)
+	}); err != nil {
+		return err
+	}
+	e.Close()
+	go func() {
+		runtime.LockOSThread() // a thread Python never saw
+		_, _ = capi.EmitN(p, "pong", 1)
+	}()
+	<-started
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := pygi.Finalize(ctx); err != nil {
+		return fmt.Errorf("Finalize after %v: %w", time.Since(start), err)
+	}
+	select {
+	case err := <-used:
+		if !errors.Is(err, pygi.ErrClosed) && !errors.Is(err, pygi.ErrFinalized) {
+			return fmt.Errorf("the goroutine's use after the handler: %v, want ErrClosed or ErrFinalized", err)
+		}
+	case <-time.After(10 * time.Second):
+		return errors.New("the goroutine's use never returned")
+	}
+	return nil
+}
+
+func TestLazyArgumentUsedWhileFinalizing(t *testing.T) {
+	out, errOut, err := runChild(t, "lazy-goroutine-finalize")
 	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	assert.Contains(t, out, "ok")
-	t.Log(firstLine(out))
 }
 
 func TestBareHandlerAndFinalize(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,6 +15,7 @@ import (
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop/looptest"
 	"github.com/duet-gtk/duet/internal/capi"
+	"github.com/duet-gtk/duet/internal/pyobj"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -285,4 +287,213 @@ func TestLazyHandlerAroundAPythonHandler(t *testing.T) {
 	once := []string{"after the Python handler: false", "after its first use: true true"}
 	assert.Equal(t, append(once, once...), seen)
 	assert.Zero(t, evalInt(t, g, "len(raised)"), "nothing raised")
+}
+
+// gobjectPointer is the address of o's GObject, for emitting from C.
+func gobjectPointer(t *testing.T, o *pygi.Object) uintptr {
+	t.Helper()
+	var p unsafe.Pointer
+	require.NoError(t, pyobj.Use(o, func(r capi.Ref) (capi.Status, capi.Ref) {
+		var st capi.Status
+		var exc capi.Ref
+		p, _, st, exc = capi.GObjectPointer(r)
+		return st, exc
+	}))
+	return uintptr(p)
+}
+
+// within runs f, failing the test if it has not returned in 10 s (a
+// deadlock, which would otherwise hang the whole test binary).
+func within(t *testing.T, what string, f func() error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err, what)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: no return in 10 s (deadlock?)", what)
+	}
+}
+
+// A goroutine given a lazy argument may use it while the handler holds
+// the GIL (after its first use of Python, or emitted under a WithGIL), and
+// the handler may use it meanwhile too: making the wrapper takes no lock
+// across the GIL, and the handler's end lets go of the GIL while a
+// goroutine is making it. After the handler the argument is closed.
+func TestLazyArgumentOnAGoroutineWhileTheGILIsHeld(t *testing.T) {
+	g := emitterNS(t)
+	e := eval(t, g, "e")
+	defer e.Close()
+	p := gobjectPointer(t, e)
+	for _, tc := range []struct {
+		name     string
+		firstUse bool // the handler uses Python before the goroutine starts
+		useToo   bool // and uses its argument while the goroutine makes it
+		underGIL bool // emitted from C inside WithGIL
+	}{
+		{name: "after its first use", firstUse: true},
+		{name: "both use it", firstUse: true, useToo: true},
+		{name: "emitted inside WithGIL", underGIL: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			used := make(chan error, 1)
+			var own error
+			id, err := callbacks.Connect(e, "detailed", func(self *pygi.Object) {
+				if tc.firstUse {
+					r, err := pygi.Eval("1", nil)
+					require.NoError(t, err)
+					r.Close()
+				}
+				go func() { _, err := self.Attr("n"); used <- err }()
+				time.Sleep(50 * time.Millisecond)
+				if tc.useToo {
+					_, own = self.Attr("n")
+				}
+				time.Sleep(100 * time.Millisecond)
+			})
+			require.NoError(t, err)
+			defer func() { require.NoError(t, callbacks.Disconnect(e, id)) }()
+			within(t, "the emission", func() error {
+				if tc.underGIL {
+					return pygi.WithGIL(func() error { _, err := capi.EmitN(p, "detailed", 1); return err })
+				}
+				return pygi.Exec("e.emit('detailed')", g)
+			})
+			assert.NoError(t, own)
+			select {
+			case err := <-used:
+				if err != nil {
+					assert.ErrorIs(t, err, pygi.ErrClosed, "made after the handler returned")
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the goroutine's use never returned")
+			}
+		})
+	}
+}
+
+// A lazy handler that, before its first use of Python, emits from C (as
+// gotk4 code does) a signal whose Python handler reaches duet with the GIL
+// its own (calling Go code that enters Python), or lets go of it around a
+// call that enters duet (disconnecting a Go handler, emitting to a Go
+// handler that takes an int): none of those entries is the lazy handler's
+// hold, which must end with the Python handler (a crash, or a deadlock in
+// PyGObject taking back a GIL its own thread held).
+func TestLazyHandlerAroundPythonThatEntersDuet(t *testing.T) {
+	require.NoError(t, pygi.RequireVersion("GObject", "2.0"))
+	for _, mode := range []string{"go", "disconnect", "emit"} {
+		t.Run(mode, func(t *testing.T) {
+			g := ns(t, `
+from gi.repository import GObject
+class Two(GObject.Object):
+    __gsignals__ = {
+        "outer": (GObject.SignalFlags.RUN_LAST, None, ()),
+        "inner": (GObject.SignalFlags.RUN_LAST, None, ()),
+        "num": (GObject.SignalFlags.RUN_LAST, None, (int,)),
+        "spare": (GObject.SignalFlags.RUN_LAST, None, ()),
+    }
+two = Two()
+def on_inner(obj):
+    if mode == "go":
+        gofn()
+    elif mode == "disconnect":
+        obj.disconnect(spare_id)
+    elif mode == "emit":
+        obj.emit("num", 5)
+two.connect("inner", on_inner)
+`)
+			ran := 0
+			require.NoError(t, g.SetItem("mode", mode))
+			require.NoError(t, g.SetItem("gofn", func() error {
+				ran++
+				_, err := pygi.Eval("6*7", nil)
+				return err
+			}))
+			two := eval(t, g, "two")
+			defer two.Close()
+			p := gobjectPointer(t, two)
+			spare, err := callbacks.Connect(two, "spare", func() {})
+			require.NoError(t, err)
+			require.NoError(t, g.SetItem("spare_id", spare))
+			num, err := callbacks.Connect(two, "num", func(_ *pygi.Object, n int) { ran += n })
+			require.NoError(t, err)
+			var seen []string
+			outer, err := callbacks.Connect(two, "outer", func(self *pygi.Object) {
+				_, err := capi.EmitN(p, "inner", 1)
+				require.NoError(t, err)
+				seen = append(seen, fmt.Sprint("after the Python handler: ", capi.Attached()))
+				pygi.WithoutGIL(func() { seen = append(seen, "WithoutGIL") })
+				_, err = self.Attr("__class__")
+				seen = append(seen, fmt.Sprint("after its first use: ", err == nil, capi.Attached()))
+			})
+			require.NoError(t, err)
+			within(t, "the emission", func() error { return pygi.Exec("two.emit('outer')", g) })
+			assert.Equal(t, []string{"after the Python handler: false", "WithoutGIL", "after its first use: true true"}, seen)
+			switch mode {
+			case "go":
+				assert.Equal(t, 1, ran)
+			case "emit":
+				assert.Equal(t, 5, ran)
+			}
+			for _, id := range []uint64{outer, num} {
+				require.NoError(t, callbacks.Disconnect(two, id))
+			}
+			if mode != "disconnect" {
+				require.NoError(t, callbacks.Disconnect(two, spare))
+			}
+		})
+	}
+}
+
+// Emitted on a Python thread whose code keeps the GIL around the emission
+// (a C function called through ctypes.PyDLL), a handler that takes the
+// emitter, or nothing, runs attached: WithoutGIL in it lets a goroutine
+// use Python.
+func TestHandlerEmittedUnderAGILHeldByPython(t *testing.T) {
+	g := emitterNS(t)
+	e := eval(t, g, "e")
+	defer e.Close()
+	var got []string
+	wait := func() {
+		pygi.WithoutGIL(func() {
+			done := make(chan error, 1)
+			go func() {
+				r, err := pygi.Eval("6*7", nil)
+				if err == nil {
+					r.Close()
+				}
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				got = append(got, fmt.Sprint("goroutine: ", err))
+			case <-time.After(5 * time.Second):
+				got = append(got, "goroutine: did not get the GIL in 5 s")
+			}
+		})
+	}
+	lazy, err := callbacks.Connect(e, "detailed", func(*pygi.Object) { wait() })
+	require.NoError(t, err)
+	bare, err := callbacks.Connect(e, "detailed", wait)
+	require.NoError(t, err)
+	within(t, "the emission", func() error {
+		return pygi.Exec(`
+import ctypes, threading
+api = ctypes.pythonapi
+api.PyCapsule_GetName.restype = ctypes.c_char_p
+api.PyCapsule_GetName.argtypes = [ctypes.py_object]
+api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+cap = e.__gpointer__
+ptr = api.PyCapsule_GetPointer(cap, api.PyCapsule_GetName(cap))
+lib = ctypes.PyDLL("libgobject-2.0.so.0")  # keeps the GIL during the call
+lib.g_signal_emit_by_name.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+th = threading.Thread(target=lambda: lib.g_signal_emit_by_name(ptr, b"detailed"))
+th.start(); th.join()
+`, g)
+	})
+	require.NoError(t, callbacks.Disconnect(e, lazy))
+	require.NoError(t, callbacks.Disconnect(e, bare))
+	assert.Equal(t, []string{"goroutine: <nil>", "goroutine: <nil>"}, got)
 }

@@ -160,19 +160,25 @@ func (o *Object) get() (capi.Ref, error) {
 // handed the Object to) first uses it. The wrapper's reference is the
 // argument's, released by endLazy when the handler returns, as the GIL
 // path releases the wrappers it made for the call.
+//
+// No lock is held while the GIL is taken: the handler may hold the GIL
+// (from its first use of Python) while another goroutine makes the
+// wrapper, so makers run side by side and the first to finish publishes
+// its reference (the others drop theirs). endLazy waits, with the GIL let
+// go, for makers already under way: they read the GObject, which the
+// emission holds only until the handler returns.
 type lazyArg struct {
-	// state is lazyPending until the wrapper is being made (lazyMaking,
-	// under mu), lazyMade once it is, lazyEnded after the handler: a
-	// handler that never used its argument ends it with one CAS.
-	state atomic.Int32
-	mu    sync.Mutex // held while the wrapper is made, and to end a made one
-	gobj  uintptr    // borrowed: the emission holds the GObject until the handler returns
-	ref   capi.Ref   // owned once made; released by endLazy
+	made   atomic.Bool // ref is set (read without mu)
+	mu     sync.Mutex
+	phase  int8          // lazyPending, lazyMade, lazyEnded; under mu
+	makers int32         // makers under way; under mu
+	idle   chan struct{} // closed by the last maker when endLazy waits; under mu
+	gobj   uintptr       // borrowed: the emission holds the GObject until the handler returns
+	ref    capi.Ref      // owned once made; released by endLazy
 }
 
 const (
-	lazyPending int32 = iota
-	lazyMaking
+	lazyPending int8 = iota
 	lazyMade
 	lazyEnded
 )
@@ -196,36 +202,56 @@ func wrapLazy(gobj uintptr) *Object {
 
 // resolve returns the wrapper's reference, making it the first time.
 func (l *lazyArg) resolve() (capi.Ref, error) {
-	switch l.state.Load() {
-	case lazyMade:
-		return l.ref, nil // written before the state, by the maker
-	case lazyEnded:
-		return capi.Ref{}, ErrClosed
+	if l.made.Load() {
+		return l.ref, nil // set before made, by the maker; o.closed says ended
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	switch l.state.Load() { // another maker, or the end, went first
-	case lazyMade:
-		return l.ref, nil
-	case lazyEnded:
-		return capi.Ref{}, ErrClosed
-	}
-	if !l.state.CompareAndSwap(lazyPending, lazyMaking) {
-		return capi.Ref{}, ErrClosed // ended meanwhile (the end's CAS does not lock)
-	}
+	// In the gate before counting as a maker: endLazy waits for makers,
+	// and a goroutine that waits here for Finalize must not hold up the
+	// handler Finalize waits for.
 	if err := enter(); err != nil {
-		l.state.Store(lazyPending)
 		return capi.Ref{}, err
 	}
 	defer exit()
-	r, st, exc := capi.WrapGObject(l.gobj)
-	if st != capi.OK {
-		l.state.Store(lazyPending)
-		return capi.Ref{}, statusErr(st, exc)
+	l.mu.Lock()
+	switch l.phase {
+	case lazyMade:
+		r := l.ref
+		l.mu.Unlock()
+		return r, nil
+	case lazyEnded:
+		l.mu.Unlock()
+		return capi.Ref{}, ErrClosed
 	}
-	l.ref = r
-	l.state.Store(lazyMade)
-	return r, nil
+	l.makers++
+	l.mu.Unlock()
+
+	r, st, exc := capi.WrapGObject(l.gobj)
+
+	l.mu.Lock()
+	l.makers--
+	var res capi.Ref
+	var err error
+	drop := r
+	switch {
+	case st != capi.OK:
+		drop, err = capi.Ref{}, statusErr(st, exc)
+	case l.phase == lazyPending:
+		l.ref, l.phase, drop, res = r, lazyMade, capi.Ref{}, r
+		l.made.Store(true)
+	case l.phase == lazyMade:
+		res = l.ref // another maker went first
+	default:
+		err = ErrClosed // the handler returned meanwhile
+	}
+	if l.makers == 0 && l.idle != nil {
+		close(l.idle)
+		l.idle = nil
+	}
+	l.mu.Unlock()
+	if drop != (capi.Ref{}) {
+		lifetime.Release(drop)
+	}
+	return res, err
 }
 
 // endLazy ends a lazy argument's validity when its handler returns (inside
@@ -233,13 +259,23 @@ func (l *lazyArg) resolve() (capi.Ref, error) {
 func endLazy(o *Object) {
 	o.closed.Store(true)
 	l := o.lazy
-	if l == nil || l.state.CompareAndSwap(lazyPending, lazyEnded) {
-		return // never used: nothing was made
+	if l == nil {
+		return
 	}
-	// Made, or being made on another goroutine: its maker holds mu.
 	l.mu.Lock()
-	made := l.state.Swap(lazyEnded) == lazyMade
+	made := l.phase == lazyMade
+	l.phase = lazyEnded
+	var idle chan struct{}
+	if l.makers > 0 {
+		idle = make(chan struct{})
+		l.idle = idle
+	}
 	l.mu.Unlock()
+	if idle != nil {
+		// A maker under way (on another goroutine) reads the GObject and
+		// may need the GIL this handler holds.
+		WithoutGIL(func() { <-idle })
+	}
 	if made {
 		lifetime.Release(l.ref)
 	}

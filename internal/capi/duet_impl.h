@@ -55,6 +55,13 @@ void duet_pin_thread(void); // once per thread whose state duet made, GIL held
 // Zero everywhere else, and inside WithoutGIL.
 extern __thread int duet_lazy;
 extern __thread PyGILState_STATE duet_lazy_st;
+// duet_lazy_base: the thread state's gilstate_counter when the lazy handler
+// began (-1: the thread had none). The hold is taken only by an entry
+// whose own PyGILState_Ensure is the only level above it: one made inside
+// code that holds a level of its own (a Python handler PyGObject runs
+// from inside the lazy handler, which may let go of the GIL around a call
+// and take it back) must end with that code.
+extern __thread int duet_lazy_base;
 // duet_reap_threads and duet_reap_pending: see duet.h (it enters Python itself).
 void duet_free_thread_buffers(void); // this thread's scratch buffers (values.c, ops.c)
 void duet_free_scratch(void);
@@ -105,15 +112,20 @@ static inline PyGILState_STATE duet_enter(void) {
 	}
 	if (duet_depth == 0) duet_entry_exc = PyErr_Occurred() != NULL;
 	duet_depth++;
-	if (__builtin_expect(duet_lazy == 1, 0) && st == PyGILState_UNLOCKED) {
+	if (__builtin_expect(duet_lazy == 1, 0) && st == PyGILState_UNLOCKED &&
+	    _PyThreadState_UncheckedGet()->gilstate_counter == (made ? 2 : duet_lazy_base + 1) &&
+	    (made || duet_lazy_base >= 0)) {
 		// The lazy handler's first use of Python: this entry's attachment
 		// is kept (one more level) until the handler returns. The hold
 		// takes the state that took the GIL, and the entry a nested one:
 		// PyGILState_Release lets go of the GIL for the state that took
 		// it, whatever the nesting. Only an entry that took the GIL
-		// itself: one nested in another holder on this thread (a Python
-		// handler PyGObject runs inside the lazy one, calling Go) ends
-		// with that holder, which lets go of the GIL when it returns.
+		// itself, and whose level is the only one taken since the handler
+		// began (made: the state made here, and its pin): one nested in
+		// another holder on this thread (a Python handler PyGObject runs
+		// inside the lazy one, calling Go, or letting go of the GIL around
+		// a disconnect or an emit) ends with that holder, which lets go
+		// of the GIL, or takes it back, when it returns.
 		duet_lazy_st = st;
 		st = PyGILState_Ensure();
 		duet_depth++;

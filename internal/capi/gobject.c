@@ -420,6 +420,12 @@ static int closure_marshal_bare(duet_closure *c, GValue *ret, guint n, const GVa
 			gobjs[i] = (uintptr_t)params[i].data[0].v_pointer;
 		}
 	}
+	// This thread holds the GIL outside any duet entry (a Python thread
+	// emitting through code that keeps it, ctypes say): the GIL path takes
+	// nothing more, and runs the handler attached, so that WithoutGIL in
+	// it lets go of that GIL as it says.
+	PyThreadState *mine = duet_depth == 0 ? PyGILState_GetThisThreadState() : NULL;
+	if (mine && mine == _PyThreadState_UncheckedGet()) return 0;
 	if (!__atomic_load_n(&c->callable, __ATOMIC_ACQUIRE)) return 1; // disconnected
 	DUET_RING("signal calls Go");
 	if (duet_ring_cur) {
@@ -445,15 +451,20 @@ static int closure_marshal_bare(duet_closure *c, GValue *ret, guint n, const GVa
 	// sub-interpreter has existed (it then says yes to everyone).
 	PyThreadState *ts = depth > 0 ? PyGILState_GetThisThreadState() : NULL;
 	if (depth > 0 && !(ts && ts == _PyThreadState_UncheckedGet())) duet_depth = 0;
-	int lazy = duet_lazy;
+	int lazy = duet_lazy, lazy_base = duet_lazy_base;
 	PyGILState_STATE lazy_st = duet_lazy_st;
 	// Attached already (an emission under the GIL: a property set from
 	// Python, say), a lazy handler has nothing to take; a bare one is told
 	// nothing (its calls take the GIL each, as the package doc says).
 	duet_lazy = c->bare == 2 && duet_depth == 0 ? 1 : 0;
+	if (duet_lazy) {
+		PyThreadState *t = PyGILState_GetThisThreadState();
+		duet_lazy_base = t ? t->gilstate_counter : -1;
+	}
 	int rc = duetCallbackInvokeBare(c->handle, nested, gobjs, k);
 	if (duet_lazy == 2) duet_leave(duet_lazy_st); // the hold its first entry took
 	duet_lazy = lazy;
+	duet_lazy_base = lazy_base;
 	duet_lazy_st = lazy_st;
 	duet_depth = depth;
 	duet_entry_exc = entry_exc;

@@ -36,6 +36,7 @@ __thread int duet_entry_exc;
 __thread int duet_pinned;
 __thread int duet_lazy;
 __thread PyGILState_STATE duet_lazy_st;
+__thread int duet_lazy_base;
 int duet_initialized;
 
 static int set_error(char **errmsg, PyStatus status) {
