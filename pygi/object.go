@@ -587,8 +587,8 @@ func (o *Object) IsNone() bool {
 	if o == interp.none && o != nil {
 		return true
 	}
-	if o == nil || interp.none == nil {
-		return false
+	if o == nil || interp.none == nil || o.lazy != nil {
+		return false // a lazy handler's argument is a GObject (a NULL one is None, not lazy)
 	}
 	same, err := o.Is(interp.none)
 	return err == nil && same
