@@ -140,15 +140,21 @@ def emit_loop(n):
 `
 
 // BenchmarkEmitFromPython: a Python loop emits a signal to one handler: a
-// Go func taking the emitter, a Go func taking nothing (bare), a Python
-// lambda, or none (the floor). Here to profile make bench's row.
+// Go func taking the emitter (using it or not), a Go func taking nothing
+// (bare), a Python lambda (using the emitter or not), or none (the floor). Here to profile make bench's row.
 func BenchmarkEmitFromPython(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		fn   any
 	}{
 		{"GoObject", func(*pygi.Object) {}},
+		{"GoObjectUsed", func(e *pygi.Object) {
+			if r, err := e.CallMethod("is_cancelled"); err == nil {
+				r.Close()
+			}
+		}},
 		{"GoBare", func() {}},
+		{"LambdaUsed", nil},
 		{"Lambda", nil},
 		{"None", nil},
 	} {
@@ -160,9 +166,13 @@ func BenchmarkEmitFromPython(b *testing.B) {
 			switch {
 			case c.fn != nil:
 				id, err = callbacks.Connect(e, "cancelled", c.fn)
-			case c.name == "Lambda":
+			case c.name == "Lambda" || c.name == "LambdaUsed":
+				src := "GObject.Object.connect(e, 'cancelled', lambda e: None)"
+				if c.name == "LambdaUsed" {
+					src = "GObject.Object.connect(e, 'cancelled', lambda e: e.is_cancelled())"
+				}
 				var r *pygi.Object
-				r, err = pygi.Eval("GObject.Object.connect(e, 'cancelled', lambda e: None)", g)
+				r, err = pygi.Eval(src, g)
 				if err == nil {
 					id, err = pygi.As[uint64](r)
 				}
