@@ -303,9 +303,10 @@ func invoke(h uintptr, args []capi.Ref, nargs, nkw int, kwnames capi.Ref) (res c
 // holds Finalize back for it.)
 //
 // A lazy handler (gobjs not empty: it takes only GObjects) is given them as
-// Objects that make their Python wrappers when first used; they end, and
-// the wrappers made are released, when it returns, still inside its entry.
-func invokeBare(h uintptr, nested bool, gobjs []uintptr) (rc capi.CallbackResult) {
+// Objects that make their Python wrappers when first used; they end when
+// it returns, still inside its entry, and the wrappers made go back to
+// the marshal in made (which releases them, still counted in flight).
+func invokeBare(h uintptr, nested bool, gobjs []uintptr, made []capi.Ref) (rc capi.CallbackResult) {
 	e := registry.handles.get(h)
 	if e == nil {
 		return capi.ResultGone
@@ -321,7 +322,7 @@ func invokeBare(h uintptr, nested bool, gobjs []uintptr) (rc capi.CallbackResult
 		}
 	}()
 	if len(gobjs) > 0 {
-		rc = e.sig.callLazy(gobjs)
+		rc = e.sig.callLazy(gobjs, made)
 	} else {
 		rc = e.sig.callBare()
 	}
@@ -329,22 +330,32 @@ func invokeBare(h uintptr, nested bool, gobjs []uintptr) (rc capi.CallbackResult
 	return rc
 }
 
-// callLazy runs a lazy handler (see runOf) given its GObjects. The
-// commonest shapes take one or two, each in a function of its own (the
-// compiler open-codes small functions' defers: see call).
-func (s *signature) callLazy(gobjs []uintptr) capi.CallbackResult {
+// callLazy runs a lazy handler (see runOf) given its GObjects; the
+// references of the wrappers it made for them go into made, for the
+// marshal to release. The commonest shapes take one or two, each in a
+// function of its own (the compiler open-codes small functions' defers:
+// see call).
+func (s *signature) callLazy(gobjs []uintptr, made []capi.Ref) capi.CallbackResult {
 	switch {
 	case len(gobjs) == 1 && (s.fastObj != nil || s.fastBlock1 != nil):
-		return s.lazy1(gobjs[0])
+		return s.lazy1(gobjs[0], made)
 	case len(gobjs) == 2 && s.fastBlock2 != nil:
-		return s.lazy2(gobjs[0], gobjs[1])
+		return s.lazy2(gobjs[0], gobjs[1], made)
 	}
-	return s.lazyN(gobjs)
+	return s.lazyN(gobjs, made)
 }
 
-func (s *signature) lazy1(g uintptr) (rc capi.CallbackResult) {
+// endLazy ends o, leaving the reference of its wrapper, if one was made,
+// in *made.
+func endLazy(o *pygi.Object, made *capi.Ref) {
+	if r, ok := pyobj.EndLazy(o); ok {
+		*made = r
+	}
+}
+
+func (s *signature) lazy1(g uintptr, made []capi.Ref) (rc capi.CallbackResult) {
 	o := pyobj.Lazy(g)
-	defer pyobj.EndLazy(o)
+	defer endLazy(o, &made[0])
 	var err error
 	defer s.reportBare(&err, &rc)
 	if s.fastObj != nil {
@@ -357,10 +368,10 @@ func (s *signature) lazy1(g uintptr) (rc capi.CallbackResult) {
 	return capi.ResultNone
 }
 
-func (s *signature) lazy2(g1, g2 uintptr) (rc capi.CallbackResult) {
+func (s *signature) lazy2(g1, g2 uintptr, made []capi.Ref) (rc capi.CallbackResult) {
 	o1, o2 := pyobj.Lazy(g1), pyobj.Lazy(g2)
-	defer pyobj.EndLazy(o1)
-	defer pyobj.EndLazy(o2)
+	defer endLazy(o1, &made[0])
+	defer endLazy(o2, &made[1])
 	var err error
 	defer s.reportBare(&err, &rc)
 	var b pygi.Block
@@ -369,14 +380,14 @@ func (s *signature) lazy2(g1, g2 uintptr) (rc capi.CallbackResult) {
 	return capi.ResultNone
 }
 
-func (s *signature) lazyN(gobjs []uintptr) (rc capi.CallbackResult) {
+func (s *signature) lazyN(gobjs []uintptr, made []capi.Ref) (rc capi.CallbackResult) {
 	objs := make([]*pygi.Object, len(gobjs))
 	for i, p := range gobjs {
 		objs[i] = pyobj.Lazy(p)
 	}
 	defer func() {
-		for _, o := range objs {
-			pyobj.EndLazy(o)
+		for i, o := range objs {
+			endLazy(o, &made[i])
 		}
 	}()
 	var err error

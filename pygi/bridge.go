@@ -10,7 +10,7 @@ func init() {
 	bridge.WrapBorrowed = func(r capi.Ref) any { return &Object{ref: r, kind: borrowed} }
 	bridge.Invalidate = func(o any) { o.(*Object).closed.Store(true) }
 	bridge.WrapLazy = func(gobj uintptr) any { return wrapLazy(gobj) }
-	bridge.EndLazy = func(o any) { endLazy(o.(*Object)) }
+	bridge.EndLazy = func(o any) (capi.Ref, bool) { return endLazy(o.(*Object)) }
 	bridge.RefOf = func(o any) (capi.Ref, error) { return o.(*Object).get() }
 	bridge.NewRef = func(v any) (capi.Ref, capi.Status, error) {
 		if err := enter(); err != nil {

@@ -255,12 +255,13 @@ func (l *lazyArg) resolve() (capi.Ref, error) {
 }
 
 // endLazy ends a lazy argument's validity when its handler returns (inside
-// the handler's entry) and releases its wrapper, if one was made.
-func endLazy(o *Object) {
+// the handler's entry) and hands back its wrapper's reference, if one was
+// made, for the caller to release (the marshal does, in C).
+func endLazy(o *Object) (capi.Ref, bool) {
 	o.closed.Store(true)
 	l := o.lazy
 	if l == nil {
-		return
+		return capi.Ref{}, false
 	}
 	l.mu.Lock()
 	made := l.phase == lazyMade
@@ -276,9 +277,7 @@ func endLazy(o *Object) {
 		// may need the GIL this handler holds.
 		WithoutGIL(func() { <-idle })
 	}
-	if made {
-		lifetime.Release(l.ref)
-	}
+	return l.ref, made
 }
 
 // Clone returns a new Object with its own reference to the same Python

@@ -21,9 +21,10 @@ var (
 	// WrapLazy makes the Object a lazy signal handler is given for a
 	// GObject (see capi.RunLazy): borrowed, its wrapper made on first use.
 	WrapLazy func(gobj uintptr) any
-	// EndLazy ends a lazy argument when its handler returns, releasing
-	// the wrapper made for it, if any. Inside the handler's entry.
-	EndLazy func(o any)
+	// EndLazy ends a lazy argument when its handler returns and hands
+	// back the reference of the wrapper made for it, if any (owned: the
+	// caller releases it). Inside the handler's entry.
+	EndLazy func(o any) (capi.Ref, bool)
 	// RefOf returns the ref an Object designates (ErrClosed and friends
 	// otherwise). The caller keeps the Object alive while it uses the ref.
 	RefOf func(o any) (capi.Ref, error)

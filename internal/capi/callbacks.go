@@ -47,8 +47,11 @@ type CallbackHandler func(handle uintptr, args []Ref, nargs, nkw int, kwnames Re
 // holds their pointers (a lazy handler, see gobject.c), borrowed from the
 // emission: valid until the handler returns. The handler's first entry
 // into Python on this thread attaches, and stays attached until it
-// returns.
-type BareHandler func(handle uintptr, nested bool, gobjs []uintptr) CallbackResult
+// returns. made, as long as gobjs, is where the handler leaves the
+// wrappers' references it made for them (owned), which the marshal
+// releases when it returns, under the GIL the handler may still hold
+// (no crossing more).
+type BareHandler func(handle uintptr, nested bool, gobjs []uintptr, made []Ref) CallbackResult
 
 var (
 	bareHandler     atomic.Pointer[BareHandler]
@@ -79,13 +82,16 @@ func duetCallbackInvoke(handle C.uintptr_t, args *C.duet_ref, nargs, nkw C.int64
 }
 
 //export duetCallbackInvokeBare
-func duetCallbackInvokeBare(handle C.uintptr_t, nested C.int, gobjs *C.uintptr_t, n C.int) C.int {
+func duetCallbackInvokeBare(handle C.uintptr_t, nested C.int, gobjs *C.uintptr_t, made *C.duet_ref, n C.int) C.int {
 	var objs []uintptr
+	var refs []Ref
 	if n > 0 {
-		// Sound: the marshal's array on its C stack, valid until this returns.
+		// Sound: the marshal's arrays on its C stack, valid until this
+		// returns; made holds refs (C pointers) only.
 		objs = unsafe.Slice((*uintptr)(unsafe.Pointer(gobjs)), int(n))
+		refs = unsafe.Slice((*Ref)(unsafe.Pointer(made)), int(n))
 	}
-	return C.int((*bareHandler.Load())(uintptr(handle), nested != 0, objs))
+	return C.int((*bareHandler.Load())(uintptr(handle), nested != 0, objs, refs))
 }
 
 // PrintRaised prints the Python exception set on this thread, through

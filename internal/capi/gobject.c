@@ -396,6 +396,30 @@ static void closure_invalidate_in(gpointer data, GClosure *closure) {
 	duet_leave(st);
 }
 
+// release_made releases the wrappers a lazy handler made for its GObjects
+// (references Go handed back), as the GIL path releases the ones it made,
+// on this thread: under the hold when the handler took it, else attached
+// for the release alone (made on another goroutine's thread).
+static void release_made(duet_ref *made, int k) {
+	int any = 0;
+	for (int i = 0; i < k; i++) any |= made[i].s != NULL;
+	if (!any) return;
+	int held = duet_lazy == 2;
+	duet_lazy = 0; // this entry is no first use
+	PyGILState_STATE st = held ? PyGILState_LOCKED : duet_enter();
+	PyObject *t, *v, *tb;
+	PyErr_Fetch(&t, &v, &tb); // a wrapper's dealloc runs with nothing raised
+	for (int i = 0; i < k; i++) {
+		PyObject *o = made[i].s ? duet_deref(made[i]) : NULL;
+		if (!o) continue;
+		duet_slot_put(made[i].s);
+		Py_DECREF(o);
+	}
+	PyErr_Restore(t, v, tb);
+	if (!held) duet_leave(st);
+	duet_lazy = held ? 2 : 0;
+}
+
 // closure_marshal_bare runs a bare closure's Go function without the GIL;
 // 0 when this emission needs the GIL path instead: a return value other
 // than a boolean (None converts to it only through PyGObject), or
@@ -407,6 +431,7 @@ static int closure_marshal_bare(duet_closure *c, GValue *ret, guint n, const GVa
 	// Lazy: the GObjects Go takes, borrowed from the emission (which holds
 	// them until it returns; Go ends its Objects before the handler returns).
 	uintptr_t gobjs[8];
+	duet_ref made[8] = {{0}};
 	int k = 0;
 	if (c->bare == 2) {
 		k = c->nargs;
@@ -461,7 +486,8 @@ static int closure_marshal_bare(duet_closure *c, GValue *ret, guint n, const GVa
 		PyThreadState *t = PyGILState_GetThisThreadState();
 		duet_lazy_base = t ? t->gilstate_counter : -1;
 	}
-	int rc = duetCallbackInvokeBare(c->handle, nested, gobjs, k);
+	int rc = duetCallbackInvokeBare(c->handle, nested, gobjs, made, k);
+	release_made(made, k);
 	if (duet_lazy == 2) duet_leave(duet_lazy_st); // the hold its first entry took
 	duet_lazy = lazy;
 	duet_lazy_base = lazy_base;

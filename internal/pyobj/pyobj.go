@@ -30,9 +30,10 @@ func Invalidate(o *pygi.Object) { bridge.Invalidate(o) }
 // (capi.RunLazy): borrowed, its Python wrapper made on first use.
 func Lazy(gobj uintptr) *pygi.Object { return bridge.WrapLazy(gobj).(*pygi.Object) }
 
-// EndLazy ends a lazy argument when its handler returns, releasing the
-// wrapper made for it, if any. Inside the handler's entry.
-func EndLazy(o *pygi.Object) { bridge.EndLazy(o) }
+// EndLazy ends a lazy argument when its handler returns and hands back
+// the reference of the wrapper made for it, if any (owned: the caller
+// releases it). Inside the handler's entry.
+func EndLazy(o *pygi.Object) (capi.Ref, bool) { return bridge.EndLazy(o) }
 
 // Keep makes an Object permanent: shared, never released, Close a no-op.
 func Keep(o *pygi.Object) { bridge.Keep(o) }
