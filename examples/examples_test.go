@@ -109,24 +109,35 @@ func TestGallery(t *testing.T) {
 // for minutes). hello has nothing to act on but its window; the gallery
 // has its list, its action and its drawing area; the builder's Close
 // button ends its run at once.
+//
+// The showcase ignores one GTK 4.8 warning, as make explore does (the
+// Makefile's GTK48_TROUGH says why): GTK now and then snapshots the trough
+// of its log's scrollbar before allocating it while the log grows, which
+// no code of the program's touches.
 func TestExploreExamples(t *testing.T) {
+	const gtk48Trough = `ignore-log="^Gtk-WARNING: Trying to snapshot GtkGizmo 0x[0-9a-f]+ without a current allocation$"`
 	for _, tc := range []struct {
-		name string
-		args []string
+		name   string
+		args   []string
+		ignore string
 	}{
-		{"hello", nil},
-		{"awaker", nil},
-		{"gallery", []string{"-file", "gallery/gallery.py"}},
-		{"goroutines", nil},
-		{"quotes", nil},
-		{"showcase", nil},
-		{"builder", nil},
-		{"subclass", nil},
-		{"typed", nil},
-		{"weak", nil},
+		{"hello", nil, ""},
+		{"awaker", nil, ""},
+		{"gallery", []string{"-file", "gallery/gallery.py"}, ""},
+		{"goroutines", nil, ""},
+		{"quotes", nil, ""},
+		{"showcase", nil, gtk48Trough},
+		{"builder", nil, ""},
+		{"subclass", nil, ""},
+		{"typed", nil, ""},
+		{"weak", nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, errOut := runEnv(t, tc.name, []string{"DUET_EXPLORE=seed=1,duration=3s,gc=20ms", "DUET_SCREENSHOT="}, tc.args...)
+			opts := "seed=1,duration=3s,gc=20ms"
+			if tc.ignore != "" {
+				opts += "," + tc.ignore
+			}
+			_, errOut := runEnv(t, tc.name, []string{"DUET_EXPLORE=" + opts, "DUET_SCREENSHOT="}, tc.args...)
 			assert.Contains(t, errOut, "explore: seed 1: ")
 			assert.Contains(t, errOut, "nothing found")
 			t.Log(strings.TrimSpace(errOut))
