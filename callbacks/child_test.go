@@ -768,6 +768,7 @@ var scenarios = map[string]func() error{
 	"bare-race":                         bareDisconnectRace,
 	"lazy-race":                         func() error { return disconnectRace(true) },
 	"lazy-goroutine-finalize":           lazyGoroutineWhileFinalizing,
+	"lazy-wait-debug":                   lazyWaitsUnderDebugCallbacks,
 	"capsule":                           func() error { return heldThenCalled(false) },
 	"broken":                            func() error { return heldThenCalled(true) },
 	"capsule-signal":                    func() error { return connectedThenEmitted(false) },
@@ -894,6 +895,48 @@ func lazyGoroutineWhileFinalizing() error {
 		return errors.New("the goroutine's use never returned")
 	}
 	return nil
+}
+
+// With DUET_DEBUG=callbacks (forensics.SetDebugCallbacks), a lazy handler
+// runs as it runs without: before its first use of Python it may wait for
+// a goroutine that uses Python (the debug mode read the quarantine under
+// the GIL and ran every such handler holding it: a deadlock the program
+// does not have without the debug mode).
+func lazyWaitsUnderDebugCallbacks() error {
+	forensics.SetDebugCallbacks(true)
+	e, p, err := pongEmitter()
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	var got error = errors.New("the handler did not run")
+	if _, err := callbacks.Connect(e, "pong", func(self *pygi.Object) {
+		done := make(chan error, 1)
+		go func() {
+			r, err := pygi.Eval("6*7", nil)
+			if err == nil {
+				r.Close()
+			}
+			done <- err
+		}()
+		select {
+		case got = <-done:
+		case <-time.After(10 * time.Second):
+			got = errors.New("the goroutine did not get the GIL in 10 s")
+		}
+	}); err != nil {
+		return err
+	}
+	if _, err := capi.EmitN(p, "pong", 1); err != nil {
+		return err
+	}
+	return got
+}
+
+func TestLazyHandlerUnderDebugCallbacks(t *testing.T) {
+	out, errOut, err := runChild(t, "lazy-wait-debug")
+	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	assert.Contains(t, out, "ok")
 }
 
 func TestLazyArgumentUsedWhileFinalizing(t *testing.T) {

@@ -82,7 +82,12 @@
 // GIL is that handler's, which lets go of it). So a click handler that
 // only does Go work costs what a bare one does, and one that uses its
 // emitter costs what it did. Before its first use of Python it may wait
-// for goroutines that use Python; after it, the rule below holds. Its
+// for goroutines that use Python; after it, the rule below holds. Lock
+// order is a goroutine's too: a lock it holds at its first use of Python
+// is taken before the GIL, so Go code that Python calls (holding the GIL)
+// must not take it (a handler holding the GIL from its start took the
+// two the other way round). Work the loop runs inside it (a nested loop,
+// Invoke's functions, the collector) is not its use of Python. Its
 // Objects end when it returns, as borrowed arguments do. An emission
 // whose values are not all GObjects (an integer where the handler takes
 // an Object) runs it holding the GIL, its values converted as PyGObject

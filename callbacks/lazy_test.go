@@ -497,3 +497,97 @@ th.start(); th.join()
 	require.NoError(t, callbacks.Disconnect(e, bare))
 	assert.Equal(t, []string{"goroutine: <nil>", "goroutine: <nil>"}, got)
 }
+
+// freshThreadNS: a Gio.Cancellable c whose "cancelled" signal is emitted
+// by fire() on a brand-new GLib thread (no Python thread state at all),
+// joined with the GIL let go.
+func freshThreadNS(t *testing.T) *pygi.Object {
+	require.NoError(t, pygi.RequireVersion("GObject", "2.0"))
+	return ns(t, `
+import ctypes
+from gi.repository import Gio, GObject
+c = Gio.Cancellable()
+other = Gio.Cancellable()
+api = ctypes.pythonapi
+api.PyCapsule_GetName.restype = ctypes.c_char_p
+api.PyCapsule_GetName.argtypes = [ctypes.py_object]
+api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+def addr(o):
+    cap = o.__gpointer__
+    return api.PyCapsule_GetPointer(cap, api.PyCapsule_GetName(cap))
+glib = ctypes.CDLL("libglib-2.0.so.0")
+gio = ctypes.CDLL("libgio-2.0.so.0")
+glib.g_thread_new.restype = ctypes.c_void_p
+glib.g_thread_new.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p]
+glib.g_thread_join.argtypes = [ctypes.c_void_p]
+gio.g_cancellable_reset.argtypes = [ctypes.c_void_p]
+cancel = ctypes.cast(gio.g_cancellable_cancel, ctypes.c_void_p)
+def fire():
+    gio.g_cancellable_reset(addr(c))
+    th = glib.g_thread_new(b"fresh", cancel, addr(c))
+    glib.g_thread_join(th)  # CDLL: the GIL is let go while joining
+`)
+}
+
+// On a thread with no Python thread state when the lazy handler begins
+// (a GLib thread), its first use of Python takes the hold, also after a
+// pygi call inside WithoutGIL gave the thread its state (that call is not
+// the handler's first use, as WithoutGIL says); the hold was never taken
+// then.
+func TestLazyHandlerOnAFreshThread(t *testing.T) {
+	g := freshThreadNS(t)
+	c := eval(t, g, "c")
+	defer c.Close()
+	for _, pre := range []string{"none", "WithoutGIL"} {
+		t.Run(pre, func(t *testing.T) {
+			var seen []string
+			id, err := callbacks.Connect(c, "cancelled", func(self *pygi.Object) {
+				if pre == "WithoutGIL" {
+					pygi.WithoutGIL(func() {
+						r, err := pygi.Eval("1", nil)
+						if err == nil {
+							r.Close()
+						}
+					})
+				}
+				_, err := self.Attr("__class__")
+				seen = append(seen, fmt.Sprint("after first use: ", err == nil, " attached ", capi.Attached()))
+			})
+			require.NoError(t, err)
+			defer callbacks.Disconnect(c, id)
+			within(t, "emission", func() error { return pygi.Exec("fire()", g) })
+			assert.Equal(t, []string{"after first use: true attached true"}, seen)
+		})
+	}
+}
+
+// The same when a bare handler nested in the lazy one (a signal it emits
+// through C) is the first to use Python on the fresh thread.
+func TestLazyHandlerOnAFreshThreadAfterANestedBareOne(t *testing.T) {
+	g := freshThreadNS(t)
+	c := eval(t, g, "c")
+	defer c.Close()
+	other := eval(t, g, "other")
+	defer other.Close()
+	op := gobjectPointer(t, other)
+	bid, err := callbacks.Connect(other, "cancelled", func() {
+		r, err := pygi.Eval("1", nil)
+		if err == nil {
+			r.Close()
+		}
+	})
+	require.NoError(t, err)
+	defer callbacks.Disconnect(other, bid)
+	var seen []string
+	id, err := callbacks.Connect(c, "cancelled", func(self *pygi.Object) {
+		_, err := capi.EmitN(op, "cancelled", 1)
+		require.NoError(t, err)
+		_, err = self.Attr("__class__")
+		seen = append(seen, fmt.Sprint("after first use: ", err == nil, " attached ", capi.Attached()))
+	})
+	require.NoError(t, err)
+	defer callbacks.Disconnect(c, id)
+	within(t, "emission", func() error { return pygi.Exec("fire()", g) })
+	assert.Equal(t, []string{"after first use: true attached true"}, seen)
+}

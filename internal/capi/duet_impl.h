@@ -112,16 +112,18 @@ static inline PyGILState_STATE duet_enter(void) {
 	}
 	if (duet_depth == 0) duet_entry_exc = PyErr_Occurred() != NULL;
 	duet_depth++;
+	// A state duet pinned after the handler began (here, or in a call
+	// WithoutGIL ran) rests at one level: its pin.
 	if (__builtin_expect(duet_lazy == 1, 0) && st == PyGILState_UNLOCKED &&
-	    _PyThreadState_UncheckedGet()->gilstate_counter == (made ? 2 : duet_lazy_base + 1) &&
-	    (made || duet_lazy_base >= 0)) {
+	    (duet_lazy_base >= 0 || duet_pinned) &&
+	    _PyThreadState_UncheckedGet()->gilstate_counter == (duet_lazy_base >= 0 ? duet_lazy_base : 1) + 1) {
 		// The lazy handler's first use of Python: this entry's attachment
 		// is kept (one more level) until the handler returns. The hold
 		// takes the state that took the GIL, and the entry a nested one:
 		// PyGILState_Release lets go of the GIL for the state that took
 		// it, whatever the nesting. Only an entry that took the GIL
 		// itself, and whose level is the only one taken since the handler
-		// began (made: the state made here, and its pin): one nested in
+		// began (above its pin, for a state duet made since): one nested in
 		// another holder on this thread (a Python handler PyGObject runs
 		// inside the lazy one, calling Go, or letting go of the GIL around
 		// a disconnect or an emit) ends with that holder, which lets go

@@ -257,7 +257,9 @@ static gint64 due_since; // when the aged source first saw a collection due, or 
 
 static gboolean gc_dispatch(GSource *s, GSourceFunc cb, gpointer data) {
 	due_since = 0;
+	int lazy = duet_lazy_pause(); // the loop's collection is no lazy handler's use of Python
 	duetGCDispatch();
+	duet_lazy_resume(lazy);
 	return G_SOURCE_CONTINUE;
 }
 

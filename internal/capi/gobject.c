@@ -75,7 +75,9 @@ duet_res duet_gobject_wrap(uintptr_t gobj) {
 // holds every watch on it (a quark per watch would never be freed).
 static void finalized(gpointer data) {
 	GArray *handles = data;
+	int lazy = duet_lazy_pause(); // a finalisation is no lazy handler's use of Python
 	for (guint i = 0; i < handles->len; i++) duetGObjectFinalized(g_array_index(handles, uintptr_t, i));
+	duet_lazy_resume(lazy);
 	g_array_free(handles, TRUE);
 }
 
@@ -247,7 +249,9 @@ int duet_toggle_layout_known(void) {
 // starved while the loop is busy.
 
 static gboolean idle_after(gpointer data) {
+	int lazy = duet_lazy_pause(); // no lazy handler's use of Python (see duet_lazy)
 	duetIdleAfter();
+	duet_lazy_resume(lazy);
 	return G_SOURCE_REMOVE;
 }
 
@@ -420,14 +424,32 @@ static void release_made(duet_ref *made, int k) {
 	duet_lazy = held ? 2 : 0;
 }
 
+// quarantined says whether the callback behind a bare closure is in
+// DUET_DEBUG=callbacks' quarantine (freed by Go, its native state kept),
+// read under the GIL (a disconnect on another thread may free the
+// callable meanwhile); the GIL is let go again, so that a live callback
+// runs as it does without the debug mode. Not a lazy handler's use of
+// Python.
+static int quarantined(duet_closure *c) {
+	int lazy = duet_lazy_pause();
+	PyGILState_STATE st = duet_enter();
+	PyObject *fn = __atomic_load_n(&c->callable, __ATOMIC_ACQUIRE);
+	duet_cb *cb = fn ? PyCapsule_GetPointer(PyCFunction_GET_SELF(fn), CB_CAPSULE) : NULL;
+	if (fn && !cb) PyErr_Clear();
+	int dead = cb && (cb->flags & DUET_CB_DEAD);
+	duet_leave(st);
+	duet_lazy_resume(lazy);
+	return dead;
+}
+
 // closure_marshal_bare runs a bare closure's Go function without the GIL;
 // 0 when this emission needs the GIL path instead: a return value other
-// than a boolean (None converts to it only through PyGObject), or
-// DUET_DEBUG=callbacks, whose quarantine is read from the callback's
-// native state.
+// than a boolean (None converts to it only through PyGObject), or a
+// callback DUET_DEBUG=callbacks keeps in quarantine (the GIL path
+// diagnoses the call).
 static int closure_marshal_bare(duet_closure *c, GValue *ret, guint n, const GValue *params, gpointer hint) {
 	if (ret && G_IS_VALUE(ret) && G_VALUE_TYPE(ret) != G_TYPE_BOOLEAN) return 0;
-	if (__atomic_load_n(&duet_debug_callbacks, __ATOMIC_RELAXED)) return 0;
+	if (__atomic_load_n(&duet_debug_callbacks, __ATOMIC_RELAXED) && quarantined(c)) return 0;
 	// Lazy: the GObjects Go takes, borrowed from the emission (which holds
 	// them until it returns; Go ends its Objects before the handler returns).
 	uintptr_t gobjs[8];

@@ -97,7 +97,11 @@ static gboolean inv_dispatch(GSource *s, GSourceFunc cb, gpointer data) {
 	gint64 held = 0;
 	if (inv->restored) held = g_get_monotonic_time() - inv->batch_end;
 	inv->restored = 0;
+	// Go work the loop runs (in a nested loop, say, inside a lazy signal
+	// handler) is not that handler's use of Python (see duet_lazy).
+	int lazy = duet_lazy_pause();
 	int more = duetLoopDispatch((long long)held);
+	duet_lazy_resume(lazy);
 	if (more) inv->batch_end = g_get_monotonic_time();
 	inv_depth--;
 	inv_nested_ok = nested_ok;
@@ -305,7 +309,12 @@ int duet_loop_own_default(void) { return g_main_context_acquire(g_main_context_d
 
 // ---- timers ---------------------------------------------------------------------
 
-static gboolean timer_dispatch(gpointer data) { return duetTimerFire((uintptr_t)data); }
+static gboolean timer_dispatch(gpointer data) {
+	int lazy = duet_lazy_pause(); // not a lazy handler's use (see loop_dispatch)
+	gboolean again = duetTimerFire((uintptr_t)data);
+	duet_lazy_resume(lazy);
+	return again;
+}
 
 void *duet_timer_new(uintptr_t handle, uint64_t interval_ms) {
 	// GLib counts milliseconds in 32 bits (about 49.7 days); past that, in
