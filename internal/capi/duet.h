@@ -100,8 +100,9 @@ int duet_on_finalizer(void);
 // Detach while blocking (attached on entry); *depth carries duet's count
 // over to duet_restore_thread, on the same thread.
 void *duet_save_thread(int *depth);
-// Around WithoutGIL's function when nothing is attached: a lazy signal
-// handler's first use of Python inside it does not hold the GIL (runtime.c).
+// Around what is no lazy signal handler's use of Python (WithoutGIL's
+// function, the loop's Go work, notices): an entry inside it does not take
+// the handler's hold on the GIL (runtime.c).
 int duet_lazy_pause(void);
 void duet_lazy_resume(int was);
 void duet_restore_thread(void *ts, int depth);

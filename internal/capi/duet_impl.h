@@ -52,7 +52,8 @@ void duet_pin_thread(void); // once per thread whose state duet made, GIL held
 // holds it to its end, as it would have held it all along: 1 while such a
 // handler runs on this thread and has not attached, 2 once its first entry
 // attached (duet_lazy_st is the hold, released when the handler returns).
-// Zero everywhere else, and inside WithoutGIL.
+// Zero everywhere else, and around what is not the handler's use of Python
+// (duet_lazy_pause).
 extern __thread int duet_lazy;
 extern __thread PyGILState_STATE duet_lazy_st;
 // duet_lazy_base: the thread state's gilstate_counter when the lazy handler

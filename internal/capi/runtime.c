@@ -251,9 +251,11 @@ void duet_detach(int state) { duet_leave((PyGILState_STATE)state); }
 // still open (duet_detached counts it, for duet_nested).
 static __thread int duet_detached;
 
-// duet_lazy_pause: WithoutGIL inside a lazy handler that has not
-// attached yet: what runs inside takes the GIL for each call and lets go of
-// it, as WithoutGIL says; duet_lazy_resume puts the handler's state back.
+// duet_lazy_pause goes around what runs inside a lazy handler that has
+// not attached yet but is not its use of Python: WithoutGIL's function
+// (its calls take the GIL each and let go of it, as WithoutGIL says), and
+// the Go work the loop dispatches, the collector and GObject notices;
+// duet_lazy_resume puts the handler's state back.
 int duet_lazy_pause(void) {
 	int was = duet_lazy;
 	if (was == 1) duet_lazy = 0;
