@@ -911,19 +911,7 @@ func lazyWaitsUnderDebugCallbacks() error {
 	defer e.Close()
 	var got error = errors.New("the handler did not run")
 	if _, err := callbacks.Connect(e, "pong", func(self *pygi.Object) {
-		done := make(chan error, 1)
-		go func() {
-			r, err := pygi.Eval("6*7", nil)
-			if err == nil {
-				r.Close()
-			}
-			done <- err
-		}()
-		select {
-		case got = <-done:
-		case <-time.After(10 * time.Second):
-			got = errors.New("the goroutine did not get the GIL in 10 s")
-		}
+		got = evalOnAGoroutine(10 * time.Second)
 	}); err != nil {
 		return err
 	}

@@ -404,15 +404,7 @@ func (s *signature) lazyN(gobjs []uintptr, made []capi.Ref) (rc capi.CallbackRes
 	for _, o := range objs {
 		in = append(in, reflect.ValueOf(o))
 	}
-	out := s.fn.Call(in)
-	if s.hasErr {
-		if e := out[len(out)-1]; !e.IsNil() {
-			err = e.Interface().(error)
-		}
-	}
-	if err == nil && block != nil {
-		err = block.Err() // the block's first error, as if returned
-	}
+	_, err = s.results(s.fn.Call(in), block)
 	return capi.ResultNone
 }
 
@@ -607,9 +599,12 @@ func (s *signature) callSlow(args []capi.Ref, nargs, nkw int, kwnames capi.Ref) 
 			in = append(in, s.arg(i, s.rest, borrow(args[i])))
 		}
 	}
-	out := s.fn.Call(in)
-	var val any
-	var err error
+	return s.finish(s.results(s.fn.Call(in), block))
+}
+
+// results reads what a reflective call returned: its value and its error,
+// or the block's first error, as if returned.
+func (s *signature) results(out []reflect.Value, block *pygi.Block) (val any, err error) {
 	if s.hasValue {
 		val = out[0].Interface()
 	}
@@ -619,9 +614,9 @@ func (s *signature) callSlow(args []capi.Ref, nargs, nkw int, kwnames capi.Ref) 
 		}
 	}
 	if err == nil && block != nil {
-		err = block.Err() // the block's first error, as if returned
+		err = block.Err()
 	}
-	return s.finish(val, err)
+	return val, err
 }
 
 func (s *shape) arity(nargs int) string {

@@ -456,22 +456,7 @@ func TestHandlerEmittedUnderAGILHeldByPython(t *testing.T) {
 	defer e.Close()
 	var got []string
 	wait := func() {
-		pygi.WithoutGIL(func() {
-			done := make(chan error, 1)
-			go func() {
-				r, err := pygi.Eval("6*7", nil)
-				if err == nil {
-					r.Close()
-				}
-				done <- err
-			}()
-			select {
-			case err := <-done:
-				got = append(got, fmt.Sprint("goroutine: ", err))
-			case <-time.After(5 * time.Second):
-				got = append(got, "goroutine: did not get the GIL in 5 s")
-			}
-		})
+		pygi.WithoutGIL(func() { got = append(got, fmt.Sprint("goroutine: ", evalOnAGoroutine(5*time.Second))) })
 	}
 	lazy, err := callbacks.Connect(e, "detailed", func(*pygi.Object) { wait() })
 	require.NoError(t, err)
@@ -590,4 +575,24 @@ func TestLazyHandlerOnAFreshThreadAfterANestedBareOne(t *testing.T) {
 	defer callbacks.Disconnect(c, id)
 	within(t, "emission", func() error { return pygi.Exec("fire()", g) })
 	assert.Equal(t, []string{"after first use: true attached true"}, seen)
+}
+
+// evalOnAGoroutine has a goroutine of its own call into Python and waits
+// for it, d at most: what a handler that waits for a goroutine using
+// Python sees.
+func evalOnAGoroutine(d time.Duration) error {
+	done := make(chan error, 1)
+	go func() {
+		r, err := pygi.Eval("6*7", nil)
+		if err == nil {
+			r.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d):
+		return fmt.Errorf("the goroutine did not get the GIL in %v", d)
+	}
 }

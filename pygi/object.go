@@ -158,8 +158,8 @@ func (o *Object) get() (capi.Ref, error) {
 // passes (see capi.RunLazy): the GObject's pointer, borrowed from the
 // emission, and its Python wrapper once the handler (or a goroutine it
 // handed the Object to) first uses it. The wrapper's reference is the
-// argument's, released by endLazy when the handler returns, as the GIL
-// path releases the wrappers it made for the call.
+// argument's: endLazy hands it to the marshal when the handler returns,
+// which releases it as the GIL path releases the wrappers it made.
 //
 // No lock is held while the GIL is taken: the handler may hold the GIL
 // (from its first use of Python) while another goroutine makes the
@@ -174,7 +174,7 @@ type lazyArg struct {
 	makers int32         // makers under way; under mu
 	idle   chan struct{} // closed by the last maker when endLazy waits; under mu
 	gobj   uintptr       // borrowed: the emission holds the GObject until the handler returns
-	ref    capi.Ref      // owned once made; released by endLazy
+	ref    capi.Ref      // owned once made; endLazy hands it to the marshal
 }
 
 const (
@@ -264,7 +264,7 @@ func endLazy(o *Object) (capi.Ref, bool) {
 		return capi.Ref{}, false
 	}
 	l.mu.Lock()
-	made := l.phase == lazyMade
+	r, made := l.ref, l.phase == lazyMade
 	l.phase = lazyEnded
 	var idle chan struct{}
 	if l.makers > 0 {
@@ -277,7 +277,7 @@ func endLazy(o *Object) (capi.Ref, bool) {
 		// may need the GIL this handler holds.
 		WithoutGIL(func() { <-idle })
 	}
-	return l.ref, made
+	return r, made
 }
 
 // Clone returns a new Object with its own reference to the same Python

@@ -291,13 +291,13 @@ func WithGIL(fn func() error) error {
 func WithoutGIL(fn func()) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if !capi.Attached() {
-		defer capi.LazyResume(capi.LazyPause())
-		fn()
-		return
+	switch was := capi.WithoutGILBegin(); {
+	case was < 0: // attached: detach
+		d := capi.SaveThread()
+		defer capi.RestoreThread(d)
+	case was == 1: // inside a lazy handler not attached yet: paused
+		defer capi.LazyResume(was)
 	}
-	d := capi.SaveThread()
-	defer capi.RestoreThread(d)
 	fn()
 }
 

@@ -314,10 +314,14 @@ func SaveThread() Detached {
 
 func RestoreThread(d Detached) { C.duet_restore_thread(d.ts, d.depth) }
 
-// LazyPause and LazyResume go around WithoutGIL's function when nothing is
-// attached: inside it, a lazy signal handler's first entry into Python
-// does not keep the GIL (see RunLazy).
-func LazyPause() int     { return int(C.duet_lazy_pause()) }
+// WithoutGILBegin is WithoutGIL's one crossing: -1 when a duet scope holds
+// the GIL on this thread (Attached: the caller detaches with SaveThread);
+// otherwise the lazy handler state it paused, 1 when there was one that
+// had not attached (inside WithoutGIL's function its first entry into
+// Python does not keep the GIL; see RunLazy), which LazyResume puts back.
+func WithoutGILBegin() int { return int(C.duet_without_gil_begin()) }
+
+// LazyResume puts back the lazy state WithoutGILBegin paused.
 func LazyResume(was int) { C.duet_lazy_resume(C.int(was)) }
 
 // Close releases r's reference now, if r is current.

@@ -105,6 +105,9 @@ void *duet_save_thread(int *depth);
 // the handler's hold on the GIL (runtime.c).
 int duet_lazy_pause(void);
 void duet_lazy_resume(int was);
+// WithoutGIL's one crossing: -1 when attached (the caller detaches), else
+// duet_lazy_pause's answer.
+int duet_without_gil_begin(void);
 void duet_restore_thread(void *ts, int depth);
 // Whether the calling thread is the process's main thread.
 int duet_is_main_thread(void);

@@ -212,11 +212,12 @@ void duet_gc_collected(int64_t freed) {
 	follow_ups = following ? follow_ups + 1 : 0;
 	following = 0;
 	long threads = interp ? interp->threads.count : 0;
+	gint64 now = g_get_monotonic_time();
 	if (freed > 0 && (threads > 0 || threads_at_start > 0) && follow_ups < MAX_FOLLOW_UPS)
-		follow_up = g_get_monotonic_time() + FOLLOW_UP_MS * 1000;
+		follow_up = now + FOLLOW_UP_MS * 1000;
 	if (threads > 0 && gcs) {
 		poll_ms = THREAD_POLL_MIN_MS;
-		poll_end = g_get_monotonic_time() + THREAD_POLL_MIN_MS * 1000;
+		poll_end = now + THREAD_POLL_MIN_MS * 1000;
 		last_young = gcs->generations[0].count;
 	}
 }

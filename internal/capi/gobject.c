@@ -453,12 +453,13 @@ static int closure_marshal_bare(duet_closure *c, GValue *ret, guint n, const GVa
 	// Lazy: the GObjects Go takes, borrowed from the emission (which holds
 	// them until it returns; Go ends its Objects before the handler returns).
 	uintptr_t gobjs[8];
-	duet_ref made[8] = {{0}};
+	duet_ref made[8];
 	int k = 0;
 	if (c->bare == 2) {
 		k = c->nargs;
 		if (k < 0 || k > (int)n || k > 8) return 0;
 		for (int i = 0; i < k; i++) {
+			made[i] = duet_no_ref;
 			// An object type's value (the emitter's always is), or an
 			// interface's whose prerequisite is GObject: its pointer is
 			// data[0], as g_value_get_object reads it (without its check).
@@ -471,8 +472,11 @@ static int closure_marshal_bare(duet_closure *c, GValue *ret, guint n, const GVa
 	// emitting through code that keeps it, ctypes say): the GIL path takes
 	// nothing more, and runs the handler attached, so that WithoutGIL in
 	// it lets go of that GIL as it says.
-	PyThreadState *mine = duet_depth == 0 ? PyGILState_GetThisThreadState() : NULL;
-	if (mine && mine == _PyThreadState_UncheckedGet()) return 0;
+	// (Not PyGILState_Check: CPython turns it off for good once a
+	// sub-interpreter has existed, and it then says yes to everyone.)
+	PyThreadState *mine = PyGILState_GetThisThreadState();
+	int holds = mine && mine == _PyThreadState_UncheckedGet();
+	if (duet_depth == 0 && holds) return 0;
 	if (!__atomic_load_n(&c->callable, __ATOMIC_ACQUIRE)) return 1; // disconnected
 	DUET_RING("signal calls Go");
 	if (duet_ring_cur) {
@@ -494,20 +498,14 @@ static int closure_marshal_bare(duet_closure *c, GValue *ret, guint n, const GVa
 	// never entered, so that pygi (WithoutGIL, an exception check) sees the
 	// truth; both are put back for the entry's own leave.
 	int depth = duet_depth, entry_exc = duet_entry_exc;
-	// Not PyGILState_Check: CPython turns it off for good once a
-	// sub-interpreter has existed (it then says yes to everyone).
-	PyThreadState *ts = depth > 0 ? PyGILState_GetThisThreadState() : NULL;
-	if (depth > 0 && !(ts && ts == _PyThreadState_UncheckedGet())) duet_depth = 0;
+	if (depth > 0 && !holds) duet_depth = 0;
 	int lazy = duet_lazy, lazy_base = duet_lazy_base;
 	PyGILState_STATE lazy_st = duet_lazy_st;
 	// Attached already (an emission under the GIL: a property set from
 	// Python, say), a lazy handler has nothing to take; a bare one is told
 	// nothing (its calls take the GIL each, as the package doc says).
 	duet_lazy = c->bare == 2 && duet_depth == 0 ? 1 : 0;
-	if (duet_lazy) {
-		PyThreadState *t = PyGILState_GetThisThreadState();
-		duet_lazy_base = t ? t->gilstate_counter : -1;
-	}
+	if (duet_lazy) duet_lazy_base = mine ? mine->gilstate_counter : -1;
 	int rc = duetCallbackInvokeBare(c->handle, nested, gobjs, made, k);
 	release_made(made, k);
 	if (duet_lazy == 2) duet_leave(duet_lazy_st); // the hold its first entry took

@@ -310,7 +310,7 @@ int duet_loop_own_default(void) { return g_main_context_acquire(g_main_context_d
 // ---- timers ---------------------------------------------------------------------
 
 static gboolean timer_dispatch(gpointer data) {
-	int lazy = duet_lazy_pause(); // not a lazy handler's use (see loop_dispatch)
+	int lazy = duet_lazy_pause(); // not a lazy handler's use (see inv_dispatch)
 	gboolean again = duetTimerFire((uintptr_t)data);
 	duet_lazy_resume(lazy);
 	return again;

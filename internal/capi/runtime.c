@@ -264,6 +264,7 @@ int duet_lazy_pause(void) {
 void duet_lazy_resume(int was) {
 	if (was == 1 && duet_lazy == 0) duet_lazy = 1;
 }
+int duet_without_gil_begin(void) { return duet_attached() ? -1 : duet_lazy_pause(); }
 
 void *duet_save_thread(int *depth) {
 	*depth = duet_depth;
