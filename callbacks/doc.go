@@ -76,10 +76,10 @@
 // runs lazily: without the GIL until it first uses Python, given Objects
 // whose Python wrappers are made when first used, and from that first use
 // to its end holding the GIL, as if it had held it all along (its further
-// pygi calls cost what they cost inside WithGIL). A handler holding the
-// GIL that it runs on its own thread (a signal it emits through gotk4)
-// counts as its use; what a Python handler run from it does does not (the
-// GIL is that handler's, which lets go of it). So a click handler that
+// pygi calls cost what they cost inside WithGIL). Only its own calls
+// count as its use: a handler it runs (a signal it emits through gotk4,
+// one a nested loop dispatches) takes and lets go of the GIL as it would
+// anywhere else. So a click handler that
 // only does Go work costs what a bare one does, and one that uses its
 // emitter costs what it did. Before its first use of Python it may wait
 // for goroutines that use Python; after it, the rule below holds. Lock

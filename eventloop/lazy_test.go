@@ -78,3 +78,89 @@ def later():
 		})
 	}
 }
+
+// A lazy handler in a modal wait (a nested loop) that, before its own
+// first use of Python, waits for a goroutine using Python, while the
+// nested loop dispatches a GLib idle written in C that emits a signal to a
+// Go handler run holding the GIL: that handler is not the lazy one's use
+// of Python (its entry took the lazy handler's hold, and the UI thread
+// kept the GIL while it polled: the goroutine waited for the handler,
+// which waited for it).
+func TestLazyHandlerWaitingInANestedLoopThatRunsAHandler(t *testing.T) {
+	require.NoError(t, pygi.RequireVersion("GObject", "2.0"))
+	g, err := pygi.NewGlobals()
+	require.NoError(t, err)
+	defer g.Close()
+	require.NoError(t, pygi.Exec(`
+import ctypes
+from gi.repository import GObject, GLib, Gio
+class E(GObject.Object):
+    __gsignals__ = {"go": (GObject.SignalFlags.RUN_LAST, None, ())}
+e = E()
+c2 = Gio.Cancellable()
+api = ctypes.pythonapi
+api.PyCapsule_GetName.restype = ctypes.c_char_p
+api.PyCapsule_GetName.argtypes = [ctypes.py_object]
+api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+def addr(o):
+    cap = o.__gpointer__
+    return api.PyCapsule_GetPointer(cap, api.PyCapsule_GetName(cap))
+glib = ctypes.CDLL("libglib-2.0.so.0")
+gio = ctypes.CDLL("libgio-2.0.so.0")
+glib.g_idle_add_once.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+cancel = ctypes.cast(gio.g_cancellable_cancel, ctypes.c_void_p)
+def arm():
+    c2.reset()
+    glib.g_idle_add_once(cancel, addr(c2))  # a C source: cancels c2 from the loop
+def later():
+    GLib.timeout_add(1, lambda: e.emit("go") and False)
+`, g))
+	e, err := pygi.Eval("e", g)
+	require.NoError(t, err)
+	defer e.Close()
+	c2, err := pygi.Eval("c2", g)
+	require.NoError(t, err)
+	defer c2.Close()
+	var ran atomic.Int32
+	hid, err := callbacks.Connect(c2, "cancelled", func(self *pygi.Object) bool { ran.Add(1); return false })
+	require.NoError(t, err)
+	defer callbacks.Disconnect(c2, hid)
+
+	result := make(chan string, 1)
+	id, err := callbacks.Connect(e, "go", func(self *pygi.Object) {
+		t.Logf("lazy handler start: attached=%v", capi.Attached())
+		var done atomic.Bool
+		go func() {
+			if err := pygi.Exec("arm()", g); err != nil { // the goroutine arms the C idle
+				t.Log(err)
+			}
+			for i := 0; i < 500 && ran.Load() == 0; i++ {
+				time.Sleep(time.Millisecond)
+			}
+			time.Sleep(20 * time.Millisecond)
+			if r, err := pygi.Eval("2", nil); err == nil {
+				r.Close()
+			}
+			done.Store(true)
+		}()
+		deadline := time.Now().Add(3 * time.Second)
+		for !done.Load() && time.Now().Before(deadline) {
+			capi.LoopIterate(false)
+			time.Sleep(time.Millisecond)
+		}
+		att := capi.Attached()
+		result <- map[bool]string{true: "goroutine done", false: "goroutine stuck"}[done.Load()] +
+			map[bool]string{true: " (attached after nested loop)", false: ""}[att]
+	})
+	require.NoError(t, err)
+	defer callbacks.Disconnect(e, id)
+	require.NoError(t, pygi.Exec("later()", g))
+	select {
+	case r := <-result:
+		assert.Equal(t, "goroutine done", r)
+		assert.EqualValues(t, 1, ran.Load(), "GIL-path handler ran from the nested loop")
+	case <-time.After(20 * time.Second):
+		t.Fatal("no result")
+	}
+}

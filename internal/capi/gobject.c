@@ -366,7 +366,7 @@ int duet_used_gobjects(uintptr_t *out, const char **names, int max) {
 // *pygi.Object, after an optional *pygi.Block) and returns nothing or an
 // error runs lazily: bare as well, given the GObject pointers, which Go
 // makes into Python wrappers only when it uses them. Its first use of
-// Python (any duet entry on this thread: duet_lazy) attaches, and the
+// Python (its own first duet entry on this thread: duet_lazy) attaches, and the
 // attachment is kept until the handler returns, so from there on it runs
 // as it would have run holding the GIL all along; a handler that never
 // touches Python costs what a bare one costs. An emission whose values are
@@ -428,17 +428,14 @@ static void release_made(duet_ref *made, int k) {
 // DUET_DEBUG=callbacks' quarantine (freed by Go, its native state kept),
 // read under the GIL (a disconnect on another thread may free the
 // callable meanwhile); the GIL is let go again, so that a live callback
-// runs as it does without the debug mode. Not a lazy handler's use of
-// Python.
+// runs as it does without the debug mode.
 static int quarantined(duet_closure *c) {
-	int lazy = duet_lazy_pause();
-	PyGILState_STATE st = duet_enter();
+	PyGILState_STATE st = duet_enter(); // lazy state paused by closure_marshal
 	PyObject *fn = __atomic_load_n(&c->callable, __ATOMIC_ACQUIRE);
 	duet_cb *cb = fn ? PyCapsule_GetPointer(PyCFunction_GET_SELF(fn), CB_CAPSULE) : NULL;
 	if (fn && !cb) PyErr_Clear();
 	int dead = cb && (cb->flags & DUET_CB_DEAD);
 	duet_leave(st);
-	duet_lazy_resume(lazy);
 	return dead;
 }
 
@@ -632,19 +629,29 @@ out:
 
 // GLib runs these on any thread: counted in flight, so that finalisation
 // waits for them, and refused on other threads once it has begun.
+//
+// What GLib runs here is never a lazy handler's own use of Python, even
+// inside one (a handler it emits to, one a nested loop dispatches, a
+// disconnect): the handler's state is put aside for it (duet_lazy_pause),
+// so that only its own calls take its hold; a lazy handler emitted here
+// sets up its own.
 static void closure_invalidate(gpointer data, GClosure *closure) {
 	if (!duet_glib_enter()) {
 		__atomic_store_n(&((duet_closure *)closure)->callable, NULL, __ATOMIC_SEQ_CST); // gone with the interpreter
 		return;
 	}
+	int lazy = duet_lazy_pause();
 	closure_invalidate_in(data, closure);
+	duet_lazy_resume(lazy);
 	duet_glib_exit();
 }
 
 static void closure_marshal(GClosure *closure, GValue *ret, guint n, const GValue *params, gpointer hint,
                             gpointer marshal_data) {
 	if (!duet_glib_enter()) return;
+	int lazy = duet_lazy_pause();
 	closure_marshal_in(closure, ret, n, params, hint, marshal_data);
+	duet_lazy_resume(lazy);
 	duet_glib_exit();
 }
 
