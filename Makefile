@@ -27,6 +27,7 @@ deps:
 
 vet: deps
 	$(GO) vet ./...
+	$(GO) vet -tags duet_sharedpython ./internal/capi
 	$(GO) run ./cmd/duetvet ./...
 
 # Headless runs have no session bus: keep GTK's accessibility bridge quiet.
@@ -54,6 +55,11 @@ precompiled: deps
 	@$(GO) run $(PRECOMPILE_FLAGS) ./internal/pysrc/precompile -o $(PRECOMPILED)
 test: PRECOMPILE_FLAGS = $(RACE_GTK_FLAGS)
 
+# The build with the shared libpython (tag duet_sharedpython) tells
+# CPython's signal calls apart by another rule (internal/capi/interpose.c):
+# its tests of that rule.
+SHARED_TESTS := Signal|Faulthandler|HostKeeps|HostSignals|ChildProcessesInherit|Subprocess
+
 test: vet precompiled
 	@mkdir -p $(OUT)
 	@nogtk="$$(scripts/pkgs.sh nogtk)"; gtk="$$(scripts/pkgs.sh gtk)"; \
@@ -61,6 +67,8 @@ test: vet precompiled
 	set -e; \
 	if [ -n "$$nogtk" ]; then echo "== go test -race (packages without gtk/v4)"; $(XRUN) $(GO) test -race -count=1 $$nogtk; fi; \
 	if [ -n "$$gtk" ]; then echo "== go test $(RACE_GTK_FLAGS) (packages with gtk/v4; the first run compiles it for the race detector)"; $(XRUN) $(GO) test $(RACE_GTK_FLAGS) -count=1 $$gtk; fi
+	@echo "== go test -tags duet_sharedpython (libpython3.11.so instead of the static archive: the signal rules)"
+	@$(XRUN) $(GO) test -tags duet_sharedpython -count=1 -run '$(SHARED_TESTS)' ./eventloop
 	@$(MAKE) --no-print-directory sanitize
 
 # AddressSanitizer and UBSan over duet's C code (and Go's -asan), for the

@@ -37,7 +37,6 @@
 package capi
 
 /*
-#cgo pkg-config: python3-embed
 #cgo CFLAGS: -O2 -Wall -Wno-unused-function
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -234,6 +234,11 @@ int duet_pc_in_go(void *ctx);      // a fault's program counter is in Go's code 
 struct sigaction;
 int duet_python_action(int sig, struct sigaction *out); // interpose.c: what CPython asked for
 int duet_interposing(void);
+void duet_interpose_prepare(void); // before Python starts: where CPython's code is
+int duet_interpose_mode(void);     // 0 none, 1 libpython.so, 2 symbol table, 3 dynamic symbol table
+int duet_from_python_at(uintptr_t a); // the test of interpose.c's caller list
+uintptr_t duet_exe_bias(void);
+int duet_os_sigaction(int sig, const struct sigaction *act, struct sigaction *old); // libc's, for duet's own calls
 int duet_forked_child(void);  // a child forked from the Go program (interpose.c)
 void duet_child_signals(void); // Python's dispositions for such a child
 int duet_python_main_is_process_main(void); // Python's main thread is the UI thread

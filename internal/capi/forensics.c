@@ -315,12 +315,12 @@ int duet_crash_install(int fd, int dirfd, const char *name, const char *path) {
 	sa.sa_sigaction = on_fatal;
 	for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++) {
 		int sig = fatal_signals[i];
-		if (sigaction(sig, &sa, &prev_fatal[sig]) != 0) return -1;
+		if (duet_os_sigaction(sig, &sa, &prev_fatal[sig]) != 0) return -1;
 	}
 	sa.sa_sigaction = on_quit;
-	if (sigaction(SIGQUIT, &sa, &prev_quit) != 0) return -1;
+	if (duet_os_sigaction(SIGQUIT, &sa, &prev_quit) != 0) return -1;
 	sa.sa_sigaction = on_abort;
-	if (sigaction(SIGABRT, &sa, &prev_abrt) != 0) return -1;
+	if (duet_os_sigaction(SIGABRT, &sa, &prev_abrt) != 0) return -1;
 	installed = 1;
 	return 0;
 }

@@ -1,5 +1,5 @@
 // interpose.c: the process's signal handling belongs to the Go program, so
-// libpython may not change it. CPython changes it in several places: each
+// CPython may not change it. CPython changes it in several places: each
 // signal.signal (PyOS_setsig: SIG_DFL, SIG_IGN or its own handler, for a
 // moment or for good), its finalisation (_PySignal_Fini sets SIG_DFL for
 // every signal that had a Python handler, while finalisation still runs),
@@ -10,13 +10,32 @@
 // program subscribed to.
 //
 // So this file defines sigaction, sigaltstack and siginterrupt for the
-// executable (the dynamic linker resolves libpython's calls to them here
-// first). A call whose return address lies in libpython's code and that
-// would change something changes nothing: what CPython asked for is
-// recorded (duet_python_action: signals.c hands faulthandler's handlers on
-// from there) and CPython is told what is really in place. Every other
-// call, from Go's runtime, GLib, C extensions or duet, goes to libc
-// untouched. Reading calls always go to libc.
+// executable. A call from CPython's code that would change something
+// changes nothing: what CPython asked for is recorded (duet_python_action:
+// signals.c hands faulthandler's handlers on from there) and CPython is
+// told what is really in place. Every other call, from Go's runtime, GLib,
+// C extensions or the program's own C code, goes to libc untouched.
+// Reading calls always go to libc. duet's own C code calls libc through
+// duet_os_sigaction, never through here.
+//
+// Which caller is CPython, by the call's return address:
+//   - libpython linked statically (the default, as python3 itself is
+//     built: its code runs 10-15% faster than libpython.so's position-
+//     independent code): CPython's code is the executable's own, so its
+//     callers are found in the executable's symbol table (duet_interpose_
+//     prepare, before Python starts): the functions of the four CPython
+//     objects that call these (faulthandler, signalmodule, pylifecycle,
+//     _posixsubprocess) and every function named Py or _Py. Calls from the
+//     executable's own code resolve here at link time, and the shared
+//     libraries' (GLib's, the C extensions') through the dynamic linker.
+//   - A stripped executable (go run and go test strip theirs, as does
+//     -ldflags=-s) has no symbol table, only the dynamic one, which names
+//     every global function (--export-dynamic) but no static one: a
+//     caller it names answers by its name, and a static one by the
+//     functions around it (static_cpython). A test checks both ways
+//     against every call in the linked executable.
+//   - libpython3.11.so (built with the tag duet_sharedpython): CPython's
+//     code is libpython's executable segment, found by the library's name.
 //
 // SIGPIPE and SIGXFSZ: python3 ignores both, so that a write to a closed
 // pipe, or past the file size limit, fails with an error. Go handles them
@@ -30,11 +49,16 @@
 // program.
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "duet.h"
@@ -42,7 +66,7 @@
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 static int (*real_sigaltstack)(const stack_t *, stack_t *);
 static int (*real_siginterrupt)(int, int);
-static uintptr_t py_lo, py_hi; // libpython's executable segment
+static uintptr_t py_lo, py_hi; // libpython.so's executable segment (a shared build)
 static pid_t our_pid;          // the process's; another in a forked child
 
 static struct sigaction py_action[NSIG]; // what CPython last asked for
@@ -67,6 +91,188 @@ static int find_libpython(struct dl_phdr_info *info, size_t size, void *data) {
 		return 1;
 	}
 	return 0;
+}
+
+// ---- CPython's callers in a static build --------------------------------------
+
+// Published once by duet_interpose_prepare, before Python starts (so before
+// CPython can call), with a release store of static_mode; read by any
+// thread after, a signal handler among them, so never freed.
+struct code_range {
+	uintptr_t lo, hi;
+	int cpython;
+};
+static struct code_range *ranges; // sorted by lo
+static size_t nranges;
+static uintptr_t exe_lo, exe_hi; // the executable's code
+static uintptr_t exe_bias;       // its load address against its link-time one (PIE)
+enum { STATIC_NONE, STATIC_SYMBOLS, STATIC_DYNAMIC };
+static int static_mode;
+
+// The first object dl_iterate_phdr reports is the executable.
+static int find_executable(struct dl_phdr_info *info, size_t size, void *data) {
+	exe_bias = info->dlpi_addr;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+		if (!exe_lo || lo < exe_lo) exe_lo = lo;
+		if (hi > exe_hi) exe_hi = hi;
+	}
+	return 1;
+}
+
+// The CPython objects whose functions call sigaction, sigaltstack or
+// siginterrupt (a test checks the list against every call in the linked
+// executable). Matched by file name without its extension: the symbol
+// table names an archive member "faulthandler.o", a source "faulthandler.c".
+static const char *const cpython_files[] = {"faulthandler", "signalmodule", "pylifecycle", "_posixsubprocess"};
+
+static int cpython_file(const char *name, size_t max) {
+	size_t n = strnlen(name, max);
+	const char *base = memrchr(name, '/', n);
+	base = base ? base + 1 : name;
+	n = strcspn(base, ".");
+	for (size_t i = 0; i < sizeof cpython_files / sizeof cpython_files[0]; i++)
+		if (strlen(cpython_files[i]) == n && memcmp(base, cpython_files[i], n) == 0) return 1;
+	return 0;
+}
+
+// CPython's rule for its own global names (its build checks it): Py or _Py.
+static int cpython_name(const char *name, size_t max) {
+	return (max >= 2 && name[0] == 'P' && name[1] == 'y') || (max >= 3 && name[0] == '_' && name[1] == 'P' && name[2] == 'y');
+}
+
+static int range_cmp(const void *a, const void *b) {
+	uintptr_t x = ((const struct code_range *)a)->lo, y = ((const struct code_range *)b)->lo;
+	return x < y ? -1 : x > y;
+}
+
+// scan_symbols reads the executable's function symbols into ranges: from
+// its symbol table when it has one (STATIC_SYMBOLS: CPython's callers
+// exactly, by their objects' file names and by name), else from its
+// dynamic symbol table (STATIC_DYNAMIC: go run, go test and -ldflags=-s
+// strip the other; --export-dynamic keeps every global function here, so
+// only static functions are missing, and from_python places those by
+// their neighbours). The file is an ELF file the kernel ran: its headers
+// are checked only as far as reading them safely needs. STATIC_NONE when
+// there is nothing to read.
+static int scan_symbols(void) {
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	if (fd < 0) return STATIC_NONE;
+	struct stat st;
+	if (fstat(fd, &st) != 0 || (size_t)st.st_size < sizeof(ElfW(Ehdr))) {
+		close(fd);
+		return STATIC_NONE;
+	}
+	size_t size = (size_t)st.st_size;
+	const unsigned char *file = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (file == MAP_FAILED) return STATIC_NONE;
+	int mode = STATIC_NONE;
+	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)file;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_shentsize != sizeof(ElfW(Shdr)) ||
+	    eh->e_shoff > size || (size - eh->e_shoff) / sizeof(ElfW(Shdr)) < eh->e_shnum)
+		goto out;
+	const ElfW(Shdr) *sh = (const ElfW(Shdr) *)(file + eh->e_shoff);
+	const ElfW(Shdr) *symtab = NULL, *dynsym = NULL;
+	for (size_t i = 0; i < eh->e_shnum; i++) {
+		if (sh[i].sh_type == SHT_SYMTAB) symtab = &sh[i];
+		if (sh[i].sh_type == SHT_DYNSYM) dynsym = &sh[i];
+	}
+	const ElfW(Shdr) *table = symtab ? symtab : dynsym;
+	int want = symtab ? STATIC_SYMBOLS : STATIC_DYNAMIC;
+	if (!table || table->sh_link >= eh->e_shnum || table->sh_entsize != sizeof(ElfW(Sym))) goto out;
+	const ElfW(Shdr) *strtab = &sh[table->sh_link];
+	if (table->sh_offset > size || table->sh_size > size - table->sh_offset || strtab->sh_offset > size ||
+	    strtab->sh_size > size - strtab->sh_offset)
+		goto out;
+	const ElfW(Sym) *syms = (const ElfW(Sym) *)(file + table->sh_offset);
+	size_t nsyms = table->sh_size / sizeof(ElfW(Sym));
+	const char *strs = (const char *)(file + strtab->sh_offset);
+	size_t strsz = strtab->sh_size;
+
+	size_t cap = 0, n = 0, ncpython = 0;
+	struct code_range *r = NULL;
+	int in_cpython_file = 0; // the local symbols after a FILE symbol are that file's
+	for (size_t i = 0; i < nsyms; i++) {
+		const ElfW(Sym) *s = &syms[i];
+		if (s->st_name >= strsz) continue;
+		const char *name = strs + s->st_name;
+		size_t max = strsz - s->st_name;
+		int type = ELF64_ST_TYPE(s->st_info);
+		if (type == STT_FILE) {
+			in_cpython_file = cpython_file(name, max);
+			continue;
+		}
+		if (type != STT_FUNC || s->st_size == 0 || s->st_shndx == SHN_UNDEF) continue;
+		int cpython = (ELF64_ST_BIND(s->st_info) == STB_LOCAL && in_cpython_file) || cpython_name(name, max);
+		if (!cpython && want == STATIC_SYMBOLS) continue; // only the dynamic table needs the others
+		if (n == cap) {
+			cap = cap ? 2 * cap : 1024;
+			struct code_range *nr = realloc(r, cap * sizeof *r);
+			if (!nr) {
+				free(r);
+				goto out;
+			}
+			r = nr;
+		}
+		r[n].lo = exe_bias + s->st_value;
+		r[n].hi = r[n].lo + s->st_size;
+		r[n].cpython = cpython;
+		ncpython += cpython;
+		n++;
+	}
+	if (ncpython == 0) { // no CPython in this table: an executable not built as link_static.go says
+		free(r);
+		goto out;
+	}
+	qsort(r, n, sizeof *r, range_cmp);
+	ranges = r;
+	nranges = n;
+	mode = want;
+out:
+	munmap((void *)file, size);
+	return mode;
+}
+
+static void prepare_static(void) {
+	if (py_hi) return; // libpython.so: found by its name
+	dl_iterate_phdr(find_executable, NULL);
+	if (!exe_hi) return;
+	int mode = scan_symbols();
+	if (mode != STATIC_NONE) __atomic_store_n(&static_mode, mode, __ATOMIC_RELEASE);
+	// else nothing is interposed: signals.c puts CPython's changes back by hand
+}
+
+static pthread_once_t prepare_once = PTHREAD_ONCE_INIT;
+
+// duet_interpose_prepare learns where CPython's code is, in a static build;
+// before Python starts (duet_init), so that no process pays for it that
+// never starts Python.
+void duet_interpose_prepare(void) { pthread_once(&prepare_once, prepare_static); }
+
+// static_cpython: whether the code at a (inside the executable) is
+// CPython's. A function the table names answers for itself. Between the
+// functions it names lie those it does not: none in the symbol table but
+// the odd size-less one, which is not CPython's; in the dynamic table,
+// every static function. Those lie in their object's code, next to its
+// global functions, and CPython's objects are linked one after another:
+// one whose neighbour on either side is CPython's is taken for CPython's
+// (at the edge of CPython's code, the neighbouring object's static code
+// would be too; Go's runtime and the program's exported C functions are
+// named, so never taken).
+static int static_cpython(uintptr_t a, int mode) {
+	size_t lo = 0, hi = nranges; // first range with ranges[i].lo > a
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (ranges[mid].lo <= a) lo = mid + 1;
+		else hi = mid;
+	}
+	// ranges overlap only as aliases; the latest start below a is the one
+	if (lo > 0 && a < ranges[lo - 1].hi) return ranges[lo - 1].cpython;
+	if (mode == STATIC_SYMBOLS) return 0;
+	return (lo > 0 && ranges[lo - 1].cpython) || (lo < nranges && ranges[lo].cpython);
 }
 
 // resolve finds libc's functions. The constructor does it, before anything
@@ -151,9 +357,33 @@ __attribute__((constructor)) static void interpose_init(void) {
 // child shares the parent's memory.
 int duet_forked_child(void) { return our_pid != 0 && getpid() != our_pid; }
 
+// from_python: the call returning to ra is CPython's (see the top).
 static int from_python(void *ra) {
+	if (duet_forked_child()) return 0;
 	uintptr_t a = (uintptr_t)ra;
-	return py_hi != 0 && a >= py_lo && a < py_hi && !duet_forked_child();
+	if (py_hi) return a >= py_lo && a < py_hi;
+	int mode = __atomic_load_n(&static_mode, __ATOMIC_ACQUIRE);
+	if (mode == STATIC_NONE || a < exe_lo || a >= exe_hi) return 0; // a shared library's call
+	return static_cpython(a, mode);
+}
+
+// duet_from_python_at answers from_python for a code address (the test of
+// the caller list); duet_interpose_mode says how CPython's calls are told:
+// 0 not at all, 1 libpython.so's segment, 2 the symbol table, 3 the
+// dynamic symbol table (a stripped executable).
+int duet_from_python_at(uintptr_t a) { return from_python((void *)a); }
+uintptr_t duet_exe_bias(void) { return exe_bias; }
+int duet_interpose_mode(void) {
+	if (py_hi) return 1;
+	int mode = __atomic_load_n(&static_mode, __ATOMIC_ACQUIRE);
+	return mode == STATIC_SYMBOLS ? 2 : mode == STATIC_DYNAMIC ? 3 : 0;
+}
+
+// duet_os_sigaction is libc's sigaction, for duet's own C code: never taken
+// for CPython's, whatever the build.
+int duet_os_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+	if (__builtin_expect(!real_sigaction, 0)) resolve();
+	return real_sigaction(sig, act, old);
 }
 
 // duet_child_signals gives a forked child the dispositions Python asked
@@ -201,7 +431,7 @@ int siginterrupt(int sig, int flag) {
 }
 
 // duet_python_action copies what CPython last asked for sig into out; 0
-// when it never asked (or libpython was not found: then nothing is
+// when it never asked (or CPython's code was not found: then nothing is
 // interposed, and signals.c falls back to putting actions back by hand).
 int duet_python_action(int sig, struct sigaction *out) {
 	if (sig <= 0 || sig >= NSIG || !__atomic_load_n(&py_asked[sig], __ATOMIC_ACQUIRE)) return 0;
@@ -209,4 +439,4 @@ int duet_python_action(int sig, struct sigaction *out) {
 	return 1;
 }
 
-int duet_interposing(void) { return py_hi != 0 && real_sigaction != NULL; }
+int duet_interposing(void) { return duet_interpose_mode() != 0 && real_sigaction != NULL; }

@@ -69,6 +69,7 @@ int duet_init(int argc, char **argv, const char *venv, char **errmsg) {
 		*errmsg = strdup("Python was already initialised by someone else in this process");
 		return -1;
 	}
+	duet_interpose_prepare();
 	duet_signals_save();
 	PyConfig config;
 	// Py_InitializeEx(0), but through PyConfig so that a failure comes back
@@ -129,15 +130,15 @@ int duet_finalize(void) {
 	// whose Python handler was a callable (default_int_handler on SIGINT
 	// among them), over Go's handlers: put back what was there.
 	static struct sigaction before[NSIG];
-	for (int i = 1; i < NSIG; i++) sigaction(i, NULL, &before[i]);
+	for (int i = 1; i < NSIG; i++) duet_os_sigaction(i, NULL, &before[i]);
 	int rc = Py_FinalizeEx();
 	__atomic_store_n(&duet_initialized, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&finalizing_tid, 0, __ATOMIC_RELEASE);
 	for (int i = 1; i < NSIG; i++) {
 		struct sigaction now;
-		if (sigaction(i, NULL, &now) == 0 && !(now.sa_flags & SA_SIGINFO) && now.sa_handler == SIG_DFL &&
+		if (duet_os_sigaction(i, NULL, &now) == 0 && !(now.sa_flags & SA_SIGINFO) && now.sa_handler == SIG_DFL &&
 		    ((before[i].sa_flags & SA_SIGINFO) || before[i].sa_handler != SIG_DFL))
-			sigaction(i, &before[i], NULL);
+			duet_os_sigaction(i, &before[i], NULL);
 	}
 	duet_signals_finalized();
 	duet_values_finalized();

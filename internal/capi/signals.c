@@ -63,9 +63,9 @@ static PyObject *signal_set(PyObject *self, PyObject *args) {
 	if (duet_forked_child()) // a Python process of its own: as python3
 		return PyObject_CallFunction(orig_signal, "iO", n, handler);
 	struct sigaction cur;
-	int have = n > 0 && n < NSIG && sigaction(n, NULL, &cur) == 0;
+	int have = n > 0 && n < NSIG && duet_os_sigaction(n, NULL, &cur) == 0;
 	PyObject *old = PyObject_CallFunction(orig_signal, "iO", n, handler);
-	if (have) sigaction(n, &cur, NULL);
+	if (have) duet_os_sigaction(n, &cur, NULL);
 	if (!old) return NULL;
 	if (report) duetSignalKind(n, kind);
 	return old;
@@ -150,7 +150,7 @@ static void take_fault_handlers(const struct sigaction *before) {
 	for (size_t i = 0; i < N_FATAL; i++) {
 		int sig = fatal_signals[i];
 		struct sigaction want, now;
-		if (sigaction(sig, NULL, &now) != 0) continue;
+		if (duet_os_sigaction(sig, NULL, &now) != 0) continue;
 		if (duet_interposing()) {
 			if (!duet_python_action(sig, &want)) continue;
 		} else {
@@ -168,7 +168,7 @@ static void take_fault_handlers(const struct sigaction *before) {
 		sigfillset(&sa.sa_mask);
 		sa.sa_sigaction = fault_front;
 		__atomic_store_n(&fault_on[sig], 1, __ATOMIC_SEQ_CST);
-		if (now.sa_sigaction != fault_front) sigaction(sig, &sa, NULL);
+		if (now.sa_sigaction != fault_front) duet_os_sigaction(sig, &sa, NULL);
 		front_installed[sig] = 1;
 	}
 }
@@ -180,7 +180,7 @@ static PyObject *fault_call(PyObject *self, PyObject *args) {
 	int enable;
 	if (!PyArg_ParseTuple(args, "OOOi", &fn, &a, &kw, &enable)) return NULL;
 	struct sigaction before[NSIG];
-	for (size_t i = 0; i < N_FATAL; i++) sigaction(fatal_signals[i], NULL, &before[fatal_signals[i]]);
+	for (size_t i = 0; i < N_FATAL; i++) duet_os_sigaction(fatal_signals[i], NULL, &before[fatal_signals[i]]);
 	PyObject *r = PyObject_Call(fn, a, kw == Py_None ? NULL : kw);
 	if (!r) return NULL;
 	if (enable) {
@@ -189,7 +189,7 @@ static PyObject *fault_call(PyObject *self, PyObject *args) {
 		for (size_t i = 0; i < N_FATAL; i++) {
 			int sig = fatal_signals[i];
 			__atomic_store_n(&fault_on[sig], 0, __ATOMIC_SEQ_CST);
-			if (!duet_interposing()) sigaction(sig, &before[sig], NULL); // the front stays, a pass-through
+			if (!duet_interposing()) duet_os_sigaction(sig, &before[sig], NULL); // the front stays, a pass-through
 		}
 	}
 	return r;
@@ -332,7 +332,7 @@ static const char wrap_src[] =
     "_os.register_at_fork(after_in_child=_forked)\n";
 
 void duet_signals_save(void) {
-	for (int i = 1; i < NSIG; i++) sigaction(i, NULL, &at_init[i]);
+	for (int i = 1; i < NSIG; i++) duet_os_sigaction(i, NULL, &at_init[i]);
 }
 
 // duet_signals_install runs on Python's main thread, GIL held, at start-up.
@@ -377,8 +377,8 @@ void duet_signals_finalized(void) {
 		int sig = fatal_signals[i];
 		__atomic_store_n(&fault_on[sig], 0, __ATOMIC_SEQ_CST);
 		struct sigaction now;
-		if (front_installed[sig] && sigaction(sig, NULL, &now) == 0 && now.sa_sigaction == fault_front)
-			sigaction(sig, &fault_under[sig], NULL);
+		if (front_installed[sig] && duet_os_sigaction(sig, NULL, &now) == 0 && now.sa_sigaction == fault_front)
+			duet_os_sigaction(sig, &fault_under[sig], NULL);
 		front_installed[sig] = 0;
 	}
 	orig_signal = NULL; // gone with the interpreter: only forgotten

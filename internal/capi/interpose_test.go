@@ -1,0 +1,146 @@
+package capi
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Every call to sigaction, sigaltstack or siginterrupt in an executable
+// linking duet is told apart by interpose.c exactly: CPython's (from a
+// function libpython's archive defines) are recorded, every other caller's
+// (Go's runtime's among them) goes to libc. Checked against the machine
+// code of this package's test executable, built with its symbol table and
+// stripped of it (as go run and go test build), so a CPython whose callers
+// moved fails here, not in a user's process.
+func TestEveryCPythonSignalCallIsToldApart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a test executable")
+	}
+	InterposePrepare()
+	if InterposeMode() == InterposeShared {
+		t.Skip("built with duet_sharedpython: CPython's code is libpython.so's segment (eventloop's signal tests cover it)")
+	}
+	dir := t.TempDir()
+	full, stripped := filepath.Join(dir, "full.test"), filepath.Join(dir, "stripped.test")
+	out, err := exec.Command("go", "test", "-c", "-o", full, ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	out, err = exec.Command("objcopy", "--strip-all", full, stripped).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	sites := callSites(t, full)
+	var cpython, other int
+	var list strings.Builder
+	for _, s := range sites {
+		fmt.Fprintf(&list, "%x %t %s\n", s.ra, s.cpython, s.fn)
+		if s.cpython {
+			cpython++
+		} else {
+			other++
+		}
+	}
+	require.GreaterOrEqual(t, cpython, 10, "CPython's call sites (faulthandler, signal.siginterrupt, PyOS_setsig...)")
+	require.NotZero(t, other, "other callers (Go's runtime's x_cgo_sigaction)")
+	file := filepath.Join(dir, "sites")
+	require.NoError(t, os.WriteFile(file, []byte(list.String()), 0o600))
+
+	for _, c := range []struct {
+		exe  string
+		mode int
+	}{{full, InterposeSymbols}, {stripped, InterposeDynamic}} {
+		t.Run(filepath.Base(c.exe), func(t *testing.T) {
+			cmd := exec.Command(c.exe, "-test.run=^TestSignalCallSitesChild$", "-test.v")
+			cmd.Env = append(os.Environ(), "DUET_SITES="+file, fmt.Sprintf("DUET_SITES_MODE=%d", c.mode))
+			out, err := cmd.CombinedOutput()
+			assert.NoError(t, err, "%s", out)
+			assert.Contains(t, string(out), fmt.Sprintf("%d call sites told apart", len(sites)))
+		})
+	}
+}
+
+// TestSignalCallSitesChild runs in the executables the test above builds.
+func TestSignalCallSitesChild(t *testing.T) {
+	file := os.Getenv("DUET_SITES")
+	if file == "" {
+		t.Skip("run by TestEveryCPythonSignalCallIsToldApart")
+	}
+	InterposePrepare()
+	require.Equal(t, os.Getenv("DUET_SITES_MODE"), strconv.Itoa(InterposeMode()), "how this executable's CPython is found")
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	n := 0
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var ra uint64
+		var want bool
+		var fn string
+		_, err := fmt.Sscanf(l, "%x %t %s", &ra, &want, &fn)
+		require.NoError(t, err, l)
+		assert.Equal(t, want, FromPythonAt(uintptr(ra)+ExeBias()), "the call in %s (returning to %#x)", fn, ra)
+		n++
+	}
+	assert.False(t, FromPythonAt(ExeBias()+1), "an address outside the executable's code")
+	fmt.Printf("%d call sites told apart\n", n)
+}
+
+type callSite struct {
+	ra      uint64 // link-time return address
+	fn      string // the calling function
+	cpython bool   // defined by libpython's archive
+}
+
+// callSites disassembles exe and names each call to the three functions.
+func callSites(t *testing.T, exe string) []callSite {
+	archive, err := exec.Command("gcc", "-print-file-name=libpython3.11.a").Output()
+	require.NoError(t, err)
+	nm, err := exec.Command("nm", "--defined-only", strings.TrimSpace(string(archive))).Output()
+	require.NoError(t, err, "nm on %s", archive)
+	cpython := map[string]bool{}
+	for _, l := range strings.Split(string(nm), "\n") {
+		if f := strings.Fields(l); len(f) == 3 && (f[1] == "t" || f[1] == "T") {
+			cpython[f[2]] = true
+		}
+	}
+	require.NotEmpty(t, cpython)
+
+	dis, err := exec.Command("objdump", "-d", "--no-show-raw-insn", exe).Output()
+	require.NoError(t, err)
+	fnRe := regexp.MustCompile(`^[0-9a-f]+ <(.+)>:$`)
+	insnRe := regexp.MustCompile(`^\s+([0-9a-f]+):\s+(\S+)\s*(.*)$`)
+	callRe := regexp.MustCompile(`^[0-9a-f]+ <(sigaction|sigaltstack|siginterrupt)>$`)
+	var sites []callSite
+	var fn string
+	pending := false
+	sc := bufio.NewScanner(bytes.NewReader(dis))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if m := fnRe.FindStringSubmatch(line); m != nil {
+			require.False(t, pending, "a call ends %s", fn)
+			fn = m[1]
+			continue
+		}
+		m := insnRe.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		if pending { // this instruction is where the call returns to
+			ra, err := strconv.ParseUint(m[1], 16, 64)
+			require.NoError(t, err)
+			sites = append(sites, callSite{ra: ra, fn: fn, cpython: cpython[fn]})
+			pending = false
+		}
+		pending = m[2] == "call" && callRe.MatchString(m[3])
+	}
+	require.NoError(t, sc.Err())
+	return sites
+}
