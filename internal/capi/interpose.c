@@ -104,21 +104,31 @@ struct code_range {
 };
 static struct code_range *ranges; // sorted by lo
 static size_t nranges;
-static uintptr_t exe_lo, exe_hi; // the executable's code
+static uintptr_t exe_lo, exe_hi; // the code of the object duet and CPython are linked into
 static uintptr_t exe_bias;       // its load address against its link-time one (PIE)
+static char exe_path[4096];      // its file
 enum { STATIC_NONE, STATIC_SYMBOLS, STATIC_DYNAMIC };
 static int static_mode;
 
-// The first object dl_iterate_phdr reports is the executable.
-static int find_executable(struct dl_phdr_info *info, size_t size, void *data) {
-	exe_bias = info->dlpi_addr;
+// find_own finds the ELF object whose code holds this function, which is
+// the one libpython's archive was linked into along with duet's C: the
+// program's executable (by its address, not by dl_iterate_phdr's order).
+static int find_own(struct dl_phdr_info *info, size_t size, void *data) {
+	uintptr_t self = (uintptr_t)data, lo = 0, hi = 0;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
-		uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
-		if (!exe_lo || lo < exe_lo) exe_lo = lo;
-		if (hi > exe_hi) exe_hi = hi;
+		uintptr_t l = info->dlpi_addr + ph->p_vaddr, h = l + ph->p_memsz;
+		if (!lo || l < lo) lo = l;
+		if (h > hi) hi = h;
 	}
+	if (self < lo || self >= hi) return 0;
+	const char *name = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : "/proc/self/exe";
+	if (strlen(name) >= sizeof exe_path) return 1;
+	strcpy(exe_path, name);
+	exe_lo = lo;
+	exe_hi = hi;
+	exe_bias = info->dlpi_addr;
 	return 1;
 }
 
@@ -148,6 +158,8 @@ static int range_cmp(const void *a, const void *b) {
 	return x < y ? -1 : x > y;
 }
 
+static void prepare_static(void);
+
 // scan_symbols reads the executable's function symbols into ranges: from
 // its symbol table when it has one (STATIC_SYMBOLS: CPython's callers
 // exactly, by their objects' file names and by name), else from its
@@ -158,7 +170,7 @@ static int range_cmp(const void *a, const void *b) {
 // are checked only as far as reading them safely needs. STATIC_NONE when
 // there is nothing to read.
 static int scan_symbols(void) {
-	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	int fd = open(exe_path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) return STATIC_NONE;
 	struct stat st;
 	if (fstat(fd, &st) != 0 || (size_t)st.st_size < sizeof(ElfW(Ehdr))) {
@@ -238,7 +250,7 @@ out:
 
 static void prepare_static(void) {
 	if (py_hi) return; // libpython.so: found by its name
-	dl_iterate_phdr(find_executable, NULL);
+	dl_iterate_phdr(find_own, (void *)(uintptr_t)prepare_static);
 	if (!exe_hi) return;
 	int mode = scan_symbols();
 	if (mode != STATIC_NONE) __atomic_store_n(&static_mode, mode, __ATOMIC_RELEASE);
