@@ -104,9 +104,10 @@ struct code_range {
 };
 static struct code_range *ranges; // sorted by lo
 static size_t nranges;
-static uintptr_t exe_lo, exe_hi; // the code of the object duet and CPython are linked into
-static uintptr_t exe_bias;       // its load address against its link-time one (PIE)
-static char exe_path[4096];      // its file
+static uintptr_t exe_lo, exe_hi;   // the code of the object duet and CPython are linked into
+static uintptr_t exe_bias;         // its load address against its link-time one (PIE)
+static const ElfW(Dyn) *exe_dyn;   // its dynamic section, in memory
+static char exe_path[4096];        // its file
 enum { STATIC_NONE, STATIC_SYMBOLS, STATIC_DYNAMIC };
 static int static_mode;
 
@@ -115,8 +116,10 @@ static int static_mode;
 // program's executable (by its address, not by dl_iterate_phdr's order).
 static int find_own(struct dl_phdr_info *info, size_t size, void *data) {
 	uintptr_t self = (uintptr_t)data, lo = 0, hi = 0;
+	const ElfW(Dyn) *dyn = NULL;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_DYNAMIC) dyn = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
 		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
 		uintptr_t l = info->dlpi_addr + ph->p_vaddr, h = l + ph->p_memsz;
 		if (!lo || l < lo) lo = l;
@@ -124,11 +127,11 @@ static int find_own(struct dl_phdr_info *info, size_t size, void *data) {
 	}
 	if (self < lo || self >= hi) return 0;
 	const char *name = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : "/proc/self/exe";
-	if (strlen(name) >= sizeof exe_path) return 1;
-	strcpy(exe_path, name);
+	if (strlen(name) < sizeof exe_path) strcpy(exe_path, name);
 	exe_lo = lo;
 	exe_hi = hi;
 	exe_bias = info->dlpi_addr;
+	exe_dyn = dyn;
 	return 1;
 }
 
@@ -158,18 +161,71 @@ static int range_cmp(const void *a, const void *b) {
 	return x < y ? -1 : x > y;
 }
 
-static void prepare_static(void);
+// collect reads a symbol table's functions into ranges, for mode:
+//   - STATIC_SYMBOLS (the file's symbol table): CPython's functions only,
+//     exactly: the local ones under the FILE symbol of one of
+//     cpython_files, and every one named Py or _Py. A table that lost its
+//     FILE symbols (strip -g, strip -x) cannot place CPython's static
+//     functions, so it does not count.
+//   - STATIC_DYNAMIC (the dynamic symbol table: go run, go test and
+//     -ldflags=-s strip the other): every function, CPython's by name;
+//     --export-dynamic puts every global function here, so only static
+//     functions are missing, and static_cpython places those by their
+//     neighbours.
+// Either way the table must be this object's: it holds this function at
+// its address (a launch through ld.so makes /proc/self/exe ld.so's file).
+static int collect(const ElfW(Sym) *syms, size_t nsyms, const char *strs, size_t strsz, int mode) {
+	size_t cap = 0, n = 0, nfile = 0, ncpython = 0;
+	int self = 0;
+	struct code_range *r = NULL;
+	int in_cpython_file = 0; // the local symbols after a FILE symbol are that file's
+	for (size_t i = 0; i < nsyms; i++) {
+		const ElfW(Sym) *s = &syms[i];
+		if (s->st_name >= strsz) continue;
+		const char *name = strs + s->st_name;
+		size_t max = strsz - s->st_name;
+		int type = ELF64_ST_TYPE(s->st_info);
+		if (type == STT_FILE) {
+			in_cpython_file = cpython_file(name, max);
+			continue;
+		}
+		if (type != STT_FUNC || s->st_size == 0 || s->st_shndx == SHN_UNDEF) continue;
+		uintptr_t lo = exe_bias + s->st_value;
+		if (lo == (uintptr_t)duet_interpose_prepare && strncmp(name, "duet_interpose_prepare", max) == 0) self = 1;
+		int local = ELF64_ST_BIND(s->st_info) == STB_LOCAL && in_cpython_file;
+		int cpython = local || cpython_name(name, max);
+		nfile += local;
+		ncpython += cpython;
+		if (!cpython && mode == STATIC_SYMBOLS) continue; // only the dynamic table needs the others
+		if (n == cap) {
+			cap = cap ? 2 * cap : 1024;
+			struct code_range *nr = realloc(r, cap * sizeof *r);
+			if (!nr) {
+				free(r);
+				return STATIC_NONE;
+			}
+			r = nr;
+		}
+		r[n].lo = lo;
+		r[n].hi = lo + s->st_size;
+		r[n].cpython = cpython;
+		n++;
+	}
+	if (!self || ncpython == 0 || (mode == STATIC_SYMBOLS && nfile == 0)) {
+		free(r);
+		return STATIC_NONE;
+	}
+	qsort(r, n, sizeof *r, range_cmp);
+	ranges = r;
+	nranges = n;
+	return mode;
+}
 
-// scan_symbols reads the executable's function symbols into ranges: from
-// its symbol table when it has one (STATIC_SYMBOLS: CPython's callers
-// exactly, by their objects' file names and by name), else from its
-// dynamic symbol table (STATIC_DYNAMIC: go run, go test and -ldflags=-s
-// strip the other; --export-dynamic keeps every global function here, so
-// only static functions are missing, and from_python places those by
-// their neighbours). The file is an ELF file the kernel ran: its headers
-// are checked only as far as reading them safely needs. STATIC_NONE when
-// there is nothing to read.
-static int scan_symbols(void) {
+// scan_file reads the symbol table of the object's file (an ELF file the
+// kernel or ld.so loaded: its headers are checked only as far as reading
+// them safely needs). STATIC_NONE when it cannot be read (no /proc, an
+// executable its user may run but not read) or has none.
+static int scan_file(void) {
 	int fd = open(exe_path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) return STATIC_NONE;
 	struct stat st;
@@ -187,74 +243,75 @@ static int scan_symbols(void) {
 	    eh->e_shoff > size || (size - eh->e_shoff) / sizeof(ElfW(Shdr)) < eh->e_shnum)
 		goto out;
 	const ElfW(Shdr) *sh = (const ElfW(Shdr) *)(file + eh->e_shoff);
-	const ElfW(Shdr) *symtab = NULL, *dynsym = NULL;
-	for (size_t i = 0; i < eh->e_shnum; i++) {
-		if (sh[i].sh_type == SHT_SYMTAB) symtab = &sh[i];
-		if (sh[i].sh_type == SHT_DYNSYM) dynsym = &sh[i];
-	}
-	const ElfW(Shdr) *table = symtab ? symtab : dynsym;
-	int want = symtab ? STATIC_SYMBOLS : STATIC_DYNAMIC;
-	if (!table || table->sh_link >= eh->e_shnum || table->sh_entsize != sizeof(ElfW(Sym))) goto out;
-	const ElfW(Shdr) *strtab = &sh[table->sh_link];
-	if (table->sh_offset > size || table->sh_size > size - table->sh_offset || strtab->sh_offset > size ||
-	    strtab->sh_size > size - strtab->sh_offset)
-		goto out;
-	const ElfW(Sym) *syms = (const ElfW(Sym) *)(file + table->sh_offset);
-	size_t nsyms = table->sh_size / sizeof(ElfW(Sym));
-	const char *strs = (const char *)(file + strtab->sh_offset);
-	size_t strsz = strtab->sh_size;
-
-	size_t cap = 0, n = 0, ncpython = 0;
-	struct code_range *r = NULL;
-	int in_cpython_file = 0; // the local symbols after a FILE symbol are that file's
-	for (size_t i = 0; i < nsyms; i++) {
-		const ElfW(Sym) *s = &syms[i];
-		if (s->st_name >= strsz) continue;
-		const char *name = strs + s->st_name;
-		size_t max = strsz - s->st_name;
-		int type = ELF64_ST_TYPE(s->st_info);
-		if (type == STT_FILE) {
-			in_cpython_file = cpython_file(name, max);
+	for (size_t i = 0; i < eh->e_shnum && mode == STATIC_NONE; i++) {
+		const ElfW(Shdr) *tab = &sh[i];
+		if (tab->sh_type != SHT_SYMTAB || tab->sh_link >= eh->e_shnum || tab->sh_entsize != sizeof(ElfW(Sym))) continue;
+		const ElfW(Shdr) *str = &sh[tab->sh_link];
+		if (tab->sh_offset > size || tab->sh_size > size - tab->sh_offset || str->sh_offset > size ||
+		    str->sh_size > size - str->sh_offset)
 			continue;
-		}
-		if (type != STT_FUNC || s->st_size == 0 || s->st_shndx == SHN_UNDEF) continue;
-		int cpython = (ELF64_ST_BIND(s->st_info) == STB_LOCAL && in_cpython_file) || cpython_name(name, max);
-		if (!cpython && want == STATIC_SYMBOLS) continue; // only the dynamic table needs the others
-		if (n == cap) {
-			cap = cap ? 2 * cap : 1024;
-			struct code_range *nr = realloc(r, cap * sizeof *r);
-			if (!nr) {
-				free(r);
-				goto out;
-			}
-			r = nr;
-		}
-		r[n].lo = exe_bias + s->st_value;
-		r[n].hi = r[n].lo + s->st_size;
-		r[n].cpython = cpython;
-		ncpython += cpython;
-		n++;
+		mode = collect((const ElfW(Sym) *)(file + tab->sh_offset), tab->sh_size / sizeof(ElfW(Sym)),
+		               (const char *)(file + str->sh_offset), str->sh_size, STATIC_SYMBOLS);
 	}
-	if (ncpython == 0) { // no CPython in this table: an executable not built as link_static.go says
-		free(r);
-		goto out;
-	}
-	qsort(r, n, sizeof *r, range_cmp);
-	ranges = r;
-	nranges = n;
-	mode = want;
 out:
 	munmap((void *)file, size);
 	return mode;
 }
 
+// dyn_ptr: glibc relocates the dynamic section's addresses in place when it
+// loads an object at a bias (x86-64 and most others); where it does not,
+// they are link-time addresses, below the bias.
+static const void *dyn_ptr(uintptr_t p) { return (const void *)(p < exe_bias ? p + exe_bias : p); }
+
+// scan_memory reads the dynamic symbol table the loader mapped, needing no
+// file. Its size is not recorded anywhere: the hash table gives the
+// number of symbols (DT_HASH's chain count, or past GNU hash's highest
+// chain).
+static int scan_memory(void) {
+	const ElfW(Sym) *syms = NULL;
+	const char *strs = NULL;
+	size_t strsz = 0, nsyms = 0;
+	const uint32_t *gnu = NULL, *sysv = NULL;
+	for (const ElfW(Dyn) *d = exe_dyn; d && d->d_tag != DT_NULL; d++) {
+		switch (d->d_tag) {
+		case DT_SYMTAB: syms = dyn_ptr(d->d_un.d_ptr); break;
+		case DT_STRTAB: strs = dyn_ptr(d->d_un.d_ptr); break;
+		case DT_STRSZ: strsz = d->d_un.d_val; break;
+		case DT_HASH: sysv = dyn_ptr(d->d_un.d_ptr); break;
+		case DT_GNU_HASH: gnu = dyn_ptr(d->d_un.d_ptr); break;
+		}
+	}
+	if (!syms || !strs || !strsz) return STATIC_NONE;
+	if (sysv) {
+		nsyms = sysv[1];
+	} else if (gnu) {
+		uint32_t nbuckets = gnu[0], symoffset = gnu[1], bloom_size = gnu[2];
+		const uint32_t *buckets = gnu + 4 + bloom_size * (sizeof(ElfW(Addr)) / 4);
+		const uint32_t *chain = buckets + nbuckets;
+		uint32_t last = 0;
+		for (uint32_t b = 0; b < nbuckets; b++)
+			if (buckets[b] > last) last = buckets[b];
+		if (last < symoffset) {
+			nsyms = symoffset;
+		} else {
+			while (!(chain[last - symoffset] & 1)) last++;
+			nsyms = (size_t)last + 1;
+		}
+	} else {
+		return STATIC_NONE;
+	}
+	return collect(syms, nsyms, strs, strsz, STATIC_DYNAMIC);
+}
+
 static void prepare_static(void) {
-	if (py_hi) return; // libpython.so: found by its name
-	dl_iterate_phdr(find_own, (void *)(uintptr_t)prepare_static);
+#ifdef DUET_STATIC_PYTHON
+	dl_iterate_phdr(find_own, (void *)(uintptr_t)duet_interpose_prepare);
 	if (!exe_hi) return;
-	int mode = scan_symbols();
+	int mode = scan_file();
+	if (mode == STATIC_NONE) mode = scan_memory();
 	if (mode != STATIC_NONE) __atomic_store_n(&static_mode, mode, __ATOMIC_RELEASE);
 	// else nothing is interposed: signals.c puts CPython's changes back by hand
+#endif
 }
 
 static pthread_once_t prepare_once = PTHREAD_ONCE_INIT;
@@ -348,7 +405,11 @@ __attribute__((constructor)) static void interpose_init(void) {
 	resolve();
 	our_pid = getpid();
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+#ifndef DUET_STATIC_PYTHON
+	// In the static build a libpython.so loaded anyway (LD_PRELOAD, a
+	// plugin linked against it) is not where CPython runs.
 	dl_iterate_phdr(find_libpython, NULL);
+#endif
 	if (!real_sigaction) return;
 	static const int quiet[] = {SIGPIPE, SIGXFSZ};
 	for (size_t i = 0; i < sizeof quiet / sizeof quiet[0]; i++) {

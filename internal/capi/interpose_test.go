@@ -20,9 +20,9 @@ import (
 // linking duet is told apart by interpose.c exactly: CPython's (from a
 // function libpython's archive defines) are recorded, every other caller's
 // (Go's runtime's among them) goes to libc. Checked against the machine
-// code of this package's test executable, built with its symbol table and
-// stripped of it (as go run and go test build), so a CPython whose callers
-// moved fails here, not in a user's process.
+// code of this package's test executable, built with its symbol table,
+// stripped of it in several ways, and started as it might be, so a
+// CPython whose callers moved fails here, not in a user's process.
 func TestEveryCPythonSignalCallIsToldApart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a test executable")
@@ -32,11 +32,18 @@ func TestEveryCPythonSignalCallIsToldApart(t *testing.T) {
 		t.Skip("built with duet_sharedpython: CPython's code is libpython.so's segment (eventloop's signal tests cover it)")
 	}
 	dir := t.TempDir()
-	full, stripped := filepath.Join(dir, "full.test"), filepath.Join(dir, "stripped.test")
+	full := filepath.Join(dir, "full.test")
 	out, err := exec.Command("go", "test", "-c", "-o", full, ".").CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	out, err = exec.Command("objcopy", "--strip-all", full, stripped).CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	// strip as go run and go test do (--strip-all), and as a packager
+	// might: without debugging symbols (which takes the FILE symbols too),
+	// without local symbols. The addresses stay: one list for all.
+	strip := func(how string) string {
+		to := filepath.Join(dir, "stripped"+how+".test")
+		out, err := exec.Command("objcopy", how, full, to).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		return to
+	}
 
 	sites := callSites(t, full)
 	var cpython, other int
@@ -54,13 +61,29 @@ func TestEveryCPythonSignalCallIsToldApart(t *testing.T) {
 	file := filepath.Join(dir, "sites")
 	require.NoError(t, os.WriteFile(file, []byte(list.String()), 0o600))
 
+	libpython, err := exec.Command("gcc", "-print-file-name=libpython3.11.so.1.0").Output()
+	require.NoError(t, err)
 	for _, c := range []struct {
-		exe  string
+		name string
+		argv []string
+		env  string
 		mode int
-	}{{full, InterposeSymbols}, {stripped, InterposeDynamic}} {
-		t.Run(filepath.Base(c.exe), func(t *testing.T) {
-			cmd := exec.Command(c.exe, "-test.run=^TestSignalCallSitesChild$", "-test.v")
+	}{
+		{"symbol table", []string{full}, "", InterposeSymbols},
+		{"stripped", []string{strip("--strip-all")}, "", InterposeDynamic},
+		{"no debugging symbols", []string{strip("--strip-debug")}, "", InterposeDynamic},
+		{"no local symbols", []string{strip("--discard-all")}, "", InterposeDynamic},
+		// /proc/self/exe is ld.so's file then: the symbols in memory
+		{"started by ld.so", []string{"/lib64/ld-linux-x86-64.so.2", full}, "", InterposeDynamic},
+		// a libpython.so loaded beside is not where CPython runs
+		{"libpython.so preloaded", []string{full}, "LD_PRELOAD=" + strings.TrimSpace(string(libpython)), InterposeSymbols},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := exec.Command(c.argv[0], append(c.argv[1:], "-test.run=^TestSignalCallSitesChild$", "-test.v")...)
 			cmd.Env = append(os.Environ(), "DUET_SITES="+file, fmt.Sprintf("DUET_SITES_MODE=%d", c.mode))
+			if c.env != "" {
+				cmd.Env = append(cmd.Env, c.env)
+			}
 			out, err := cmd.CombinedOutput()
 			assert.NoError(t, err, "%s", out)
 			assert.Contains(t, string(out), fmt.Sprintf("%d call sites told apart", len(sites)))

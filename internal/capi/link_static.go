@@ -8,10 +8,15 @@ package capi
 // modules (PyGObject's _gi among them) the C API they link against, as
 // python3's executable does; expat and zlib are what the archive's
 // built-in modules need. interpose.c finds CPython's code in the
-// executable's symbol table.
+// executable's symbol tables.
+//
+// The archive is not position-independent: -buildmode=pie and c-shared
+// need the tag duet_sharedpython (its position-independent twin,
+// libpython3.11-pic.a, measures as slow as libpython.so).
 
 /*
 #cgo pkg-config: python3
+#cgo CFLAGS: -DDUET_STATIC_PYTHON
 #cgo LDFLAGS: -l:libpython3.11.a -Wl,--export-dynamic -lexpat -lz -lm -ldl
 */
 import "C"

@@ -57,6 +57,13 @@ static const char name_python[] =
     "if os.access(exe, os.X_OK):\n"
     "    sys.executable = sys._base_executable = exe\n";
 
+#ifdef DUET_STATIC_PYTHON
+// Linked from the archive, only the members something calls come in:
+// these are C API that python3 and libpython.so have and nothing in duet
+// calls (an extension module may).
+void *const duet_whole_api[] = {(void *)Py_Main, (void *)Py_BytesMain, (void *)Py_RunMain, (void *)Py_FrozenMain};
+#endif
+
 // duet_init starts the interpreter on the calling thread. argv becomes
 // sys.argv and sys.orig_argv (the app's command line, not parsed as
 // Python's options). venv, when not NULL, is a virtual environment whose
