@@ -58,7 +58,7 @@ test: PRECOMPILE_FLAGS = $(RACE_GTK_FLAGS)
 # The build with the shared libpython (tag duet_sharedpython) tells
 # CPython's signal calls apart by another rule (internal/capi/interpose.c):
 # its tests of that rule.
-SHARED_TESTS := Signal|Faulthandler|HostKeeps|HostSignals|ChildProcessesInherit|Subprocess
+SHARED_TESTS := Signal|Faulthandler|HostKeeps|HostSignals|ChildProcessesInherit|Subprocess|Dispositions
 
 test: vet precompiled
 	@mkdir -p $(OUT)

@@ -844,3 +844,61 @@ func TestLoopEdges(t *testing.T) {
 		assert.Contains(t, errOut, "KeyboardInterrupt: deliberate", "printed, as python3 prints it")
 	})
 }
+
+// forkScript forks after CPython's own signal calls (siginterrupt,
+// faulthandler's enable and disable, register and unregister, a handler
+// signal.signal set) and reports how the child met a signal: as under
+// python3, since a forked child gets Python's dispositions. CPython sets
+// back the actions it was told were in place (Go's handlers); a child
+// given those had no Go runtime to run them.
+const forkScript = `
+import faulthandler, os, signal, sys, time
+what = os.environ["DUET_FORK_CASE"]
+def h(s, f):
+    os.write(1, b"child's handler ran\n")
+sig = signal.SIGUSR1
+if what == "siginterrupt":
+    signal.siginterrupt(signal.SIGUSR1, True)
+elif what == "handler-siginterrupt":
+    signal.signal(signal.SIGUSR2, h)
+    signal.siginterrupt(signal.SIGUSR2, True)
+    sig = signal.SIGUSR2
+elif what == "faulthandler":
+    faulthandler.enable()
+    faulthandler.disable()
+    sig = signal.SIGSEGV
+elif what == "register":
+    faulthandler.register(signal.SIGUSR1)
+    faulthandler.unregister(signal.SIGUSR1)
+pid = os.fork()
+if pid == 0:
+    if sig == signal.SIGSEGV:
+        import ctypes
+        ctypes.string_at(0)
+    os.kill(os.getpid(), sig)
+    time.sleep(0.5)
+    os._exit(0)
+_, st = os.waitpid(pid, 0)
+print("child killed by signal %d" % os.WTERMSIG(st) if os.WIFSIGNALED(st) else "child exited %d" % os.WEXITSTATUS(st), flush=True)
+`
+
+func TestForkedChildGetsPythonsDispositions(t *testing.T) {
+	for _, c := range []string{"plain", "siginterrupt", "handler-siginterrupt", "faulthandler", "register"} {
+		t.Run(c, func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.Command("/usr/bin/python3", "-c", forkScript)
+			cmd.Env = append(os.Environ(), "DUET_FORK_CASE="+c)
+			want, err := cmd.Output()
+			require.NoError(t, err)
+			out, errOut, err := testutil.RunChild(t, "EVENTLOOP_CHILD=fork-dispositions", "DUET_FORK_CASE="+c)
+			require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
+			assert.Equal(t, string(want)+"ok\n", out, "python3's child, then duet's (and the child harness's ok)")
+		})
+	}
+}
+
+func init() {
+	lifetimeChildren["fork-dispositions"] = func() error {
+		return pygi.Exec(forkScript, nil)
+	}
+}

@@ -31,9 +31,10 @@
 //   - A stripped executable (go run and go test strip theirs, as does
 //     -ldflags=-s) has no symbol table, only the dynamic one, which names
 //     every global function (--export-dynamic) but no static one: a
-//     caller it names answers by its name, and a static one by the
-//     functions around it (static_cpython). A test checks both ways
-//     against every call in the linked executable.
+//     caller it names answers by its name, and a static one by its
+//     neighbours in the unwind table, which lists functions object by
+//     object (place_static_functions). A test checks every way against
+//     every call and every function in the linked executable.
 //   - libpython3.11.so (built with the tag duet_sharedpython): CPython's
 //     code is libpython's executable segment, found by the library's name.
 //
@@ -71,6 +72,11 @@ static pid_t our_pid;          // the process's; another in a forked child
 
 static struct sigaction py_action[NSIG]; // what CPython last asked for
 static volatile int py_asked[NSIG];
+static struct sigaction py_prev[NSIG];   // what it had asked for before that
+static int py_prev_asked[NSIG];
+static int py_by_setsig[NSIG];           // py_action came through PyOS_setsig
+static uintptr_t setsig_lo, setsig_hi;  // PyOS_setsig's code
+static void *told[16];                   // handlers CPython was told were in place
 
 // find_libpython finds libpython's executable segment by the library's
 // name. Not by the address of one of its functions: in an executable built
@@ -107,6 +113,8 @@ static size_t nranges;
 static uintptr_t exe_lo, exe_hi;   // the code of the object duet and CPython are linked into
 static uintptr_t exe_bias;         // its load address against its link-time one (PIE)
 static const ElfW(Dyn) *exe_dyn;   // its dynamic section, in memory
+static const uint8_t *exe_ehhdr;   // its .eh_frame_hdr, in memory
+static uintptr_t exe_ehseg_hi;     // the end of the segment that holds it
 static char exe_path[4096];        // its file
 enum { STATIC_NONE, STATIC_SYMBOLS, STATIC_DYNAMIC };
 static int static_mode;
@@ -115,11 +123,21 @@ static int static_mode;
 // the one libpython's archive was linked into along with duet's C: the
 // program's executable (by its address, not by dl_iterate_phdr's order).
 static int find_own(struct dl_phdr_info *info, size_t size, void *data) {
-	uintptr_t self = (uintptr_t)data, lo = 0, hi = 0;
+	uintptr_t self = (uintptr_t)data, lo = 0, hi = 0, eh = 0, ehhi = 0;
 	const ElfW(Dyn) *dyn = NULL;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		if (ph->p_type == PT_DYNAMIC) dyn = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
+		if (ph->p_type == PT_GNU_EH_FRAME) eh = info->dlpi_addr + ph->p_vaddr;
+	}
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD) continue;
+		uintptr_t l = info->dlpi_addr + ph->p_vaddr;
+		if (eh >= l && eh < l + ph->p_memsz) ehhi = l + ph->p_memsz;
+	}
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
 		uintptr_t l = info->dlpi_addr + ph->p_vaddr, h = l + ph->p_memsz;
 		if (!lo || l < lo) lo = l;
@@ -132,20 +150,28 @@ static int find_own(struct dl_phdr_info *info, size_t size, void *data) {
 	exe_hi = hi;
 	exe_bias = info->dlpi_addr;
 	exe_dyn = dyn;
+	exe_ehhdr = ehhi ? (const uint8_t *)eh : NULL;
+	exe_ehseg_hi = ehhi;
 	return 1;
 }
 
 // The CPython objects whose functions call sigaction, sigaltstack or
 // siginterrupt (a test checks the list against every call in the linked
-// executable). Matched by file name without its extension: the symbol
-// table names an archive member "faulthandler.o", a source "faulthandler.c".
-static const char *const cpython_files[] = {"faulthandler", "signalmodule", "pylifecycle", "_posixsubprocess"};
+// executable), by the archive member's whole name: a cgo file of the
+// program's (FILE faulthandler.cgo2.c) or a C file named so is not one.
+// A table that names them otherwise (a CPython built from source) does not
+// count, and the dynamic table is read instead.
+static const char *const cpython_files[] = {"faulthandler.o", "signalmodule.o", "pylifecycle.o", "_posixsubprocess.o"};
 
+// cpython_file: 1 for one of those, 2 for the empty name that ld puts
+// before the hidden symbols it made local (CPython's _PyFaulthandler_Fini
+// among them), 0 for any other file.
 static int cpython_file(const char *name, size_t max) {
 	size_t n = strnlen(name, max);
+	if (n == 0) return 2;
 	const char *base = memrchr(name, '/', n);
 	base = base ? base + 1 : name;
-	n = strcspn(base, ".");
+	n -= (size_t)(base - name);
 	for (size_t i = 0; i < sizeof cpython_files / sizeof cpython_files[0]; i++)
 		if (strlen(cpython_files[i]) == n && memcmp(base, cpython_files[i], n) == 0) return 1;
 	return 0;
@@ -170,8 +196,7 @@ static int range_cmp(const void *a, const void *b) {
 //   - STATIC_DYNAMIC (the dynamic symbol table: go run, go test and
 //     -ldflags=-s strip the other): every function, CPython's by name;
 //     --export-dynamic puts every global function here, so only static
-//     functions are missing, and static_cpython places those by their
-//     neighbours.
+//     functions are missing, and place_static_functions adds those.
 // Either way the table must be this object's: it holds this function at
 // its address (a launch through ld.so makes /proc/self/exe ld.so's file).
 static int collect(const ElfW(Sym) *syms, size_t nsyms, const char *strs, size_t strsz, int mode) {
@@ -192,9 +217,14 @@ static int collect(const ElfW(Sym) *syms, size_t nsyms, const char *strs, size_t
 		if (type != STT_FUNC || s->st_size == 0 || s->st_shndx == SHN_UNDEF) continue;
 		uintptr_t lo = exe_bias + s->st_value;
 		if (lo == (uintptr_t)duet_interpose_prepare && strncmp(name, "duet_interpose_prepare", max) == 0) self = 1;
-		int local = ELF64_ST_BIND(s->st_info) == STB_LOCAL && in_cpython_file;
-		int cpython = local || cpython_name(name, max);
-		nfile += local;
+		// CPython's: a local function of one of its objects; a global one
+		// named as CPython names them, or a hidden one made local. Not a
+		// local one of another object's (a static inline of Python.h's,
+		// compiled into the program's C).
+		int local = ELF64_ST_BIND(s->st_info) == STB_LOCAL;
+		int cpython = local ? in_cpython_file == 1 || (in_cpython_file == 2 && cpython_name(name, max))
+		                    : cpython_name(name, max);
+		nfile += local && in_cpython_file == 1;
 		ncpython += cpython;
 		if (!cpython && mode == STATIC_SYMBOLS) continue; // only the dynamic table needs the others
 		if (n == cap) {
@@ -258,6 +288,195 @@ out:
 	return mode;
 }
 
+// ---- the dynamic table's static functions, by the unwind tables ----------------
+//
+// The dynamic table names no static function. Placed by address, one can
+// lie between two of CPython's named ones without being CPython's: the
+// linker gathers every object's cold, start-up and hot code into groups,
+// so the program's lies between the end of CPython's in one group and its
+// start in the next. The unwind table (.eh_frame, always mapped, never
+// stripped) lists every C function, its cold part its own entry, in the
+// order of the objects on the link line, where the program's objects come
+// before libpython's and the libraries after it: there, a function the
+// dynamic table does not name lies among its own object's.
+
+static uint64_t uleb(const uint8_t **p, const uint8_t *end) {
+	uint64_t v = 0;
+	for (int shift = 0; *p < end && shift < 64; shift += 7) {
+		uint8_t b = *(*p)++;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) break;
+	}
+	return v;
+}
+
+// encoded reads a DWARF exception-header pointer (DW_EH_PE_*): the value's
+// format in the low bits, what it is relative to in the high ones (only
+// absolute and pc-relative occur here; datarel is the header's).
+static int encoded(const uint8_t **p, const uint8_t *end, uint8_t enc, uintptr_t datarel, uintptr_t *out) {
+	const uint8_t *q = *p;
+	uint64_t v;
+	size_t n;
+	if (enc == 0xff) return -1; // omitted
+	switch (enc & 0x0f) {
+	case 0x00: n = sizeof(uintptr_t); break;
+	case 0x02: case 0x0a: n = 2; break;
+	case 0x03: case 0x0b: n = 4; break;
+	case 0x04: case 0x0c: n = 8; break;
+	case 0x01: v = uleb(&q, end); n = 0; break;
+	default: return -1;
+	}
+	if (n) {
+		if ((size_t)(end - q) < n) return -1;
+		if (n == 2) { uint16_t x; memcpy(&x, q, 2); v = (enc & 0x08) ? (uint64_t)(int64_t)(int16_t)x : x; }
+		else if (n == 4) { uint32_t x; memcpy(&x, q, 4); v = (enc & 0x08) ? (uint64_t)(int64_t)(int32_t)x : x; }
+		else memcpy(&v, q, 8);
+		q += n;
+	}
+	switch (enc & 0x70) {
+	case 0x00: break;
+	case 0x10: v += (uintptr_t)*p; break;
+	case 0x30: v += datarel; break;
+	default: return -1;
+	}
+	*p = q;
+	*out = (uintptr_t)v;
+	return 0;
+}
+
+// cie_encoding: the pointer encoding of the FDEs of the CIE at cie.
+static int cie_encoding(const uint8_t *cie, const uint8_t *end, uint8_t *enc) {
+	uint32_t len;
+	memcpy(&len, cie, 4);
+	const uint8_t *p = cie + 4;
+	if (len == 0xffffffff) return -1; // 64-bit lengths: not in what gcc emits here
+	const uint8_t *stop = p + len;
+	if (stop > end) return -1;
+	p += 4; // CIE id
+	uint8_t version = *p++;
+	const char *aug = (const char *)p;
+	size_t alen = strnlen(aug, (size_t)(stop - p));
+	p += alen + 1;
+	if (version >= 4) p += 2; // address and segment sizes
+	(void)uleb(&p, stop);     // code alignment
+	(void)uleb(&p, stop);     // data alignment (sleb: skipped alike)
+	if (version == 1) p++; else (void)uleb(&p, stop);
+	*enc = 0x00; // absolute, native size, without an 'R'
+	if (aug[0] != 'z') return 0;
+	(void)uleb(&p, stop);
+	for (size_t i = 1; i < alen && p < stop; i++) {
+		uintptr_t ignored;
+		switch (aug[i]) {
+		case 'R': *enc = *p++; break;
+		case 'L': p++; break;
+		case 'P': {
+			uint8_t penc = *p++;
+			if (encoded(&p, stop, penc & 0x7f, 0, &ignored) != 0) return -1;
+			break;
+		}
+		case 'S': case 'B': break;
+		default: return 0; // past what is known: the encoding, if any, was read
+		}
+	}
+	return 0;
+}
+
+struct fde {
+	uintptr_t lo, hi;
+	int cpython; // -1 while unknown
+};
+
+static int named_cpython(uintptr_t a) { // the named function holding a: 1, 0, or -1 for none
+	size_t lo = 0, hi = nranges;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (ranges[mid].lo <= a) lo = mid + 1;
+		else hi = mid;
+	}
+	return lo > 0 && a < ranges[lo - 1].hi ? ranges[lo - 1].cpython : -1;
+}
+
+// place_static_functions adds to ranges every function of the unwind table
+// that the dynamic table does not name, CPython's when the nearest named
+// functions before and after it in the table's order both are. -1 when the
+// table cannot be read.
+static int place_static_functions(void) {
+	const uint8_t *h = exe_ehhdr, *end = (const uint8_t *)exe_ehseg_hi;
+	if (!h || end - h < 8 || h[0] != 1) return -1;
+	const uint8_t *p = h + 4;
+	uintptr_t eh;
+	if (encoded(&p, end, h[1], (uintptr_t)h, &eh) != 0) return -1;
+	const uint8_t *q = (const uint8_t *)eh;
+	if (q < (const uint8_t *)exe_bias || q >= end) return -1;
+	size_t cap = 0, n = 0;
+	struct fde *f = NULL;
+	for (;;) {
+		if (end - q < 4) break;
+		uint32_t len;
+		memcpy(&len, q, 4);
+		if (len == 0) break; // the terminator
+		if (len == 0xffffffff || (size_t)(end - q - 4) < len || len < 4) break;
+		const uint8_t *rec = q + 4, *next = rec + len;
+		uint32_t id;
+		memcpy(&id, rec, 4);
+		if (id != 0) { // an FDE; id is the distance back to its CIE
+			const uint8_t *cie = rec - id;
+			uint8_t enc;
+			uintptr_t pc, range;
+			const uint8_t *r = rec + 4;
+			if (cie >= (const uint8_t *)eh && cie < rec && cie_encoding(cie, end, &enc) == 0 &&
+			    encoded(&r, next, enc, 0, &pc) == 0 && encoded(&r, next, enc & 0x0f, 0, &range) == 0 && range) {
+				if (n == cap) {
+					cap = cap ? 2 * cap : 4096;
+					struct fde *nf = realloc(f, cap * sizeof *f);
+					if (!nf) {
+						free(f);
+						return -1;
+					}
+					f = nf;
+				}
+				f[n].lo = pc;
+				f[n].hi = pc + range;
+				f[n].cpython = named_cpython(pc);
+				n++;
+			}
+		}
+		q = next;
+	}
+	if (n == 0) {
+		free(f);
+		return -1;
+	}
+	// Unknown ones take their neighbours' answer, in the table's order.
+	size_t extra = 0;
+	int before = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (f[i].cpython >= 0) {
+			before = f[i].cpython;
+			continue;
+		}
+		int after = 0;
+		for (size_t j = i + 1; j < n; j++)
+			if (f[j].cpython >= 0) {
+				after = f[j].cpython;
+				break;
+			}
+		f[i].cpython = before && after ? 2 : 3; // 2, 3: placed here (yes, no)
+		extra++;
+	}
+	struct code_range *r = realloc(ranges, (nranges + extra) * sizeof *r);
+	if (!r) {
+		free(f);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (f[i].cpython >= 2) r[nranges++] = (struct code_range){f[i].lo, f[i].hi, f[i].cpython == 2};
+	free(f);
+	qsort(r, nranges, sizeof *r, range_cmp);
+	ranges = r;
+	return 0;
+}
+
 // dyn_ptr: glibc relocates the dynamic section's addresses in place when it
 // loads an object at a bias (x86-64 and most others); where it does not,
 // they are link-time addresses, below the bias.
@@ -300,7 +519,14 @@ static int scan_memory(void) {
 	} else {
 		return STATIC_NONE;
 	}
-	return collect(syms, nsyms, strs, strsz, STATIC_DYNAMIC);
+	if (collect(syms, nsyms, strs, strsz, STATIC_DYNAMIC) == STATIC_NONE) return STATIC_NONE;
+	if (place_static_functions() != 0) {
+		free(ranges);
+		ranges = NULL;
+		nranges = 0;
+		return STATIC_NONE;
+	}
+	return STATIC_DYNAMIC;
 }
 
 static void prepare_static(void) {
@@ -314,24 +540,31 @@ static void prepare_static(void) {
 #endif
 }
 
+// prepare: CPython's code, and PyOS_setsig's within it (record tells the
+// handlers signal.signal sets by it), by its dynamic symbol.
+static void prepare(void) {
+	prepare_static();
+	void *f = dlsym(RTLD_DEFAULT, "PyOS_setsig");
+	Dl_info info;
+	const ElfW(Sym) *sym = NULL;
+	if (f && dladdr1(f, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size) {
+		setsig_lo = (uintptr_t)f;
+		setsig_hi = setsig_lo + sym->st_size;
+	}
+}
+
 static pthread_once_t prepare_once = PTHREAD_ONCE_INIT;
 
 // duet_interpose_prepare learns where CPython's code is, in a static build;
 // before Python starts (duet_init), so that no process pays for it that
 // never starts Python.
-void duet_interpose_prepare(void) { pthread_once(&prepare_once, prepare_static); }
+void duet_interpose_prepare(void) { pthread_once(&prepare_once, prepare); }
 
 // static_cpython: whether the code at a (inside the executable) is
-// CPython's. A function the table names answers for itself. Between the
-// functions it names lie those it does not: none in the symbol table but
-// the odd size-less one, which is not CPython's; in the dynamic table,
-// every static function. Those lie in their object's code, next to its
-// global functions, and CPython's objects are linked one after another:
-// one whose neighbour on either side is CPython's is taken for CPython's
-// (at the edge of CPython's code, the neighbouring object's static code
-// would be too; Go's runtime and the program's exported C functions are
-// named, so never taken).
-static int static_cpython(uintptr_t a, int mode) {
+// CPython's: the function holding it says, named by the symbol table, or
+// by the dynamic one and placed by the unwind table. Code in neither (Go's,
+// which has no unwind entries in it) is not.
+static int static_cpython(uintptr_t a) {
 	size_t lo = 0, hi = nranges; // first range with ranges[i].lo > a
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -339,9 +572,7 @@ static int static_cpython(uintptr_t a, int mode) {
 		else hi = mid;
 	}
 	// ranges overlap only as aliases; the latest start below a is the one
-	if (lo > 0 && a < ranges[lo - 1].hi) return ranges[lo - 1].cpython;
-	if (mode == STATIC_SYMBOLS) return 0;
-	return (lo > 0 && ranges[lo - 1].cpython) || (lo < nranges && ranges[lo].cpython);
+	return lo > 0 && a < ranges[lo - 1].hi && ranges[lo - 1].cpython;
 }
 
 // resolve finds libc's functions. The constructor does it, before anything
@@ -437,7 +668,7 @@ static int from_python(void *ra) {
 	if (py_hi) return a >= py_lo && a < py_hi;
 	int mode = __atomic_load_n(&static_mode, __ATOMIC_ACQUIRE);
 	if (mode == STATIC_NONE || a < exe_lo || a >= exe_hi) return 0; // a shared library's call
-	return static_cpython(a, mode);
+	return static_cpython(a);
 }
 
 // duet_from_python_at answers from_python for a code address (the test of
@@ -480,12 +711,71 @@ void duet_child_signals(void) {
 	}
 }
 
+static void *handler_of(const struct sigaction *a) {
+	return (a->sa_flags & SA_SIGINFO) ? (void *)a->sa_sigaction : (void *)a->sa_handler;
+}
+
+// record keeps what CPython asks for sig, as python3 would have it. CPython
+// is told what is really in place (Go's handler, most often), and some of
+// its calls set that back: faulthandler.disable and unregister, and
+// readline, put back the action they were told was there; siginterrupt
+// reads the action and sets it back with SA_RESTART changed. Recorded as
+// such, a forked child (which gets what Python asked for) would get Go's
+// handler, with no Go runtime there to run it. So a call that sets the
+// handler in place is not a request of its own: it undoes CPython's last
+// one (python3 would put back its own earlier action), or, from
+// siginterrupt on a handler signal.signal set, changes that handler's
+// SA_RESTART. One level of undo: CPython's own pairs do not nest. A
+// handler set back is one CPython was told about: never one of Python's,
+// which only ever reach the kernel in a forked child.
+static void record(int sig, const struct sigaction *act, void *ra) {
+	uintptr_t a = (uintptr_t)ra;
+	int by_setsig = setsig_hi && a >= setsig_lo && a < setsig_hi;
+	void *h = handler_of(act);
+	int setback = 0;
+	if (h != (void *)SIG_DFL && h != (void *)SIG_IGN)
+		for (size_t i = 0; i < sizeof told / sizeof told[0] && !setback; i++) setback = __atomic_load_n(&told[i], __ATOMIC_ACQUIRE) == h;
+	int asked = __atomic_load_n(&py_asked[sig], __ATOMIC_ACQUIRE);
+	if (!setback) {
+		py_prev[sig] = py_action[sig];
+		py_prev_asked[sig] = asked;
+		py_action[sig] = *act;
+		py_by_setsig[sig] = by_setsig;
+		__atomic_store_n(&py_asked[sig], 1, __ATOMIC_RELEASE);
+	} else if (asked && py_by_setsig[sig] && !by_setsig) {
+		py_action[sig].sa_flags = (py_action[sig].sa_flags & ~SA_RESTART) | (act->sa_flags & SA_RESTART);
+	} else {
+		__atomic_store_n(&py_asked[sig], 0, __ATOMIC_RELEASE);
+		py_action[sig] = py_prev[sig];
+		py_by_setsig[sig] = 0;
+		if (py_prev_asked[sig]) __atomic_store_n(&py_asked[sig], 1, __ATOMIC_RELEASE);
+		py_prev_asked[sig] = 0;
+	}
+}
+
+// tell notes a handler CPython is told is in place (few: Go's, duet's
+// fault front, a library's).
+static void tell(const struct sigaction *a) {
+	void *h = handler_of(a);
+	if (h == (void *)SIG_DFL || h == (void *)SIG_IGN) return;
+	for (size_t i = 0; i < sizeof told / sizeof told[0]; i++) {
+		void *was = NULL;
+		if (__atomic_compare_exchange_n(&told[i], &was, h, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) || was == h) return;
+	}
+}
+
 int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
 	if (__builtin_expect(!real_sigaction, 0)) resolve();
-	if (act && sig > 0 && sig < NSIG && from_python(__builtin_return_address(0))) {
-		int rc = old ? real_sigaction(sig, NULL, old) : 0;
-		py_action[sig] = *act;
-		__atomic_store_n(&py_asked[sig], 1, __ATOMIC_RELEASE);
+	if ((act || old) && sig > 0 && sig < NSIG && from_python(__builtin_return_address(0))) {
+		struct sigaction cur;
+		int rc = real_sigaction(sig, NULL, &cur);
+		if (rc == 0) {
+			if (old) {
+				*old = cur;
+				tell(&cur);
+			}
+			if (act) record(sig, act, __builtin_return_address(0));
+		}
 		return rc;
 	}
 	return real_sigaction(sig, act, old);

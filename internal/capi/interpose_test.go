@@ -3,6 +3,7 @@ package capi
 import (
 	"bufio"
 	"bytes"
+	"debug/elf"
 	"fmt"
 	"os"
 	"os/exec"
@@ -45,7 +46,8 @@ func TestEveryCPythonSignalCallIsToldApart(t *testing.T) {
 		return to
 	}
 
-	sites := callSites(t, full)
+	members, defined := libpythonArchive(t)
+	sites := callSites(t, full, defined)
 	var cpython, other int
 	var list strings.Builder
 	for _, s := range sites {
@@ -58,6 +60,14 @@ func TestEveryCPythonSignalCallIsToldApart(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, cpython, 10, "CPython's call sites (faulthandler, signal.siginterrupt, PyOS_setsig...)")
 	require.NotZero(t, other, "other callers (Go's runtime's x_cgo_sigaction)")
+	// Beyond the calls: every function of the four objects (the handlers
+	// CPython installs, signal_handler among them, are told by the same
+	// rule) is CPython's, and no function of the program's own is.
+	fns := functions(t, full, members, defined)
+	for _, f := range fns {
+		fmt.Fprintf(&list, "%x %t %s\n", f.ra, f.cpython, f.fn)
+	}
+	sites = append(sites, fns...)
 	file := filepath.Join(dir, "sites")
 	require.NoError(t, os.WriteFile(file, []byte(list.String()), 0o600))
 
@@ -86,7 +96,7 @@ func TestEveryCPythonSignalCallIsToldApart(t *testing.T) {
 			}
 			out, err := cmd.CombinedOutput()
 			assert.NoError(t, err, "%s", out)
-			assert.Contains(t, string(out), fmt.Sprintf("%d call sites told apart", len(sites)))
+			assert.Contains(t, string(out), fmt.Sprintf("%d call sites and functions told apart", len(sites)))
 		})
 	}
 }
@@ -108,33 +118,96 @@ func TestSignalCallSitesChild(t *testing.T) {
 		var fn string
 		_, err := fmt.Sscanf(l, "%x %t %s", &ra, &want, &fn)
 		require.NoError(t, err, l)
-		assert.Equal(t, want, FromPythonAt(uintptr(ra)+ExeBias()), "the call in %s (returning to %#x)", fn, ra)
+		assert.Equal(t, want, FromPythonAt(uintptr(ra)+ExeBias()), "%s (at %#x)", fn, ra)
 		n++
 	}
 	assert.False(t, FromPythonAt(ExeBias()+1), "an address outside the executable's code")
-	fmt.Printf("%d call sites told apart\n", n)
+	fmt.Printf("%d call sites and functions told apart\n", n)
 }
 
 type callSite struct {
-	ra      uint64 // link-time return address
-	fn      string // the calling function
-	cpython bool   // defined by libpython's archive
+	ra      uint64 // link-time return address, or an address inside a function
+	fn      string // the calling function, or that function
+	cpython bool   // CPython's
+}
+
+// libpythonArchive lists the archive's members and the functions it
+// defines.
+func libpythonArchive(t *testing.T) (members, defined map[string]bool) {
+	archive, err := exec.Command("gcc", "-print-file-name=libpython3.11.a").Output()
+	require.NoError(t, err)
+	path := strings.TrimSpace(string(archive))
+	ar, err := exec.Command("ar", "t", path).Output()
+	require.NoError(t, err, "ar t %s", path)
+	members = map[string]bool{}
+	for _, m := range strings.Fields(string(ar)) {
+		members[m] = true
+	}
+	nm, err := exec.Command("nm", "--defined-only", path).Output()
+	require.NoError(t, err, "nm on %s", path)
+	defined = map[string]bool{}
+	for _, l := range strings.Split(string(nm), "\n") {
+		if f := strings.Fields(l); len(f) == 3 && (f[1] == "t" || f[1] == "T") {
+			defined[f[2]] = true
+		}
+	}
+	require.NotEmpty(t, members)
+	require.NotEmpty(t, defined)
+	return members, defined
+}
+
+// functions lists, from exe's symbol table, the functions whose answer is
+// known: those of the four CPython objects (yes) and those of any object
+// not the archive's (no); a function address inside is enough.
+func functions(t *testing.T, exe string, members, defined map[string]bool) []callSite {
+	f, err := elf.Open(exe)
+	require.NoError(t, err)
+	defer f.Close()
+	syms, err := f.Symbols()
+	require.NoError(t, err)
+	four := map[string]bool{"faulthandler.o": true, "signalmodule.o": true, "pylifecycle.o": true, "_posixsubprocess.o": true}
+	var out []callSite
+	file := ""
+	var nfour, nprogram int
+	for _, s := range syms {
+		switch elf.ST_TYPE(s.Info) {
+		case elf.STT_FILE:
+			file = s.Name
+			continue
+		case elf.STT_FUNC:
+		default:
+			continue
+		}
+		if s.Size == 0 {
+			continue
+		}
+		var want bool
+		switch {
+		case elf.ST_BIND(s.Info) != elf.STB_LOCAL:
+			if defined[s.Name] || strings.HasPrefix(s.Name, "Py") || strings.HasPrefix(s.Name, "_Py") {
+				continue // CPython's by name, or a non-Py global of the archive's: not asked
+			}
+			want = false
+		case four[file]:
+			want = true
+			nfour++
+		case file == "" || members[file]:
+			continue
+		default:
+			want = false
+		}
+		if !want {
+			nprogram++
+		}
+		out = append(out, callSite{ra: s.Value + s.Size/2, fn: s.Name, cpython: want})
+	}
+	require.Greater(t, nfour, 50, "functions of the four CPython objects")
+	require.Greater(t, nprogram, 1000, "functions of the program's own")
+	return out
 }
 
 // callSites disassembles exe and names each call to the three functions.
-func callSites(t *testing.T, exe string) []callSite {
-	archive, err := exec.Command("gcc", "-print-file-name=libpython3.11.a").Output()
-	require.NoError(t, err)
-	nm, err := exec.Command("nm", "--defined-only", strings.TrimSpace(string(archive))).Output()
-	require.NoError(t, err, "nm on %s", archive)
-	cpython := map[string]bool{}
-	for _, l := range strings.Split(string(nm), "\n") {
-		if f := strings.Fields(l); len(f) == 3 && (f[1] == "t" || f[1] == "T") {
-			cpython[f[2]] = true
-		}
-	}
-	require.NotEmpty(t, cpython)
-
+func callSites(t *testing.T, exe string, defined map[string]bool) []callSite {
 	dis, err := exec.Command("objdump", "-d", "--no-show-raw-insn", exe).Output()
 	require.NoError(t, err)
 	fnRe := regexp.MustCompile(`^[0-9a-f]+ <(.+)>:$`)
@@ -159,7 +232,7 @@ func callSites(t *testing.T, exe string) []callSite {
 		if pending { // this instruction is where the call returns to
 			ra, err := strconv.ParseUint(m[1], 16, 64)
 			require.NoError(t, err)
-			sites = append(sites, callSite{ra: ra, fn: fn, cpython: cpython[fn]})
+			sites = append(sites, callSite{ra: ra, fn: fn, cpython: defined[fn]})
 			pending = false
 		}
 		pending = m[2] == "call" && callRe.MatchString(m[3])
