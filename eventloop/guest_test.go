@@ -846,51 +846,129 @@ func TestLoopEdges(t *testing.T) {
 }
 
 // forkScript forks after CPython's own signal calls (siginterrupt,
-// faulthandler's enable and disable, register and unregister, a handler
-// signal.signal set) and reports how the child met a signal: as under
-// python3, since a forked child gets Python's dispositions. CPython sets
-// back the actions it was told were in place (Go's handlers); a child
-// given those had no Go runtime to run them.
+// faulthandler's enable and disable, register and unregister, handlers
+// signal.signal set, in the orders that undo each other) and reports the
+// child's actions and how it met a signal or a crash: as under python3,
+// since a forked child is a Python process with Python's dispositions.
+// CPython keeps the actions it is told are in place and sets them back
+// later; told Go's handlers, it gave its child handlers with no Go runtime
+// to run them. The double fork: a grandchild has its parent's actions.
 const forkScript = `
-import faulthandler, os, signal, sys, time
-what = os.environ["DUET_FORK_CASE"]
+import ctypes, faulthandler, os, signal, sys, time
+case = os.environ["DUET_FORK_CASE"]
 def h(s, f):
     os.write(1, b"child's handler ran\n")
-sig = signal.SIGUSR1
-if what == "siginterrupt":
-    signal.siginterrupt(signal.SIGUSR1, True)
-elif what == "handler-siginterrupt":
-    signal.signal(signal.SIGUSR2, h)
-    signal.siginterrupt(signal.SIGUSR2, True)
-    sig = signal.SIGUSR2
-elif what == "faulthandler":
-    faulthandler.enable()
-    faulthandler.disable()
-    sig = signal.SIGSEGV
-elif what == "register":
-    faulthandler.register(signal.SIGUSR1)
-    faulthandler.unregister(signal.SIGUSR1)
+def h2(s, f):
+    os.write(1, b"child's handler h2 ran\n")
+libc = ctypes.CDLL(None)
+class SA(ctypes.Structure):
+    _fields_ = [("handler", ctypes.c_void_p), ("mask", ctypes.c_ulong * 16), ("flags", ctypes.c_int), ("restorer", ctypes.c_void_p)]
+def desc(sig):
+    sa = SA()
+    libc.sigaction(sig, None, ctypes.byref(sa))
+    k = {0: "DFL", 1: "IGN"}.get(sa.handler or 0, "handler")
+    return "%s:%s%s" % (signal.Signals(sig).name, k, "+RESTART" if k == "handler" and sa.flags & 0x10000000 else "")
+U = signal.SIGUSR1
+crash, sig = False, None
+if case == "faulthandler-at-start":
+    crash = True
+elif case == "siginterrupt":
+    signal.siginterrupt(U, True); sig = U
+elif case == "handler-siginterrupt":
+    signal.signal(U, h); signal.siginterrupt(U, True); sig = U
+elif case == "handler-siginterrupt-false":
+    signal.signal(U, h); signal.siginterrupt(U, False); sig = U
+elif case == "faulthandler":
+    faulthandler.enable(); faulthandler.disable(); crash = True
+elif case == "faulthandler-crash":
+    faulthandler.enable(); crash = True
+elif case == "faulthandler-twice":
+    faulthandler.enable(); faulthandler.enable(); crash = True
+elif case == "faulthandler-again":
+    faulthandler.enable(); faulthandler.disable(); faulthandler.enable(); crash = True
+elif case == "faulthandler-child-disables":
+    faulthandler.enable(); crash = "disable"
+elif case == "register":
+    faulthandler.register(U); faulthandler.unregister(U); sig = U
+elif case == "register-chain":
+    faulthandler.register(U, chain=True); sig = U
+elif case == "register-child-unregisters":
+    faulthandler.register(U); sig = "unregister"
+elif case == "register-siginterrupt":
+    faulthandler.register(U); signal.siginterrupt(U, True); sig = U
+elif case == "register-handler-unregister":
+    faulthandler.register(U); signal.signal(U, h); faulthandler.unregister(U); sig = U
+elif case == "handlers-register-unregister":
+    signal.signal(U, h); signal.signal(U, h2); faulthandler.register(U); faulthandler.unregister(U); sig = U
+elif case == "handler-register-handler-unregister":
+    signal.signal(U, h); faulthandler.register(U); signal.signal(U, h2); faulthandler.unregister(U); sig = U
+elif case == "handler-register-unregister-siginterrupt":
+    signal.signal(U, h); faulthandler.register(U); faulthandler.unregister(U); signal.siginterrupt(U, True); sig = U
+elif case == "handler-register-siginterrupt":
+    signal.signal(U, h); faulthandler.register(U); signal.siginterrupt(U, False); sig = U
+elif case == "enable-handler-disable":
+    faulthandler.enable(); signal.signal(signal.SIGABRT, h); faulthandler.disable(); sig = signal.SIGABRT
+elif case == "getsignal":
+    signal.signal(U, signal.getsignal(U)); sig = U
+elif case == "sigterm-ignored":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN); sig = signal.SIGTERM
+elif case == "plain":
+    sig = U
+elif case == "sigint":
+    sig = signal.SIGINT
+sys.stdout.flush()
 pid = os.fork()
 if pid == 0:
-    if sig == signal.SIGSEGV:
-        import ctypes
-        ctypes.string_at(0)
-    os.kill(os.getpid(), sig)
-    time.sleep(0.5)
+    if case == "double-fork":
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        signal.signal(U, h)
+        if os.fork() == 0:
+            os.write(1, (desc(signal.SIGHUP) + " " + desc(U) + "\n").encode())
+            os.kill(os.getpid(), U)
+            time.sleep(0.2)
+            os.kill(os.getpid(), signal.SIGHUP)
+            time.sleep(0.2)
+            os.write(1, b"grandchild survived\n")
+        os._exit(0)
+    try:
+        if crash == "disable":
+            faulthandler.disable(); crash = True
+        if sig == "unregister":
+            faulthandler.unregister(U); sig = U
+        os.write(1, (" ".join(desc(x) for x in (signal.SIGINT, U, signal.SIGSEGV, signal.SIGABRT, signal.SIGTERM)) + "\n").encode())
+        if crash:
+            ctypes.string_at(0)
+        if sig is not None:
+            os.kill(os.getpid(), sig)
+        time.sleep(0.3)
+        os.write(1, b"child survived\n")
+    except BaseException as e:
+        os.write(1, ("child raised %s\n" % type(e).__name__).encode())
     os._exit(0)
 _, st = os.waitpid(pid, 0)
+if case == "double-fork":
+    time.sleep(0.6)
 print("child killed by signal %d" % os.WTERMSIG(st) if os.WIFSIGNALED(st) else "child exited %d" % os.WEXITSTATUS(st), flush=True)
 `
 
 func TestForkedChildGetsPythonsDispositions(t *testing.T) {
-	for _, c := range []string{"plain", "siginterrupt", "handler-siginterrupt", "faulthandler", "register"} {
+	for _, c := range []string{"plain", "siginterrupt", "handler-siginterrupt", "handler-siginterrupt-false",
+		"faulthandler", "faulthandler-crash", "faulthandler-twice", "faulthandler-again", "faulthandler-child-disables",
+		"register", "register-chain", "register-child-unregisters", "register-siginterrupt", "register-handler-unregister",
+		"handlers-register-unregister", "handler-register-handler-unregister", "handler-register-unregister-siginterrupt",
+		"handler-register-siginterrupt", "enable-handler-disable", "getsignal", "sigterm-ignored", "double-fork",
+		"faulthandler-at-start", "sigint"} {
 		t.Run(c, func(t *testing.T) {
 			t.Parallel()
+			env := []string{"DUET_FORK_CASE=" + c}
+			if c == "faulthandler-at-start" { // PYTHONFAULTHANDLER: enabled by CPython's start-up
+				env = append(env, "PYTHONFAULTHANDLER=1")
+			}
 			cmd := exec.Command("/usr/bin/python3", "-c", forkScript)
-			cmd.Env = append(os.Environ(), "DUET_FORK_CASE="+c)
+			cmd.Env = append(os.Environ(), env...)
 			want, err := cmd.Output()
 			require.NoError(t, err)
-			out, errOut, err := testutil.RunChild(t, "EVENTLOOP_CHILD=fork-dispositions", "DUET_FORK_CASE="+c)
+			out, errOut, err := testutil.RunChild(t, append([]string{"EVENTLOOP_CHILD=fork-dispositions"}, env...)...)
 			require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
 			assert.Equal(t, string(want)+"ok\n", out, "python3's child, then duet's (and the child harness's ok)")
 		})
@@ -900,5 +978,44 @@ func TestForkedChildGetsPythonsDispositions(t *testing.T) {
 func init() {
 	lifetimeChildren["fork-dispositions"] = func() error {
 		return pygi.Exec(forkScript, nil)
+	}
+}
+
+// A fatal signal another process sends (kill -ABRT) to a thread that runs
+// C code is not a crash: with faulthandler enabled the Go program's
+// signal.Notify gets it once, and faulthandler writes nothing.
+func TestFaulthandlerLeavesSentSignalsToTheHost(t *testing.T) {
+	out, errOut, err := testutil.RunChild(t, "EVENTLOOP_CHILD=sent-abrt")
+	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	assert.Contains(t, out, "the host got SIGABRT 1 time(s)")
+	assert.NotContains(t, errOut, "Fatal Python error")
+}
+
+func init() {
+	lifetimeChildren["sent-abrt"] = func() error {
+		ch := make(chan os.Signal, 4)
+		signal.Notify(ch, syscall.SIGABRT)
+		// Another process tgkills the thread while it sleeps in C.
+		if err := pygi.Exec(`
+import faulthandler, os, subprocess, threading, time
+faulthandler.enable()
+subprocess.Popen(["/usr/bin/python3", "-c",
+    "import ctypes, time; time.sleep(0.3); ctypes.CDLL(None).syscall(234, %d, %d, 6)" % (os.getpid(), threading.get_native_id())])
+time.sleep(1.5)
+`, nil); err != nil {
+			return err
+		}
+		n := 0
+		for timeout := time.After(time.Second); ; {
+			select {
+			case <-ch:
+				n++
+				continue
+			case <-timeout:
+			}
+			break
+		}
+		fmt.Printf("the host got SIGABRT %d time(s)\n", n)
+		return nil
 	}
 }

@@ -13,7 +13,7 @@
 // executable. A call from CPython's code that would change something
 // changes nothing: what CPython asked for is recorded (duet_python_action:
 // signals.c hands faulthandler's handlers on from there) and CPython is
-// told what is really in place. Every other call, from Go's runtime, GLib,
+// told what python3 would have in place (see sigaction). Every other call, from Go's runtime, GLib,
 // C extensions or the program's own C code, goes to libc untouched.
 // Reading calls always go to libc. duet's own C code calls libc through
 // duet_os_sigaction, never through here.
@@ -50,6 +50,7 @@
 // program.
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
@@ -72,11 +73,7 @@ static pid_t our_pid;          // the process's; another in a forked child
 
 static struct sigaction py_action[NSIG]; // what CPython last asked for
 static volatile int py_asked[NSIG];
-static struct sigaction py_prev[NSIG];   // what it had asked for before that
-static int py_prev_asked[NSIG];
-static int py_by_setsig[NSIG];           // py_action came through PyOS_setsig
-static uintptr_t setsig_lo, setsig_hi;  // PyOS_setsig's code
-static void *told[16];                   // handlers CPython was told were in place
+static struct sigaction start_action[NSIG]; // the process's, before Go's runtime started
 
 // find_libpython finds libpython's executable segment by the library's
 // name. Not by the address of one of its functions: in an executable built
@@ -106,7 +103,8 @@ static int find_libpython(struct dl_phdr_info *info, size_t size, void *data) {
 // thread after, a signal handler among them, so never freed.
 struct code_range {
 	uintptr_t lo, hi;
-	int cpython;
+	int cpython; // its calls are CPython's
+	int label;   // named as CPython names its functions (the unwind table's neighbours)
 };
 static struct code_range *ranges; // sorted by lo
 static size_t nranges;
@@ -178,8 +176,23 @@ static int cpython_file(const char *name, size_t max) {
 }
 
 // CPython's rule for its own global names (its build checks it): Py or _Py.
+// A program's own C may use them too (an extension module linked in, a
+// static inline of Python.h's): a name says which object a function is
+// likely in, not whose calls it makes.
 static int cpython_name(const char *name, size_t max) {
 	return (max >= 2 && name[0] == 'P' && name[1] == 'y') || (max >= 3 && name[0] == '_' && name[1] == 'P' && name[2] == 'y');
+}
+
+// The named functions of the four objects that call these themselves (the
+// test of the caller list keeps this list whole); the rest are local ones.
+static const char *const cpython_callers[] = {"PyOS_setsig", "PyOS_getsig", "_PyFaulthandler_Fini"};
+
+static int cpython_caller(const char *name, size_t max) {
+	for (size_t i = 0; i < sizeof cpython_callers / sizeof cpython_callers[0]; i++) {
+		size_t n = strlen(cpython_callers[i]);
+		if (max > n && memcmp(name, cpython_callers[i], n) == 0 && name[n] == 0) return 1;
+	}
+	return 0;
 }
 
 static int range_cmp(const void *a, const void *b) {
@@ -217,13 +230,12 @@ static int collect(const ElfW(Sym) *syms, size_t nsyms, const char *strs, size_t
 		if (type != STT_FUNC || s->st_size == 0 || s->st_shndx == SHN_UNDEF) continue;
 		uintptr_t lo = exe_bias + s->st_value;
 		if (lo == (uintptr_t)duet_interpose_prepare && strncmp(name, "duet_interpose_prepare", max) == 0) self = 1;
-		// CPython's: a local function of one of its objects; a global one
-		// named as CPython names them, or a hidden one made local. Not a
-		// local one of another object's (a static inline of Python.h's,
-		// compiled into the program's C).
+		// CPython's calls: those of a local function of one of the four
+		// objects, and of its named callers (global, or hidden and made
+		// local), never of a Py-named function of the program's.
 		int local = ELF64_ST_BIND(s->st_info) == STB_LOCAL;
-		int cpython = local ? in_cpython_file == 1 || (in_cpython_file == 2 && cpython_name(name, max))
-		                    : cpython_name(name, max);
+		int cpython = (local && in_cpython_file == 1) || ((!local || in_cpython_file == 2) && cpython_caller(name, max));
+		int label = !local && cpython_name(name, max);
 		nfile += local && in_cpython_file == 1;
 		ncpython += cpython;
 		if (!cpython && mode == STATIC_SYMBOLS) continue; // only the dynamic table needs the others
@@ -239,6 +251,7 @@ static int collect(const ElfW(Sym) *syms, size_t nsyms, const char *strs, size_t
 		r[n].lo = lo;
 		r[n].hi = lo + s->st_size;
 		r[n].cpython = cpython;
+		r[n].label = label;
 		n++;
 	}
 	if (!self || ncpython == 0 || (mode == STATIC_SYMBOLS && nfile == 0)) {
@@ -386,19 +399,24 @@ struct fde {
 	int cpython; // -1 while unknown
 };
 
-static int named_cpython(uintptr_t a) { // the named function holding a: 1, 0, or -1 for none
+// named_label: the label of the named function holding a, -1 for none.
+static int named_label(uintptr_t a) {
 	size_t lo = 0, hi = nranges;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 		if (ranges[mid].lo <= a) lo = mid + 1;
 		else hi = mid;
 	}
-	return lo > 0 && a < ranges[lo - 1].hi ? ranges[lo - 1].cpython : -1;
+	return lo > 0 && a < ranges[lo - 1].hi ? ranges[lo - 1].label : -1;
 }
 
 // place_static_functions adds to ranges every function of the unwind table
 // that the dynamic table does not name, CPython's when the nearest named
-// functions before and after it in the table's order both are. -1 when the
+// functions before and after it in the table's order are both named as
+// CPython's (Py, _Py): a static function of one of CPython's objects. A
+// program's static C function between two Py-named ones of its own (an
+// extension module of its, linked in) would be taken for one too: the
+// symbol table (an executable not stripped) tells those apart. -1 when the
 // table cannot be read.
 static int place_static_functions(void) {
 	const uint8_t *h = exe_ehhdr, *end = (const uint8_t *)exe_ehseg_hi;
@@ -437,7 +455,7 @@ static int place_static_functions(void) {
 				}
 				f[n].lo = pc;
 				f[n].hi = pc + range;
-				f[n].cpython = named_cpython(pc);
+				f[n].cpython = named_label(pc);
 				n++;
 			}
 		}
@@ -470,7 +488,7 @@ static int place_static_functions(void) {
 		return -1;
 	}
 	for (size_t i = 0; i < n; i++)
-		if (f[i].cpython >= 2) r[nranges++] = (struct code_range){f[i].lo, f[i].hi, f[i].cpython == 2};
+		if (f[i].cpython >= 2) r[nranges++] = (struct code_range){f[i].lo, f[i].hi, f[i].cpython == 2, f[i].cpython == 2};
 	free(f);
 	qsort(r, nranges, sizeof *r, range_cmp);
 	ranges = r;
@@ -540,25 +558,12 @@ static void prepare_static(void) {
 #endif
 }
 
-// prepare: CPython's code, and PyOS_setsig's within it (record tells the
-// handlers signal.signal sets by it), by its dynamic symbol.
-static void prepare(void) {
-	prepare_static();
-	void *f = dlsym(RTLD_DEFAULT, "PyOS_setsig");
-	Dl_info info;
-	const ElfW(Sym) *sym = NULL;
-	if (f && dladdr1(f, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size) {
-		setsig_lo = (uintptr_t)f;
-		setsig_hi = setsig_lo + sym->st_size;
-	}
-}
-
 static pthread_once_t prepare_once = PTHREAD_ONCE_INIT;
 
 // duet_interpose_prepare learns where CPython's code is, in a static build;
 // before Python starts (duet_init), so that no process pays for it that
 // never starts Python.
-void duet_interpose_prepare(void) { pthread_once(&prepare_once, prepare); }
+void duet_interpose_prepare(void) { pthread_once(&prepare_once, prepare_static); }
 
 // static_cpython: whether the code at a (inside the executable) is
 // CPython's: the function holding it says, named by the symbol table, or
@@ -612,7 +617,9 @@ static void atfork_child(void) {
 }
 
 static void atfork_child_dispositions(void) {
-	if (!real_sigaction) return;
+	// Only in the Go program's own children: a child that forks again
+	// (a daemon's double fork) has its own dispositions, Python's already.
+	if (!real_sigaction || getppid() != our_pid) return;
 	for (int sig = 1; sig < NSIG; sig++) {
 		if (sig == SIGKILL || sig == SIGSTOP) continue;
 		struct sigaction cur;
@@ -624,9 +631,7 @@ static void atfork_child_dispositions(void) {
 		     (py_action[sig].sa_handler != SIG_DFL && py_action[sig].sa_handler != SIG_IGN))) {
 			to = py_action[sig];
 		} else {
-			memset(&to, 0, sizeof to);
-			to.sa_handler = SIG_DFL;
-			sigemptyset(&to.sa_mask);
+			to = start_action[sig];
 		}
 		real_sigaction(sig, &to, NULL);
 	}
@@ -642,6 +647,13 @@ __attribute__((constructor)) static void interpose_init(void) {
 	dl_iterate_phdr(find_libpython, NULL);
 #endif
 	if (!real_sigaction) return;
+	for (int sig = 1; sig < NSIG; sig++) {
+		if (real_sigaction(sig, NULL, &start_action[sig]) != 0 || (start_action[sig].sa_flags & SA_SIGINFO) ||
+		    (start_action[sig].sa_handler != SIG_DFL && start_action[sig].sa_handler != SIG_IGN)) {
+			memset(&start_action[sig], 0, sizeof start_action[sig]); // a handler set before us: not Python's
+			start_action[sig].sa_handler = SIG_DFL;
+		}
+	}
 	static const int quiet[] = {SIGPIPE, SIGXFSZ};
 	for (size_t i = 0; i < sizeof quiet / sizeof quiet[0]; i++) {
 		struct sigaction cur;
@@ -694,7 +706,7 @@ int duet_os_sigaction(int sig, const struct sigaction *act, struct sigaction *ol
 // for (CPython's handlers, SIG_IGN for SIGPIPE...), and the default for
 // every signal Go handled: Go's handlers cannot run in the child.
 void duet_child_signals(void) {
-	if (!duet_forked_child() || !real_sigaction) return;
+	if (!duet_forked_child() || !real_sigaction || getppid() != our_pid) return;
 	for (int sig = 1; sig < NSIG; sig++) {
 		if (sig == SIGKILL || sig == SIGSTOP) continue;
 		struct sigaction cur;
@@ -702,81 +714,33 @@ void duet_child_signals(void) {
 		if (__atomic_load_n(&py_asked[sig], __ATOMIC_ACQUIRE)) {
 			real_sigaction(sig, &py_action[sig], NULL);
 		} else if ((cur.sa_flags & SA_SIGINFO) || (cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN)) {
-			struct sigaction dfl;
-			memset(&dfl, 0, sizeof dfl);
-			dfl.sa_handler = SIG_DFL;
-			sigemptyset(&dfl.sa_mask);
-			real_sigaction(sig, &dfl, NULL);
+			real_sigaction(sig, &start_action[sig], NULL);
 		}
 	}
 }
 
-static void *handler_of(const struct sigaction *a) {
-	return (a->sa_flags & SA_SIGINFO) ? (void *)a->sa_sigaction : (void *)a->sa_handler;
-}
-
-// record keeps what CPython asks for sig, as python3 would have it. CPython
-// is told what is really in place (Go's handler, most often), and some of
-// its calls set that back: faulthandler.disable and unregister, and
-// readline, put back the action they were told was there; siginterrupt
-// reads the action and sets it back with SA_RESTART changed. Recorded as
-// such, a forked child (which gets what Python asked for) would get Go's
-// handler, with no Go runtime there to run it. So a call that sets the
-// handler in place is not a request of its own: it undoes CPython's last
-// one (python3 would put back its own earlier action), or, from
-// siginterrupt on a handler signal.signal set, changes that handler's
-// SA_RESTART. One level of undo: CPython's own pairs do not nest. A
-// handler set back is one CPython was told about: never one of Python's,
-// which only ever reach the kernel in a forked child.
-static void record(int sig, const struct sigaction *act, void *ra) {
-	uintptr_t a = (uintptr_t)ra;
-	int by_setsig = setsig_hi && a >= setsig_lo && a < setsig_hi;
-	void *h = handler_of(act);
-	int setback = 0;
-	if (h != (void *)SIG_DFL && h != (void *)SIG_IGN)
-		for (size_t i = 0; i < sizeof told / sizeof told[0] && !setback; i++) setback = __atomic_load_n(&told[i], __ATOMIC_ACQUIRE) == h;
-	int asked = __atomic_load_n(&py_asked[sig], __ATOMIC_ACQUIRE);
-	if (!setback) {
-		py_prev[sig] = py_action[sig];
-		py_prev_asked[sig] = asked;
-		py_action[sig] = *act;
-		py_by_setsig[sig] = by_setsig;
-		__atomic_store_n(&py_asked[sig], 1, __ATOMIC_RELEASE);
-	} else if (asked && py_by_setsig[sig] && !by_setsig) {
-		py_action[sig].sa_flags = (py_action[sig].sa_flags & ~SA_RESTART) | (act->sa_flags & SA_RESTART);
-	} else {
-		__atomic_store_n(&py_asked[sig], 0, __ATOMIC_RELEASE);
-		py_action[sig] = py_prev[sig];
-		py_by_setsig[sig] = 0;
-		if (py_prev_asked[sig]) __atomic_store_n(&py_asked[sig], 1, __ATOMIC_RELEASE);
-		py_prev_asked[sig] = 0;
-	}
-}
-
-// tell notes a handler CPython is told is in place (few: Go's, duet's
-// fault front, a library's).
-static void tell(const struct sigaction *a) {
-	void *h = handler_of(a);
-	if (h == (void *)SIG_DFL || h == (void *)SIG_IGN) return;
-	for (size_t i = 0; i < sizeof told / sizeof told[0]; i++) {
-		void *was = NULL;
-		if (__atomic_compare_exchange_n(&told[i], &was, h, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) || was == h) return;
-	}
-}
-
+// CPython is told, for each signal, what python3 would find in place: what
+// it asked for, else what the process started with (SIG_DFL or an
+// inherited SIG_IGN), never Go's handler. CPython keeps what it is told
+// and sets it back later (faulthandler's disable and unregister, and its
+// fatal handler, put back the action they found; siginterrupt reads and
+// sets back with SA_RESTART changed; readline restores SIGINT's), so its
+// bookkeeping stays python3's, and a forked child, which gets Python's
+// view, never gets a handler of Go's with no Go runtime there to run it.
 int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
 	if (__builtin_expect(!real_sigaction, 0)) resolve();
 	if ((act || old) && sig > 0 && sig < NSIG && from_python(__builtin_return_address(0))) {
-		struct sigaction cur;
-		int rc = real_sigaction(sig, NULL, &cur);
-		if (rc == 0) {
-			if (old) {
-				*old = cur;
-				tell(&cur);
-			}
-			if (act) record(sig, act, __builtin_return_address(0));
+		if (act && (sig == SIGKILL || sig == SIGSTOP)) {
+			errno = EINVAL;
+			return -1;
 		}
-		return rc;
+		struct sigaction view = __atomic_load_n(&py_asked[sig], __ATOMIC_ACQUIRE) ? py_action[sig] : start_action[sig];
+		if (act) {
+			py_action[sig] = *act;
+			__atomic_store_n(&py_asked[sig], 1, __ATOMIC_RELEASE);
+		}
+		if (old) *old = view;
+		return 0;
 	}
 	return real_sigaction(sig, act, old);
 }

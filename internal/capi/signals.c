@@ -125,8 +125,13 @@ int duet_pc_in_go(void *ctx) {
 #endif
 }
 
+// sent_by_another: sig came from another process (kill, sigqueue): not a
+// fault, whatever the thread it landed on was running; the Go program's
+// handler (a signal.Notify of SIGABRT, say) has it, as without Python.
+static int sent_by_another(const siginfo_t *info) { return info && info->si_code <= 0 && info->si_pid != getpid(); }
+
 static void fault_front(int sig, siginfo_t *info, void *ctx) {
-	if (fault_on[sig] && !duet_pc_in_go(ctx)) {
+	if (fault_on[sig] && !duet_pc_in_go(ctx) && !sent_by_another(info)) {
 		// faulthandler writes its tracebacks, puts back what it found when
 		// enabled (this front) and re-raises; the re-raised signal stays
 		// pending while this handler runs, and Go decides first.
@@ -256,11 +261,14 @@ static PyMethodDef forked_def = {"_duet_forked", forked, METH_NOARGS, "A forked 
 static PyMethodDef set_def = {"_duet_signal_set", signal_set, METH_VARARGS, "signal.signal, OS-level action kept (duet)."};
 static PyMethodDef fault_def = {"_duet_fault", fault_call, METH_VARARGS, "faulthandler.enable/disable behind Go's handlers (duet)."};
 
-// The wrappers, and python3's initial table: SIGINT to default_int_handler,
-// SIGPIPE and SIGXFSZ ignored, every other signal Go handles (which Python
-// found as "not installed from Python", None) to SIG_DFL, as python3 reports
-// them; none of that reaches Go. Signals ignored when the process started
-// stay ignored.
+// The wrappers, and what python3's start-up adds to its table: SIGINT to
+// default_int_handler (the signal module put it in the table only, unless
+// the process started with SIGINT ignored),
+// SIGPIPE and SIGXFSZ ignored; none of that reaches Go. The rest CPython
+// found as python3 does (interpose.c tells it the process's starting
+// dispositions, not Go's handlers): SIG_DFL, or ignored when the process
+// started so, or None for a handler of CPython's own (faulthandler
+// enabled at start-up).
 static const char wrap_src[] =
     "import signal as _signal, faulthandler as _fh\n"
     "def _kind(h):\n"
@@ -296,15 +304,11 @@ static const char wrap_src[] =
     "signal.__doc__, signal.__wrapped__ = _orig.__doc__, _orig\n"
     "getsignal.__doc__, getsignal.__wrapped__ = _orig_getsignal.__doc__, _orig_getsignal\n"
     "_signal.signal, _signal.getsignal = signal, getsignal\n"
-    "for _s in _signal.valid_signals():\n"
-    "    if _s in (_signal.SIGKILL, _signal.SIGSTOP) or _orig_getsignal(_s) is not None:\n"
-    "        continue\n"
-    "    _h = _signal.default_int_handler if _s == _signal.SIGINT else \\\n"
-    "        _signal.SIG_IGN if _s in (_signal.SIGPIPE, _signal.SIGXFSZ) else _signal.SIG_DFL\n"
-    "    try:\n"
+    "for _s, _h in ((_signal.SIGINT, _signal.default_int_handler), (_signal.SIGPIPE, _signal.SIG_IGN),\n"
+    "               (_signal.SIGXFSZ, _signal.SIG_IGN)):\n"
+    "    _g = _orig_getsignal(_s)\n"
+    "    if _g is _signal.default_int_handler or _g == _signal.SIG_DFL or (_s != _signal.SIGINT and _g == _signal.SIG_IGN):\n"
     "        _set(int(_s), _wrap(int(_s), _h), _kind(_h), 0)\n"
-    "    except (OSError, ValueError):\n"
-    "        pass\n"
     "def _wrap_fault(f, enable):\n"
     "    def w(*args, **kwargs):\n"
     "        return _fault(f, args, kwargs, enable)\n"
