@@ -10,31 +10,33 @@
 // program subscribed to.
 //
 // So this file defines sigaction, sigaltstack and siginterrupt for the
-// executable. A call from CPython's code that would change something
-// changes nothing: what CPython asked for is recorded (duet_python_action:
-// signals.c hands faulthandler's handlers on from there) and CPython is
-// told what python3 would have in place (see sigaction). Every other call, from Go's runtime, GLib,
-// C extensions or the program's own C code, goes to libc untouched.
-// Reading calls always go to libc. duet's own C code calls libc through
-// duet_os_sigaction, never through here.
+// executable. A call from CPython's code changes nothing: what CPython asks
+// for is recorded (duet_python_action: signals.c hands faulthandler's
+// handlers on from there, and a forked child gets it), and CPython is told
+// what python3 would have in place (see sigaction). Every other call, from
+// Go's runtime, GLib, C extensions or the program's own C code, goes to
+// libc untouched. duet's own C code calls libc through duet_os_sigaction.
 //
 // Which caller is CPython, by the call's return address:
 //   - libpython linked statically (the default, as python3 itself is
 //     built: its code runs 10-15% faster than libpython.so's position-
-//     independent code): CPython's code is the executable's own, so its
-//     callers are found in the executable's symbol table (duet_interpose_
-//     prepare, before Python starts): the functions of the four CPython
-//     objects that call these (faulthandler, signalmodule, pylifecycle,
-//     _posixsubprocess) and every function named Py or _Py. Calls from the
-//     executable's own code resolve here at link time, and the shared
-//     libraries' (GLib's, the C extensions') through the dynamic linker.
+//     independent code): CPython's code is the executable's own. Calls
+//     from it resolve here at link time (the shared libraries', GLib's
+//     and the C extensions', through the dynamic linker, and never count).
+//     Its callers are found before Python starts (duet_interpose_prepare)
+//     in the executable's symbol table: the local functions of the four
+//     CPython objects that call these (faulthandler, signalmodule,
+//     pylifecycle, _posixsubprocess) and the three named ones
+//     (cpython_callers).
 //   - A stripped executable (go run and go test strip theirs, as does
 //     -ldflags=-s) has no symbol table, only the dynamic one, which names
-//     every global function (--export-dynamic) but no static one: a
-//     caller it names answers by its name, and a static one by its
-//     neighbours in the unwind table, which lists functions object by
-//     object (place_static_functions). A test checks every way against
-//     every call and every function in the linked executable.
+//     every global function (--export-dynamic) but no static one: a named
+//     caller answers by its name, and a static one by its neighbours in
+//     the unwind table, which lists functions object by object
+//     (place_static_functions).
+//   - A test checks both against every call and every function in the
+//     linked executable, stripped in several ways and started as it might
+//     be (internal/capi/interpose_test.go).
 //   - libpython3.11.so (built with the tag duet_sharedpython): CPython's
 //     code is libpython's executable segment, found by the library's name.
 //
