@@ -430,6 +430,9 @@ static int place_static_functions(void) {
 	if (q < (const uint8_t *)exe_bias || q >= end) return -1;
 	size_t cap = 0, n = 0;
 	struct fde *f = NULL;
+	const uint8_t *last_cie = NULL;
+	int last_ok = 0;
+	uint8_t enc = 0;
 	for (;;) {
 		if (end - q < 4) break;
 		uint32_t len;
@@ -441,10 +444,13 @@ static int place_static_functions(void) {
 		memcpy(&id, rec, 4);
 		if (id != 0) { // an FDE; id is the distance back to its CIE
 			const uint8_t *cie = rec - id;
-			uint8_t enc;
 			uintptr_t pc, range;
 			const uint8_t *r = rec + 4;
-			if (cie >= (const uint8_t *)eh && cie < rec && cie_encoding(cie, end, &enc) == 0 &&
+			if (cie != last_cie) { // CIEs are few and shared: read each once in a row
+				last_ok = cie >= (const uint8_t *)eh && cie < rec && cie_encoding(cie, end, &enc) == 0;
+				last_cie = cie;
+			}
+			if (last_ok &&
 			    encoded(&r, next, enc, 0, &pc) == 0 && encoded(&r, next, enc & 0x0f, 0, &range) == 0 && range) {
 				if (n == cap) {
 					cap = cap ? 2 * cap : 4096;
@@ -467,33 +473,40 @@ static int place_static_functions(void) {
 		free(f);
 		return -1;
 	}
-	// Unknown ones take their neighbours' answer, in the table's order.
-	size_t extra = 0;
-	int before = 0;
+	// Unknown ones take their neighbours' answer, in the table's order: a
+	// pass backwards marks each with the next named one's label (4 + label),
+	// a pass forwards decides with the previous one's.
+	int after = 0, before = 0;
+	for (size_t i = n; i-- > 0;) {
+		if (f[i].cpython >= 0) after = f[i].cpython;
+		else f[i].cpython = 4 + after;
+	}
 	for (size_t i = 0; i < n; i++) {
-		if (f[i].cpython >= 0) {
+		if (f[i].cpython < 2) {
 			before = f[i].cpython;
 			continue;
 		}
-		int after = 0;
-		for (size_t j = i + 1; j < n; j++)
-			if (f[j].cpython >= 0) {
-				after = f[j].cpython;
-				break;
-			}
-		f[i].cpython = before && after ? 2 : 3; // 2, 3: placed here (yes, no)
-		extra++;
+		f[i].cpython = before && f[i].cpython == 5 ? 2 : 3; // 2, 3: placed here (yes, no)
 	}
-	struct code_range *r = realloc(ranges, (nranges + extra) * sizeof *r);
+	// Kept: CPython's ranges only (an address in none is not CPython's).
+	size_t keep = 0;
+	for (size_t i = 0; i < nranges; i++) keep += ranges[i].cpython;
+	for (size_t i = 0; i < n; i++) keep += f[i].cpython == 2;
+	struct code_range *r = malloc((keep ? keep : 1) * sizeof *r);
 	if (!r) {
 		free(f);
 		return -1;
 	}
+	size_t k = 0;
+	for (size_t i = 0; i < nranges; i++)
+		if (ranges[i].cpython) r[k++] = ranges[i];
 	for (size_t i = 0; i < n; i++)
-		if (f[i].cpython >= 2) r[nranges++] = (struct code_range){f[i].lo, f[i].hi, f[i].cpython == 2, f[i].cpython == 2};
+		if (f[i].cpython == 2) r[k++] = (struct code_range){f[i].lo, f[i].hi, 1, 1};
 	free(f);
-	qsort(r, nranges, sizeof *r, range_cmp);
+	free(ranges);
+	qsort(r, k, sizeof *r, range_cmp);
 	ranges = r;
+	nranges = k;
 	return 0;
 }
 
