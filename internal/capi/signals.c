@@ -132,9 +132,10 @@ static int sent_by_another(const siginfo_t *info) { return info && info->si_code
 
 static void fault_front(int sig, siginfo_t *info, void *ctx) {
 	if (fault_on[sig] && !duet_pc_in_go(ctx) && !sent_by_another(info)) {
-		// faulthandler writes its tracebacks, puts back what it found when
-		// enabled (this front) and re-raises; the re-raised signal stays
-		// pending while this handler runs, and Go decides first.
+		// faulthandler writes its tracebacks, puts back what it was told
+		// was there when enabled (recorded by interpose.c, not applied: the
+		// front stays) and re-raises; the re-raised signal stays pending
+		// while this handler runs, and Go decides first.
 		struct sigaction py = fault_py[sig];
 		fault_on[sig] = 0;
 		call_action(&py, sig, info, ctx);
@@ -263,12 +264,11 @@ static PyMethodDef fault_def = {"_duet_fault", fault_call, METH_VARARGS, "faulth
 
 // The wrappers, and what python3's start-up adds to its table: SIGINT to
 // default_int_handler (the signal module put it in the table only, unless
-// the process started with SIGINT ignored),
-// SIGPIPE and SIGXFSZ ignored; none of that reaches Go. The rest CPython
-// found as python3 does (interpose.c tells it the process's starting
-// dispositions, not Go's handlers): SIG_DFL, or ignored when the process
-// started so, or None for a handler of CPython's own (faulthandler
-// enabled at start-up).
+// the process started with SIGINT ignored), SIGPIPE and SIGXFSZ ignored;
+// none of that reaches Go. The rest CPython found as python3 does
+// (interpose.c tells it the process's starting dispositions, not Go's
+// handlers): SIG_DFL, or ignored when the process started so, or None for
+// a handler of CPython's own (faulthandler enabled at start-up).
 static const char wrap_src[] =
     "import signal as _signal, faulthandler as _fh\n"
     "def _kind(h):\n"
