@@ -11,7 +11,7 @@ const (
 	InterposeNone    = 0 // not at all: signals.c puts CPython's changes back by hand
 	InterposeShared  = 1 // libpython3.11.so's code (the duet_sharedpython build)
 	InterposeSymbols = 2 // CPython's functions in the executable's symbol table
-	InterposeDynamic = 3 // a stripped executable: its dynamic symbol table's functions and their neighbours
+	InterposeDynamic = 3 // a stripped executable: its dynamic symbol table, static functions placed by the unwind table
 )
 
 // InterposePrepare finds CPython's code (Init does it before Python starts).

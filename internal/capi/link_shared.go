@@ -2,9 +2,9 @@
 
 package capi
 
-// With the tag duet_sharedpython, CPython comes from libpython3.11.so, for
-// a system without the static archive (Debian's libpython3.11-dev has
-// both); slower (see link_static.go).
+// With the tag duet_sharedpython, CPython comes from libpython3.11.so: for
+// -buildmode=pie and c-shared builds, which the static archive cannot
+// make; slower (see link_static.go).
 
 /*
 #cgo pkg-config: python3-embed
