@@ -411,3 +411,28 @@ func TestTimeoutTermOnAStuckUIThread(t *testing.T) {
 	assert.Regexp(t, "did not come back|again before the UI thread came back", string(out))
 	assert.Less(t, time.Since(start), 20*time.Second)
 }
+
+// signal's and faulthandler's wrapped functions look and fail as python3's.
+func TestSignalWrappersLookLikePython3s(t *testing.T) {
+	const src = `import faulthandler, signal
+r = []
+for f in (signal.signal, signal.getsignal, faulthandler.enable, faulthandler.disable, faulthandler.register, faulthandler.unregister):
+    r.append((f.__name__, f.__qualname__, f.__module__))
+for call in (lambda: signal.getsignal("x"), lambda: signal.getsignal(10**30), lambda: signal.signal("x", signal.SIG_DFL), lambda: signal.signal(signal.SIGKILL, signal.SIG_IGN)):
+    try:
+        call()
+        r.append("no error")
+    except BaseException as e:
+        r.append(type(e).__name__)
+print(r)
+`
+	want, err := exec.Command("/usr/bin/python3", "-c", src).Output()
+	require.NoError(t, err)
+	out, errOut, err := testutil.RunChild(t, "EVENTLOOP_CHILD=exec-src", "DUET_SRC="+src)
+	require.NoError(t, err, "stderr:\n%s", errOut)
+	assert.Equal(t, string(want)+"ok\n", out, "python3's, then duet's (and the child harness's ok)")
+}
+
+func init() {
+	lifetimeChildren["exec-src"] = func() error { return pygi.Exec(os.Getenv("DUET_SRC"), nil) }
+}
