@@ -16,6 +16,7 @@ import (
 	"github.com/duet-gtk/duet/eventloop/looptest"
 	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/pyobj"
+	"github.com/duet-gtk/duet/internal/testutil"
 	"github.com/duet-gtk/duet/pygi"
 )
 
@@ -463,15 +464,9 @@ func TestHandlerEmittedUnderAGILHeldByPython(t *testing.T) {
 	bare, err := callbacks.Connect(e, "detailed", wait)
 	require.NoError(t, err)
 	within(t, "the emission", func() error {
-		return pygi.Exec(`
+		return pygi.Exec(testutil.GPointerPy+`
 import ctypes, threading
-api = ctypes.pythonapi
-api.PyCapsule_GetName.restype = ctypes.c_char_p
-api.PyCapsule_GetName.argtypes = [ctypes.py_object]
-api.PyCapsule_GetPointer.restype = ctypes.c_void_p
-api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-cap = e.__gpointer__
-ptr = api.PyCapsule_GetPointer(cap, api.PyCapsule_GetName(cap))
+ptr = addr(e)
 lib = ctypes.PyDLL("libgobject-2.0.so.0")  # keeps the GIL during the call
 lib.g_signal_emit_by_name.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
 th = threading.Thread(target=lambda: lib.g_signal_emit_by_name(ptr, b"detailed"))
@@ -488,19 +483,11 @@ th.start(); th.join()
 // joined with the GIL let go.
 func freshThreadNS(t *testing.T) *pygi.Object {
 	require.NoError(t, pygi.RequireVersion("GObject", "2.0"))
-	return ns(t, `
+	return ns(t, testutil.GPointerPy+`
 import ctypes
 from gi.repository import Gio, GObject
 c = Gio.Cancellable()
 other = Gio.Cancellable()
-api = ctypes.pythonapi
-api.PyCapsule_GetName.restype = ctypes.c_char_p
-api.PyCapsule_GetName.argtypes = [ctypes.py_object]
-api.PyCapsule_GetPointer.restype = ctypes.c_void_p
-api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-def addr(o):
-    cap = o.__gpointer__
-    return api.PyCapsule_GetPointer(cap, api.PyCapsule_GetName(cap))
 glib = ctypes.CDLL("libglib-2.0.so.0")
 gio = ctypes.CDLL("libgio-2.0.so.0")
 glib.g_thread_new.restype = ctypes.c_void_p

@@ -968,16 +968,10 @@ func TestForkedChildGetsPythonsDispositions(t *testing.T) {
 			cmd.Env = append(os.Environ(), env...)
 			want, err := cmd.Output()
 			require.NoError(t, err)
-			out, errOut, err := testutil.RunChild(t, append([]string{"EVENTLOOP_CHILD=fork-dispositions"}, env...)...)
+			out, errOut, err := testutil.RunChild(t, append([]string{"EVENTLOOP_CHILD=exec-src", "DUET_SRC=" + forkScript}, env...)...)
 			require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
 			assert.Equal(t, string(want)+"ok\n", out, "python3's child, then duet's (and the child harness's ok)")
 		})
-	}
-}
-
-func init() {
-	lifetimeChildren["fork-dispositions"] = func() error {
-		return pygi.Exec(forkScript, nil)
 	}
 }
 

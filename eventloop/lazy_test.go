@@ -11,8 +11,41 @@ import (
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/eventloop"
 	"github.com/duet-gtk/duet/internal/capi"
+	"github.com/duet-gtk/duet/internal/testutil"
 	"github.com/duet-gtk/duet/pygi"
 )
+
+// lazyEmitterNS: a namespace with e, a GObject whose "go" signal later()
+// emits from a GLib timeout (so from the loop), and what more holds.
+func lazyEmitterNS(t *testing.T, more string) (g, e *pygi.Object) {
+	t.Helper()
+	require.NoError(t, pygi.RequireVersion("GObject", "2.0"))
+	g, err := pygi.NewGlobals()
+	require.NoError(t, err)
+	t.Cleanup(func() { g.Close() })
+	require.NoError(t, pygi.Exec(more+`
+from gi.repository import GObject, GLib
+class E(GObject.Object):
+    __gsignals__ = {"go": (GObject.SignalFlags.RUN_LAST, None, ())}
+e = E()
+def later():
+    GLib.timeout_add(1, lambda: e.emit("go") and False)
+`, g))
+	e, err = pygi.Eval("e", g)
+	require.NoError(t, err)
+	t.Cleanup(func() { e.Close() })
+	return g, e
+}
+
+// modalWait iterates the main context, as a modal dialog's wait does,
+// until done or d has passed; it reports done.
+func modalWait(done *atomic.Bool, d time.Duration) bool {
+	for deadline := time.Now().Add(d); !done.Load() && time.Now().Before(deadline); {
+		capi.LoopIterate(false)
+		time.Sleep(time.Millisecond)
+	}
+	return done.Load()
+}
 
 // A lazy handler on the UI thread that, before using Python itself, waits
 // for a goroutine by iterating the main context (a modal wait): an Invoke
@@ -21,21 +54,7 @@ import (
 // thread kept the GIL while it polled: the goroutine's next pygi call
 // waited for the handler's end, which waited for it).
 func TestLazyHandlerWaitingInANestedLoop(t *testing.T) {
-	require.NoError(t, pygi.RequireVersion("GObject", "2.0"))
-	g, err := pygi.NewGlobals()
-	require.NoError(t, err)
-	defer g.Close()
-	require.NoError(t, pygi.Exec(`
-from gi.repository import GObject, GLib
-class E(GObject.Object):
-    __gsignals__ = {"go": (GObject.SignalFlags.RUN_LAST, None, ())}
-e = E()
-def later():
-    GLib.timeout_add(1, lambda: e.emit("go") and False)
-`, g))
-	e, err := pygi.Eval("e", g)
-	require.NoError(t, err)
-	defer e.Close()
+	g, e := lazyEmitterNS(t, "")
 	for _, invoke := range []bool{false, true} {
 		t.Run(map[bool]string{true: "invoke", false: "no invoke"}[invoke], func(t *testing.T) {
 			result := make(chan string, 1)
@@ -55,12 +74,7 @@ def later():
 					}
 					done.Store(true)
 				}()
-				deadline := time.Now().Add(5 * time.Second)
-				for !done.Load() && time.Now().Before(deadline) {
-					capi.LoopIterate(false)
-					time.Sleep(time.Millisecond)
-				}
-				if done.Load() {
+				if modalWait(&done, 5*time.Second) {
 					result <- "goroutine done"
 				} else {
 					result <- "goroutine stuck (handler attached: " + map[bool]string{true: "yes", false: "no"}[capi.Attached()] + ")"
@@ -87,25 +101,10 @@ def later():
 // kept the GIL while it polled: the goroutine waited for the handler,
 // which waited for it).
 func TestLazyHandlerWaitingInANestedLoopThatRunsAHandler(t *testing.T) {
-	require.NoError(t, pygi.RequireVersion("GObject", "2.0"))
-	g, err := pygi.NewGlobals()
-	require.NoError(t, err)
-	defer g.Close()
-	require.NoError(t, pygi.Exec(`
+	g, e := lazyEmitterNS(t, testutil.GPointerPy+`
 import ctypes
-from gi.repository import GObject, GLib, Gio
-class E(GObject.Object):
-    __gsignals__ = {"go": (GObject.SignalFlags.RUN_LAST, None, ())}
-e = E()
+from gi.repository import Gio
 c2 = Gio.Cancellable()
-api = ctypes.pythonapi
-api.PyCapsule_GetName.restype = ctypes.c_char_p
-api.PyCapsule_GetName.argtypes = [ctypes.py_object]
-api.PyCapsule_GetPointer.restype = ctypes.c_void_p
-api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-def addr(o):
-    cap = o.__gpointer__
-    return api.PyCapsule_GetPointer(cap, api.PyCapsule_GetName(cap))
 glib = ctypes.CDLL("libglib-2.0.so.0")
 gio = ctypes.CDLL("libgio-2.0.so.0")
 glib.g_idle_add_once.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
@@ -113,12 +112,7 @@ cancel = ctypes.cast(gio.g_cancellable_cancel, ctypes.c_void_p)
 def arm():
     c2.reset()
     glib.g_idle_add_once(cancel, addr(c2))  # a C source: cancels c2 from the loop
-def later():
-    GLib.timeout_add(1, lambda: e.emit("go") and False)
-`, g))
-	e, err := pygi.Eval("e", g)
-	require.NoError(t, err)
-	defer e.Close()
+`)
 	c2, err := pygi.Eval("c2", g)
 	require.NoError(t, err)
 	defer c2.Close()
@@ -144,13 +138,9 @@ def later():
 			}
 			done.Store(true)
 		}()
-		deadline := time.Now().Add(3 * time.Second)
-		for !done.Load() && time.Now().Before(deadline) {
-			capi.LoopIterate(false)
-			time.Sleep(time.Millisecond)
-		}
+		ok := modalWait(&done, 3*time.Second)
 		att := capi.Attached()
-		result <- map[bool]string{true: "goroutine done", false: "goroutine stuck"}[done.Load()] +
+		result <- map[bool]string{true: "goroutine done", false: "goroutine stuck"}[ok] +
 			map[bool]string{true: " (attached after nested loop)", false: ""}[att]
 	})
 	require.NoError(t, err)

@@ -434,5 +434,6 @@ print(r)
 }
 
 func init() {
+	// Python source to run, in a child of its own (DUET_SRC).
 	lifetimeChildren["exec-src"] = func() error { return pygi.Exec(os.Getenv("DUET_SRC"), nil) }
 }

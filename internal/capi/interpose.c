@@ -77,6 +77,11 @@ static struct sigaction py_action[NSIG]; // what CPython last asked for
 static volatile int py_asked[NSIG];
 static struct sigaction start_action[NSIG]; // the process's, before Go's runtime started
 
+// is_handler: a sets a function, not SIG_DFL or SIG_IGN.
+static int is_handler(const struct sigaction *a) {
+	return (a->sa_flags & SA_SIGINFO) || (a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN);
+}
+
 // find_libpython finds libpython's executable segment by the library's
 // name. Not by the address of one of its functions: in an executable built
 // without PIE that address is the executable's own PLT entry, and the
@@ -401,15 +406,22 @@ struct fde {
 	int cpython; // -1 while unknown
 };
 
-// named_label: the label of the named function holding a, -1 for none.
-static int named_label(uintptr_t a) {
-	size_t lo = 0, hi = nranges;
+// range_at: the range holding a, or NULL. Ranges overlap only as aliases:
+// the latest start at or below a is the one.
+static const struct code_range *range_at(uintptr_t a) {
+	size_t lo = 0, hi = nranges; // first range with ranges[i].lo > a
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 		if (ranges[mid].lo <= a) lo = mid + 1;
 		else hi = mid;
 	}
-	return lo > 0 && a < ranges[lo - 1].hi ? ranges[lo - 1].label : -1;
+	return lo > 0 && a < ranges[lo - 1].hi ? &ranges[lo - 1] : NULL;
+}
+
+// named_label: the label of the named function holding a, -1 for none.
+static int named_label(uintptr_t a) {
+	const struct code_range *r = range_at(a);
+	return r ? r->label : -1;
 }
 
 // place_static_functions adds to ranges every function of the unwind table
@@ -585,14 +597,8 @@ void duet_interpose_prepare(void) { pthread_once(&prepare_once, prepare_static);
 // by the dynamic one and placed by the unwind table. Code in neither (Go's,
 // which has no unwind entries in it) is not.
 static int static_cpython(uintptr_t a) {
-	size_t lo = 0, hi = nranges; // first range with ranges[i].lo > a
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (ranges[mid].lo <= a) lo = mid + 1;
-		else hi = mid;
-	}
-	// ranges overlap only as aliases; the latest start below a is the one
-	return lo > 0 && a < ranges[lo - 1].hi && ranges[lo - 1].cpython;
+	const struct code_range *r = range_at(a);
+	return r && r->cpython;
 }
 
 // resolve finds libc's functions. The constructor does it, before anything
@@ -608,8 +614,8 @@ static void resolve(void) {
 
 // atfork_child runs in every child fork() makes, at once: Go's handlers
 // cannot run there (no Go runtime runs in a forked child), so a signal
-// they handled takes its default action, or runs CPython's handler when
-// Python code handles it; ignored signals stay ignored. A child that runs
+// they handled takes the disposition the process started with, or runs
+// CPython's handler when Python code handles it (child_dispositions). A child that runs
 // Python code gets the rest of Python's view next (duet_child_signals).
 // Signals are blocked across the fork, so that one sent to the child the
 // moment it exists waits until its dispositions are right (else Go's
@@ -624,31 +630,33 @@ static void atfork_prepare(void) {
 
 static void atfork_parent(void) { pthread_sigmask(SIG_SETMASK, &fork_mask, NULL); }
 
-static void atfork_child_dispositions(void);
+static void child_dispositions(int everything);
 
 static void atfork_child(void) {
-	atfork_child_dispositions();
+	child_dispositions(0);
 	pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
 }
 
-static void atfork_child_dispositions(void) {
-	// Only in the Go program's own children: a child that forks again
-	// (a daemon's double fork) has its own dispositions, Python's already.
+// child_dispositions gives a child of the Go program Python's view in
+// place of Go's handlers, which cannot run there: for a signal Go handles,
+// the handler Python asked for, else the disposition the process started
+// with; everything (a child that runs Python code, duet_child_signals)
+// also gets the SIG_DFL and SIG_IGN Python asked for, which a child that
+// execs at once does not (subprocess, as without duet). Only in the Go
+// program's own children: a child that forks again (a daemon's double
+// fork) has its own dispositions, Python's already.
+static void child_dispositions(int everything) {
 	if (!real_sigaction || getppid() != our_pid) return;
 	for (int sig = 1; sig < NSIG; sig++) {
 		if (sig == SIGKILL || sig == SIGSTOP) continue;
 		struct sigaction cur;
 		if (real_sigaction(sig, NULL, &cur) != 0) continue;
-		if (!(cur.sa_flags & SA_SIGINFO) && (cur.sa_handler == SIG_DFL || cur.sa_handler == SIG_IGN)) continue;
-		struct sigaction to;
-		if (__atomic_load_n(&py_asked[sig], __ATOMIC_ACQUIRE) &&
-		    ((py_action[sig].sa_flags & SA_SIGINFO) ||
-		     (py_action[sig].sa_handler != SIG_DFL && py_action[sig].sa_handler != SIG_IGN))) {
-			to = py_action[sig];
-		} else {
-			to = start_action[sig];
-		}
-		real_sigaction(sig, &to, NULL);
+		int handled = is_handler(&cur);
+		if (!everything && !handled) continue;
+		if (__atomic_load_n(&py_asked[sig], __ATOMIC_ACQUIRE) && (everything || is_handler(&py_action[sig])))
+			real_sigaction(sig, &py_action[sig], NULL);
+		else if (handled)
+			real_sigaction(sig, &start_action[sig], NULL);
 	}
 }
 
@@ -663,8 +671,7 @@ __attribute__((constructor)) static void interpose_init(void) {
 #endif
 	if (!real_sigaction) return;
 	for (int sig = 1; sig < NSIG; sig++) {
-		if (real_sigaction(sig, NULL, &start_action[sig]) != 0 || (start_action[sig].sa_flags & SA_SIGINFO) ||
-		    (start_action[sig].sa_handler != SIG_DFL && start_action[sig].sa_handler != SIG_IGN)) {
+		if (real_sigaction(sig, NULL, &start_action[sig]) != 0 || is_handler(&start_action[sig])) {
 			memset(&start_action[sig], 0, sizeof start_action[sig]); // a handler set before us: not Python's
 			start_action[sig].sa_handler = SIG_DFL;
 		}
@@ -717,21 +724,11 @@ int duet_os_sigaction(int sig, const struct sigaction *act, struct sigaction *ol
 	return real_sigaction(sig, act, old);
 }
 
-// duet_child_signals gives a forked child the dispositions Python asked
-// for (CPython's handlers, SIG_IGN for SIGPIPE...), and the default for
-// every signal Go handled: Go's handlers cannot run in the child.
+// duet_child_signals gives a forked child that runs Python code the
+// dispositions Python asked for (CPython's handlers, SIG_IGN for
+// SIGPIPE...), and for every other signal Go handled the starting one.
 void duet_child_signals(void) {
-	if (!duet_forked_child() || !real_sigaction || getppid() != our_pid) return;
-	for (int sig = 1; sig < NSIG; sig++) {
-		if (sig == SIGKILL || sig == SIGSTOP) continue;
-		struct sigaction cur;
-		if (real_sigaction(sig, NULL, &cur) != 0) continue;
-		if (__atomic_load_n(&py_asked[sig], __ATOMIC_ACQUIRE)) {
-			real_sigaction(sig, &py_action[sig], NULL);
-		} else if ((cur.sa_flags & SA_SIGINFO) || (cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN)) {
-			real_sigaction(sig, &start_action[sig], NULL);
-		}
-	}
+	if (duet_forked_child()) child_dispositions(1);
 }
 
 // CPython is told, for each signal, what python3 would find in place: what

@@ -76,3 +76,18 @@ func ExitCode(t testing.TB, err error) int {
 	t.Fatalf("child: %v", err)
 	return 0
 }
+
+// GPointerPy is Python source defining addr(o): the address of a GObject
+// wrapper's GObject, through its __gpointer__ capsule, for tests that hand
+// it to C through ctypes (emitting on a thread, a C source of GLib's).
+const GPointerPy = `
+import ctypes as _ctypes
+_api = _ctypes.pythonapi
+_api.PyCapsule_GetName.restype = _ctypes.c_char_p
+_api.PyCapsule_GetName.argtypes = [_ctypes.py_object]
+_api.PyCapsule_GetPointer.restype = _ctypes.c_void_p
+_api.PyCapsule_GetPointer.argtypes = [_ctypes.py_object, _ctypes.c_char_p]
+def addr(o):
+    cap = o.__gpointer__
+    return _api.PyCapsule_GetPointer(cap, _api.PyCapsule_GetName(cap))
+`
