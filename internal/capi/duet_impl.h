@@ -240,6 +240,7 @@ void duet_callback_gone(uintptr_t handle, const char *signal, const char *type, 
 // A closed slot met while decoding arguments is reported as DUET_CLOSED, not
 // as a Python exception, so that Go can return its ErrClosed sentinel.
 void duet_values_finalized(void); // after Py_FinalizeEx
+void duet_ops_finalized(void);    // after Py_FinalizeEx
 PyObject *duet_decode(const duet_val *v, int64_t nv, int64_t *pos, const char *arena, int depth);
 // duet_decode_one decodes the value at *pos (a new reference, or NULL);
 // duet_decode_fail reports its failure as DUET_CLOSED or DUET_ERR.

@@ -30,7 +30,33 @@ static int impl_import(const char *name, int64_t len, duet_res *res) {
 	return rc;
 }
 
-static PyObject *attr_name(const char *name, int64_t len) { return PyUnicode_DecodeUTF8(name, len, "strict"); }
+// attr_name is the str for an attribute or method name Go passes (a new
+// reference, or NULL with an exception). Go passes the same few names
+// again and again (a handler's CallMethod(item, "get_child") for every
+// row): each is decoded once and interned, and kept in a small
+// direct-mapped table by its text, so that a call neither decodes nor
+// hashes it again and the lookups in type and instance dicts compare it by
+// identity, as the names in Python's own code are. ASCII names only (the
+// table compares bytes); a miss replaces the entry. GIL held.
+#define NAMES 512
+#define NAME_MAX_LEN 64
+static PyObject *names[NAMES]; // strong references; forgotten with the interpreter (duet_ops_finalized)
+
+static PyObject *attr_name(const char *name, int64_t len) {
+	if (len <= 0 || len > NAME_MAX_LEN) return PyUnicode_DecodeUTF8(name, len, "strict");
+	uint32_t h = 2166136261u; // FNV-1a
+	for (int64_t i = 0; i < len; i++) h = (h ^ (unsigned char)name[i]) * 16777619u;
+	PyObject **e = &names[h & (NAMES - 1)];
+	PyObject *c = *e;
+	if (c && PyUnicode_GET_LENGTH(c) == len && memcmp(PyUnicode_DATA(c), name, (size_t)len) == 0) return Py_NewRef(c);
+	PyObject *n = PyUnicode_DecodeUTF8(name, len, "strict");
+	if (!n || !PyUnicode_IS_ASCII(n)) return n;
+	PyUnicode_InternInPlace(&n);
+	Py_XSETREF(*e, Py_NewRef(n));
+	return n;
+}
+
+void duet_ops_finalized(void) { memset(names, 0, sizeof names); } // gone with the interpreter
 
 // Attribute names may be paths, "a.b.c", resolved in this one crossing:
 // walk returns (a new reference to) the object all but the last component
@@ -219,7 +245,7 @@ static int impl_call(duet_ref s, const char *method, int64_t mlen, const duet_va
 		const char *last;
 		int64_t ll;
 		PyObject *recv = walk(o, method, mlen, &last, &ll);
-		name = recv ? PyUnicode_DecodeUTF8(last, ll, "strict") : NULL;
+		name = recv ? attr_name(last, ll) : NULL;
 		if (!name) {
 			Py_XDECREF(recv);
 			rc = duet_fail(exc);

@@ -149,6 +149,7 @@ int duet_finalize(void) {
 	}
 	duet_signals_finalized();
 	duet_values_finalized();
+	duet_ops_finalized();
 	duet_depth = 0;
 	// The interpreter is gone; every thread state with it.
 	return rc;

@@ -1,0 +1,147 @@
+package pygi
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Attribute and method names are kept, interned, in a table of their own
+// (internal/capi/ops.c, attr_name): far more names than the table has
+// entries, each used twice, still reach the attribute they name, and the
+// ones the table cannot keep (long, non-ASCII) work as before.
+func TestAttributeNamesReachTheirAttribute(t *testing.T) {
+	g, err := NewGlobals()
+	require.NoError(t, err)
+	require.NoError(t, Exec(`
+class Echo:
+    def __getattr__(self, name):
+        return "got " + name
+    def method(self, *a):
+        return "method"
+echo = Echo()
+`, g))
+	echo, err := g.Item("echo")
+	require.NoError(t, err)
+	names := make([]string, 0, 3000)
+	for i := range 3000 {
+		names = append(names, fmt.Sprintf("n%d", i))
+	}
+	names = append(names, "é", "naïve_name", "long_"+strings.Repeat("x", 100))
+	for round := range 2 {
+		for _, n := range names {
+			v, err := echo.Attr(n)
+			require.NoError(t, err, n)
+			s, err := As[string](v)
+			require.NoError(t, err)
+			assert.Equal(t, "got "+n, s, "round %d", round)
+		}
+	}
+	// A method path's last step goes through the same table.
+	for range 2 {
+		r, err := echo.CallMethod("method", 1)
+		require.NoError(t, err)
+		s, err := As[string](r)
+		require.NoError(t, err)
+		assert.Equal(t, "method", s)
+	}
+}
+
+func TestAttributeNamesThatAreNotUTF8AreAnError(t *testing.T) {
+	o, err := Eval("object()", nil)
+	require.NoError(t, err)
+	for range 2 {
+		_, err = o.Attr("bad\xffname")
+		var pe *Error
+		require.ErrorAs(t, err, &pe)
+		assert.True(t, pe.Matches("UnicodeDecodeError"), "%v", err)
+	}
+}
+
+// The table holds one reference to a name, however often it is used.
+func TestAttributeNamesDoNotLeak(t *testing.T) {
+	g, err := NewGlobals()
+	require.NoError(t, err)
+	require.NoError(t, Exec(`
+import sys
+class C:
+    def a_method_name_for_counting(self):
+        return None
+c = C()
+name = sys.intern("a_method_name_for_counting")
+`, g))
+	c, err := g.Item("c")
+	require.NoError(t, err)
+	count := func() int64 {
+		r, err := Eval("sys.getrefcount(name)", g)
+		require.NoError(t, err)
+		n, err := As[int64](r)
+		require.NoError(t, err)
+		return n
+	}
+	_, err = c.CallMethod("a_method_name_for_counting") // the table's reference, once
+	require.NoError(t, err)
+	before := count()
+	for range 10000 {
+		_, err := c.CallMethod("a_method_name_for_counting")
+		require.NoError(t, err)
+		_, err = c.Attr("a_method_name_for_counting")
+		require.NoError(t, err)
+	}
+	runtime.GC()
+	require.NoError(t, Drain())
+	assert.Equal(t, before, count())
+}
+
+// wrap allocates an owned Object padded into the 128-byte size class (see
+// ownedObject): a field added to Object that moves it out of that class
+// should change the padding with it.
+func TestOwnedObjectsSizeClass(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("the padding is measured on 64-bit platforms")
+	}
+	assert.Equal(t, uintptr(128), unsafe.Sizeof(ownedObject{}))
+	assert.Zero(t, unsafe.Offsetof(ownedObject{}.Object), "the cleanup is registered on the start of the allocation")
+}
+
+// Results left to Go's collector are released, padded or not: every
+// instance a loop of calls made is gone after both collectors ran.
+func TestResultsLeftToTheCollectorAreReleased(t *testing.T) {
+	g, err := NewGlobals()
+	require.NoError(t, err)
+	require.NoError(t, Exec(`
+import gc
+live = 0
+class Counted:
+    def __init__(self):
+        global live
+        live += 1
+    def __del__(self):
+        global live
+        live -= 1
+`, g))
+	mk, err := g.Item("Counted")
+	require.NoError(t, err)
+	for range 5000 {
+		_, err := mk.Call()
+		require.NoError(t, err)
+	}
+	live := func() int64 {
+		r, err := Eval("live", g)
+		require.NoError(t, err)
+		n, err := As[int64](r)
+		require.NoError(t, err)
+		return n
+	}
+	for range 3 {
+		runtime.GC()
+		require.NoError(t, Drain())
+	}
+	require.NoError(t, Exec("gc.collect()", g))
+	assert.Zero(t, live())
+}
