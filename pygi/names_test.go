@@ -145,3 +145,27 @@ class Counted:
 	require.NoError(t, Exec("gc.collect()", g))
 	assert.Zero(t, live())
 }
+
+// Keyword names go through the same table: each reaches its parameter, or
+// **kwargs under its own name, however many there are and whatever their
+// text.
+func TestKeywordNamesReachTheirParameters(t *testing.T) {
+	f, err := Eval("lambda a=None, *, naïve=None, **rest: (a, naïve, sorted(rest.items()))", nil)
+	require.NoError(t, err)
+	for round := range 2 {
+		for i := range 1200 {
+			name := fmt.Sprintf("kw%d", i)
+			r, err := f.Call(Kw{"a": i, "naïve": round, name: "v"})
+			require.NoError(t, err)
+			got, err := As[[]any](r)
+			require.NoError(t, err)
+			require.Len(t, got, 3)
+			assert.EqualValues(t, i, got[0])
+			assert.EqualValues(t, round, got[1])
+			assert.Equal(t, []any{[]any{name, "v"}}, got[2])
+		}
+	}
+	_, err = f.Call(Kw{"bad\xffname": 1})
+	var ce *ConversionError
+	assert.ErrorAs(t, err, &ce, "a keyword name that is not UTF-8 is refused in Go, as before")
+}

@@ -58,6 +58,18 @@ static PyObject *attr_name(const char *name, int64_t len) {
 
 void duet_ops_finalized(void) { memset(names, 0, sizeof names); } // gone with the interpreter
 
+// kw_name decodes a keyword argument's name through the same table: the
+// callee matches keyword names against its parameters by identity first
+// (they are interned in its code), by comparing the text only when that
+// fails.
+static PyObject *kw_name(const duet_val *v, int64_t nv, int64_t *pos, const char *arena) {
+	if (*pos < nv && v[*pos].kind == DV_STR) {
+		const duet_val *x = &v[(*pos)++];
+		return attr_name(arena + x->i, x->n);
+	}
+	return duet_decode(v, nv, pos, arena, 0);
+}
+
 // Attribute names may be paths, "a.b.c", resolved in this one crossing:
 // walk returns (a new reference to) the object all but the last component
 // lead to, and the last component in *last/*lastlen; NULL with an
@@ -226,7 +238,7 @@ static int impl_call(duet_ref s, const char *method, int64_t mlen, const duet_va
 			goto done;
 		}
 		for (int64_t j = 0; j < nkw; j++) {
-			PyObject *k = duet_decode(v, nv, &pos, arena, 0);
+			PyObject *k = kw_name(v, nv, &pos, arena);
 			if (!k) {
 				rc = duet_decode_fail(exc);
 				goto done;
