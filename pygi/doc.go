@@ -35,7 +35,9 @@
 // (releasing a widget's last wrapper finalises the widget, which GTK allows
 // only there). [Drain] releases what is queued now; forensics.ReadStats
 // counts. Objects that duet caches for the whole process and hands to
-// every caller (None) are shared: Close on them does nothing.
+// every caller are shared: Close on them does nothing. They are None, and
+// True and False as calls return them (a call returning a bool makes no
+// Object, so a getter or predicate costs no cleanup).
 //
 // # The interpreter's life
 //

@@ -84,6 +84,10 @@ func result(s capi.Ref, st capi.Status, exc capi.Ref) (*Object, error) {
 		return wrap(s), nil
 	case capi.None:
 		return interp.none, nil
+	case capi.True:
+		return interp.yes, nil
+	case capi.False:
+		return interp.no, nil
 	}
 	return nil, statusErr(st, exc)
 }

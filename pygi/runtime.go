@@ -47,6 +47,7 @@ var interp struct {
 	homeBusy atomic.Bool
 
 	none    *Object // the None singleton
+	yes, no *Object // True and False, what calls returning them give (capi.True, capi.False)
 	helper  *Object // the _duet helper module
 	version string
 }
@@ -234,6 +235,17 @@ func startHere() error {
 	interp.initTID = syscall.Gettid()
 	interp.mu.Unlock()
 	interp.none = &Object{ref: capi.NoneRef(), kind: permanent}
+	for _, b := range []struct {
+		o **Object
+		i int64
+	}{{&interp.yes, 1}, {&interp.no, 0}} {
+		r, st, exc := capi.FromVals([]capi.Val{{Kind: capi.KindBool, I: b.i}}, nil)
+		if st != capi.OK {
+			capi.Drain([]capi.Ref{exc})
+			return errors.New("pygi: cannot make True and False")
+		}
+		*b.o = &Object{ref: r, kind: permanent}
+	}
 	// The helper module backs error formatting; it must exist before any
 	// operation can fail. Operations are not open yet, so run it directly.
 	g, _ := capi.NewGlobals()

@@ -129,6 +129,8 @@ const (
 	Err    Status = -1 // a Python exception; its Ref was returned
 	Closed Status = -2 // a Ref involved was stale
 	Slow   Status = 3  // Call0 only: take the full path (the gate's Enter, then Call)
+	True   Status = 4  // Call and Call0 only: the result was True; no Ref
+	False  Status = 5  // the same for False
 )
 
 // cstr, cvals and carena pass Go memory to C for the duration of one call:

@@ -58,6 +58,21 @@ static PyObject *attr_name(const char *name, int64_t len) {
 
 void duet_ops_finalized(void) { memset(names, 0, sizeof names); } // gone with the interpreter
 
+// finish_call is duet_finish for calls: True and False come back as
+// statuses of their own, as None does, so that Go hands out permanent
+// Objects for them instead of making one per call, with a cleanup to
+// register and a reference to release later (GTK's getters and
+// predicates return booleans often).
+static int finish_call(PyObject *r, duet_ref *out, duet_ref *exc) {
+	if (r == Py_True || r == Py_False) {
+		int st = r == Py_True ? DUET_TRUE : DUET_FALSE;
+		Py_DECREF(r);
+		*out = duet_no_ref;
+		return st;
+	}
+	return duet_finish(r, out, exc);
+}
+
 // kw_name decodes a keyword argument's name through the same table: the
 // callee matches keyword names against its parameters by identity first
 // (they are interned in its code), by comparing the text only when that
@@ -269,7 +284,7 @@ static int impl_call(duet_ref s, const char *method, int64_t mlen, const duet_va
 	} else {
 		result = PyObject_Vectorcall(o, argv + 1, nargs | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
 	}
-	rc = duet_finish(result, out, exc);
+	rc = finish_call(result, out, exc);
 done:
 	for (int64_t j = 0; j < made; j++) Py_DECREF(argv[1 + j]);
 	if (argv != small) PyMem_Free(argv);
@@ -336,7 +351,7 @@ duet_res0 duet_call0(uintptr_t slot, uint64_t gen) {
 		// The reference held for the call: the callee may close r (Go code it
 		// calls) or release the GIL to a thread that does.
 		Py_INCREF(o);
-		res.status = duet_finish(PyObject_CallNoArgs(o), &res.ref, &res.ref);
+		res.status = finish_call(PyObject_CallNoArgs(o), &res.ref, &res.ref);
 		Py_DECREF(o);
 	}
 	if (attached) {

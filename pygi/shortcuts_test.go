@@ -169,3 +169,67 @@ func TestKeywordNamesReachTheirParameters(t *testing.T) {
 	var ce *ConversionError
 	assert.ErrorAs(t, err, &ce, "a keyword name that is not UTF-8 is refused in Go, as before")
 }
+
+// Calls that return True or False hand out two permanent Objects, as
+// calls returning None hand out one: no Object is made per call, the
+// Objects behave as any other (Is, As, Truthy; Close does nothing), and
+// True's and False's reference counts are what they were.
+func TestCallsReturningBooleans(t *testing.T) {
+	g, err := NewGlobals()
+	require.NoError(t, err)
+	require.NoError(t, Exec(`
+import sys
+class C:
+    def yes(self): return True
+    def no(self, x=None): return False
+c = C()
+f = lambda b: b
+`, g))
+	c, err := g.Item("c")
+	require.NoError(t, err)
+	f, err := g.Item("f")
+	require.NoError(t, err)
+	refs := func() [2]int64 {
+		r, err := Eval("(sys.getrefcount(True), sys.getrefcount(False))", g)
+		require.NoError(t, err)
+		v, err := As[[2]int64](r)
+		require.NoError(t, err)
+		return v
+	}
+	before, made := refs(), stats.created.Load()
+	for i := range 5000 {
+		y, err := c.CallMethod("yes")
+		require.NoError(t, err)
+		n, err := c.CallMethod("no", i)
+		require.NoError(t, err)
+		b, err := f.Call(i%2 == 0)
+		require.NoError(t, err)
+		if i == 0 {
+			for _, tc := range []struct {
+				o    *Object
+				want bool
+			}{{y, true}, {n, false}, {b, true}} {
+				v, err := As[bool](tc.o)
+				require.NoError(t, err)
+				assert.Equal(t, tc.want, v)
+				truthy, err := tc.o.Truthy()
+				require.NoError(t, err)
+				assert.Equal(t, tc.want, truthy)
+				tn, err := tc.o.TypeName()
+				require.NoError(t, err)
+				assert.Equal(t, "bool", tn)
+			}
+		}
+		require.NoError(t, y.Close())
+		require.NoError(t, n.Close())
+		assert.False(t, y.Closed(), "True is permanent: Close does nothing")
+	}
+	runtime.GC()
+	require.NoError(t, Drain())
+	assert.Equal(t, made, stats.created.Load(), "no Object made for a boolean result")
+	assert.Equal(t, before, refs())
+	var b Block
+	v := BlockAs[bool](&b, b.CallMethod(c, "yes"))
+	require.NoError(t, b.Err())
+	assert.True(t, v)
+}
