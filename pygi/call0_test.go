@@ -230,6 +230,9 @@ func init() {
 		if _, err := g2.Call(); !errors.Is(err, ErrFinalized) {
 			return fmt.Errorf("f() after Finalize: %v, want ErrFinalized", err)
 		}
+		if _, err := g2.CallMethod("__call__"); !errors.Is(err, ErrFinalized) {
+			return fmt.Errorf("f.__call__() after Finalize: %v, want ErrFinalized", err)
+		}
 		return nil
 	}
 }
@@ -243,4 +246,104 @@ func TestCallWithoutArgumentsAndFinalize(t *testing.T) {
 			assert.Empty(t, errOut)
 		})
 	}
+}
+
+// o.m() takes the gate in C too (capi.CallMethod0): a method, a method
+// path, a missing method, a method that raises, a closed or nil receiver,
+// alone and inside an attachment, answer as the general call does, and
+// the entry is counted while it runs.
+func TestMethodCallWithoutArguments(t *testing.T) {
+	g, err := NewGlobals()
+	require.NoError(t, err)
+	require.NoError(t, Exec(`
+import threading
+from types import SimpleNamespace
+class H:
+    def value(self): return 6 * 7
+    def nothing(self): pass
+    def yes(self): return True
+    def fails(self): raise ValueError('no')
+    def waits(self): ev.wait(10)
+ev = threading.Event()
+h = H()
+ns = SimpleNamespace(inner=SimpleNamespace(h=h))
+`, g))
+	item := func(name string) *Object {
+		o, err := g.Item(name)
+		require.NoError(t, err)
+		return o
+	}
+	closed := item("h")
+	require.NoError(t, closed.Close())
+	h, ns := item("h"), item("ns")
+	value := func(t *testing.T, r *Object, err error) {
+		require.NoError(t, err)
+		v, err := As[int](r)
+		require.NoError(t, err)
+		assert.Equal(t, 42, v)
+	}
+	for _, tc := range []struct {
+		name, method string
+		o            *Object
+		check        func(t *testing.T, r *Object, err error)
+	}{
+		{"value", "value", h, value},
+		{"path", "inner.h.value", ns, value},
+		{"None", "nothing", h, func(t *testing.T, r *Object, err error) {
+			require.NoError(t, err)
+			assert.True(t, r.IsNone())
+		}},
+		{"True", "yes", h, func(t *testing.T, r *Object, err error) {
+			require.NoError(t, err)
+			v, err := As[bool](r)
+			require.NoError(t, err)
+			assert.True(t, v)
+		}},
+		{"raises", "fails", h, func(t *testing.T, r *Object, err error) {
+			var pe *Error
+			require.ErrorAs(t, err, &pe)
+			assert.Equal(t, "ValueError", pe.Type)
+			assert.Nil(t, r)
+		}},
+		{"missing", "missing", h, func(t *testing.T, r *Object, err error) {
+			var pe *Error
+			require.ErrorAs(t, err, &pe)
+			assert.Equal(t, "AttributeError", pe.Type)
+		}},
+		{"missing in the path", "inner.nope.value", ns, func(t *testing.T, r *Object, err error) {
+			var pe *Error
+			require.ErrorAs(t, err, &pe)
+			assert.Equal(t, "AttributeError", pe.Type)
+		}},
+		{"closed", "value", closed, func(t *testing.T, r *Object, err error) {
+			assert.ErrorIs(t, err, ErrClosed)
+			assert.Nil(t, r)
+		}},
+		{"nil", "value", nil, func(t *testing.T, r *Object, err error) {
+			assert.ErrorIs(t, err, ErrNilObject)
+		}},
+	} {
+		t.Run(tc.name+"/alone", func(t *testing.T) {
+			r, err := tc.o.CallMethod(tc.method)
+			tc.check(t, r, err)
+			assert.Equal(t, int64(0), inFlight())
+			_, err = h.CallMethod("nothing") // an exception was taken: the next call is clean
+			assert.NoError(t, err)
+		})
+		t.Run(tc.name+"/attached", func(t *testing.T) {
+			require.NoError(t, WithGIL(func() error {
+				r, err := tc.o.CallMethod(tc.method)
+				tc.check(t, r, err)
+				assert.Equal(t, int64(1), inFlight(), "the attachment's entry, no more")
+				return nil
+			}))
+			assert.Equal(t, int64(0), inFlight())
+		})
+	}
+	done := make(chan error, 1)
+	go func() { _, err := h.CallMethod("waits"); done <- err }()
+	require.Eventually(t, func() bool { return inFlight() == 1 }, 5*time.Second, time.Millisecond)
+	require.NoError(t, Exec("ev.set()", g))
+	require.NoError(t, <-done)
+	assert.Equal(t, int64(0), inFlight())
 }

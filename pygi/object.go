@@ -433,19 +433,24 @@ func (o *Object) call(method string, args []any) (*Object, error) {
 		if err != nil {
 			return nil, err
 		}
+		var r, exc capi.Ref
+		var st capi.Status
 		if method == "" {
-			if r, st, exc := capi.Call0(s); st != capi.Slow {
-				runtime.KeepAlive(o)
-				return result(r, st, exc)
-			}
+			r, st, exc = capi.Call0(s)
+		} else {
+			r, st, exc = capi.CallMethod0(s, method)
+		}
+		if st != capi.Slow {
+			runtime.KeepAlive(o)
+			return result(r, st, exc)
 		}
 		if err := enter(); err != nil {
 			return nil, err
 		}
 		defer exit()
-		r, err := result(capi.Call(s, method, nil, nil, 0, 0))
+		res, err := result(capi.Call(s, method, nil, nil, 0, 0))
 		runtime.KeepAlive(o)
-		return r, err
+		return res, err
 	}
 	return o.op(func(s capi.Ref) (*Object, error) {
 		e := getEncoder()

@@ -226,7 +226,17 @@ func GateUIRunning() *atomic.Bool { return (*atomic.Bool)(unsafe.Pointer(&C.duet
 // commonest call, and nested in a batch scope the cheapest: no gate count,
 // no PyGILState_Ensure, no pointer for cgo to check.
 func Call0(r Ref) (Ref, Status, Ref) {
-	cr := C.duet_call0(C.uintptr_t(uintptr(r.S)), C.uint64_t(r.Gen))
+	return res0(C.duet_call0(C.uintptr_t(uintptr(r.S)), C.uint64_t(r.Gen)))
+}
+
+// CallMethod0 is Call0 for r.method() (a method path, as Call takes it):
+// Call(r, method, nil, nil, 0, 0) entering the gate itself.
+func CallMethod0(r Ref, method string) (Ref, Status, Ref) {
+	mp, ml := cstr(method)
+	return res0(C.duet_callm0(C.uintptr_t(uintptr(r.S)), C.uint64_t(r.Gen), mp, ml))
+}
+
+func res0(cr C.duet_res0) (Ref, Status, Ref) {
 	st := Status(cr.status)
 	if st == Err {
 		return Ref{}, st, goRef(cr.ref)

@@ -168,6 +168,9 @@ typedef struct {
 	int64_t status;
 } duet_res0;
 duet_res0 duet_call0(uintptr_t slot, uint64_t gen);
+// duet_callm0 is the same for o.m(), a method (path) called without
+// arguments: the commonest call a handler makes on a widget.
+duet_res0 duet_callm0(uintptr_t slot, uint64_t gen, const char *method, int64_t mlen);
 duet_res duet_getitem(duet_ref r, const duet_val *v, int64_t nv, const char *arena);
 duet_res duet_setitem(duet_ref r, const duet_val *v, int64_t nv, const char *arena); // key, then value
 duet_res duet_delitem(duet_ref r, const duet_val *v, int64_t nv, const char *arena);

@@ -322,7 +322,8 @@ static inline int gate_drain_due(void) {
 	       (duet_on_ui && __atomic_load_n(&duet_gate_ui_dirty, __ATOMIC_RELAXED));
 }
 
-duet_res0 duet_call0(uintptr_t slot, uint64_t gen) {
+// call0 is duet_call0 and duet_callm0: f(), or o.m() when method is set.
+static inline duet_res0 call0(uintptr_t slot, uint64_t gen, const char *method, int64_t mlen) {
 	duet_ref r = {(duet_slot *)slot, gen};
 	duet_res0 res = {duet_no_ref, DUET_SLOW};
 	int attached = duet_depth > 0 && _PyThreadState_UncheckedGet() == PyGILState_GetThisThreadState();
@@ -347,11 +348,25 @@ duet_res0 duet_call0(uintptr_t slot, uint64_t gen) {
 		res.status = DUET_CLOSED;
 	} else {
 		duet_mark_use(r);
-		if (duet_ring_cur) ring_callee(o);
 		// The reference held for the call: the callee may close r (Go code it
 		// calls) or release the GIL to a thread that does.
 		Py_INCREF(o);
-		res.status = finish_call(PyObject_CallNoArgs(o), &res.ref, &res.ref);
+		PyObject *result;
+		if (method) {
+			// A method path, "a.b.m", as duet_call walks it.
+			DUET_RING_WHAT(Py_TYPE(o)->tp_name, method, mlen);
+			const char *last;
+			int64_t ll;
+			PyObject *recv = walk(o, method, mlen, &last, &ll);
+			PyObject *name = recv ? attr_name(last, ll) : NULL;
+			result = name ? PyObject_CallMethodNoArgs(recv, name) : NULL;
+			Py_XDECREF(name);
+			Py_XDECREF(recv);
+		} else {
+			if (duet_ring_cur) ring_callee(o);
+			result = PyObject_CallNoArgs(o);
+		}
+		res.status = finish_call(result, &res.ref, &res.ref);
 		Py_DECREF(o);
 	}
 	if (attached) {
@@ -362,6 +377,12 @@ duet_res0 duet_call0(uintptr_t slot, uint64_t gen) {
 	}
 	if (!counted) __atomic_sub_fetch(&duet_gate_state, 1, __ATOMIC_SEQ_CST);
 	return res;
+}
+
+duet_res0 duet_call0(uintptr_t slot, uint64_t gen) { return call0(slot, gen, NULL, 0); }
+
+duet_res0 duet_callm0(uintptr_t slot, uint64_t gen, const char *method, int64_t mlen) {
+	return call0(slot, gen, method, mlen);
 }
 
 static int impl_getitem(duet_ref s, const duet_val *v, int64_t nv, const char *arena, duet_res *res) {
