@@ -237,8 +237,80 @@ func init() {
 	}
 }
 
+func init() {
+	// An f() or o.m() that raises: C ends the call's entry when it
+	// returns, and the exception is described (its str(), which takes a
+	// while here) in an entry of its own, which Finalize waits for. It
+	// used to run outside the gate: Finalize went ahead underneath it,
+	// and the goroutine was never heard of again.
+	childScenarios["finalize-waits-for-a-raising-call"] = func() error {
+		g, err := NewGlobals()
+		if err != nil {
+			return err
+		}
+		if err := Exec(`
+import threading, time
+described = threading.Event()
+class E(Exception):
+    def __str__(self):
+        described.set()
+        time.sleep(0.5)
+        return 'slow'
+class H:
+    def fails(self): raise E()
+h = H()
+`, g); err != nil {
+			return err
+		}
+		h, err := g.Item("h")
+		if err != nil {
+			return err
+		}
+		f, err := h.Attr("fails")
+		if err != nil {
+			return err
+		}
+		described, err := g.Item("described")
+		if err != nil {
+			return err
+		}
+		done := make(chan error, 2)
+		go func() { _, err := f.Call(); done <- err }()
+		go func() { _, err := h.CallMethod("fails"); done <- err }()
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+			r, err := described.CallMethod("is_set")
+			if err != nil {
+				return err
+			}
+			if set, _ := As[bool](r); set {
+				break
+			}
+			if time.Now().After(deadline) {
+				return errors.New("the exceptions were never described")
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := Finalize(ctx); err != nil {
+			return fmt.Errorf("Finalize: %v", err)
+		}
+		for range 2 {
+			select {
+			case err := <-done:
+				var pe *Error
+				if !errors.As(err, &pe) && !errors.Is(err, ErrFinalized) {
+					return fmt.Errorf("a raising call returned %v, want its *Error or ErrFinalized", err)
+				}
+			case <-time.After(10 * time.Second):
+				return errors.New("a raising call never returned after Finalize")
+			}
+		}
+		return nil
+	}
+}
+
 func TestCallWithoutArgumentsAndFinalize(t *testing.T) {
-	for _, name := range []string{"finalize-waits-for-f", "finalize-inside-withoutgil"} {
+	for _, name := range []string{"finalize-waits-for-f", "finalize-inside-withoutgil", "finalize-waits-for-a-raising-call"} {
 		t.Run(name, func(t *testing.T) {
 			out, errOut, err := runChild(t, name)
 			require.NoError(t, err, "exit status; stderr:\n%s", errOut)

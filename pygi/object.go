@@ -442,6 +442,16 @@ func (o *Object) call(method string, args []any) (*Object, error) {
 		}
 		if st != capi.Slow {
 			runtime.KeepAlive(o)
+			if st == capi.Err {
+				// C has ended the call's entry, and describing the
+				// exception runs Python (its str(), the traceback):
+				// an entry of its own, or Finalize could begin under it.
+				if err := enter(); err != nil {
+					lifetime.Queue(exc)
+					return nil, err
+				}
+				defer exit()
+			}
 			return result(r, st, exc)
 		}
 		if err := enter(); err != nil {
