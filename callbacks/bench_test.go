@@ -140,7 +140,8 @@ def emit_loop(n):
 `
 
 // BenchmarkEmitFromPython: a Python loop emits a signal to one handler: a
-// Go func taking the emitter (using it or not), a Go func taking nothing
+// Go func taking the emitter (using it or not: a method returning a bool,
+// or a str), a Go func taking nothing
 // (bare), a Python lambda (using the emitter or not), or none (the floor). Here to profile make bench's row.
 func BenchmarkEmitFromPython(b *testing.B) {
 	for _, c := range []struct {
@@ -150,6 +151,11 @@ func BenchmarkEmitFromPython(b *testing.B) {
 		{"GoObject", func(*pygi.Object) {}},
 		{"GoObjectUsed", func(e *pygi.Object) {
 			if r, err := e.CallMethod("is_cancelled"); err == nil {
+				r.Close()
+			}
+		}},
+		{"GoObjectUsedStr", func(e *pygi.Object) { // a method returning a str: an Object
+			if r, err := e.CallMethod("__repr__"); err == nil {
 				r.Close()
 			}
 		}},

@@ -106,6 +106,19 @@ func BenchmarkCallOneArg(b *testing.B) {
 	}
 }
 
+// BenchmarkCallThreeAndKeyword: make bench's f(1, 'two', 3.0, k=True), a
+// Go loop, the result None.
+func BenchmarkCallThreeAndKeyword(b *testing.B) {
+	f, err := Eval("lambda a, b, c, k=False: None", nil)
+	require.NoError(b, err)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := f.Call(1, "two", 3.0, Kw{"k": true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkCallFromPython: the same trivial call made by Python itself, for
 // comparison (timeit's per-call figure, reported as ns/op).
 func BenchmarkCallFromPython(b *testing.B) {
