@@ -443,14 +443,7 @@ func (o *Object) call(method string, args []any) (*Object, error) {
 		if st != capi.Slow {
 			runtime.KeepAlive(o)
 			if st == capi.Err {
-				// C has ended the call's entry, and describing the
-				// exception runs Python (its str(), the traceback):
-				// an entry of its own, or Finalize could begin under it.
-				if err := enter(); err != nil {
-					lifetime.Queue(exc)
-					return nil, err
-				}
-				defer exit()
+				return nil, raised(exc)
 			}
 			return result(r, st, exc)
 		}
@@ -473,6 +466,21 @@ func (o *Object) call(method string, args []any) (*Object, error) {
 		e.done()
 		return r, err
 	})
+}
+
+// raised is the error of a call whose entry C has ended (capi.Call0,
+// capi.CallMethod0): describing the exception runs Python (its str(), the
+// traceback), so it is an entry of its own, or Finalize could begin under
+// it. Apart from call, whose fast path it would slow down otherwise.
+//
+//go:noinline
+func raised(exc capi.Ref) error {
+	if err := enter(); err != nil {
+		lifetime.Queue(exc)
+		return err
+	}
+	defer exit()
+	return statusErr(capi.Err, exc)
 }
 
 // Item returns o[key].
