@@ -471,7 +471,7 @@ func (o *Object) call(method string, args []any) (*Object, error) {
 // raised is the error of a call whose entry C has ended (capi.Call0,
 // capi.CallMethod0): describing the exception runs Python (its str(), the
 // traceback), so it is an entry of its own, or Finalize could begin under
-// it. Apart from call, whose fast path it would slow down otherwise.
+// it. A function of its own, so that call's fast path has no second defer.
 //
 //go:noinline
 func raised(exc capi.Ref) error {

@@ -128,8 +128,8 @@ const (
 	End    Status = 2  // an iterator is exhausted
 	Err    Status = -1 // a Python exception; its Ref was returned
 	Closed Status = -2 // a Ref involved was stale
-	Slow   Status = 3  // Call0 only: take the full path (the gate's Enter, then Call)
-	True   Status = 4  // Call and Call0 only: the result was True; no Ref
+	Slow   Status = 3  // Call0 and CallMethod0 only: take the full path (the gate's Enter, then Call)
+	True   Status = 4  // Call, Call0 and CallMethod0 only: the result was True; no Ref
 	False  Status = 5  // the same for False
 )
 

@@ -61,8 +61,8 @@ enum {
 	DUET_END = 2,     // iteration finished
 	DUET_ERR = -1,    // a Python exception was raised; *exc holds it as a new owned ref
 	DUET_CLOSED = -2, // a ref involved was stale
-	DUET_SLOW = 3,    // duet_call0 only: its gate fast path declined; enter the gate in Go and use duet_call
-	DUET_TRUE = 4,    // duet_call and duet_call0 only: the result was True; *out is empty
+	DUET_SLOW = 3,    // duet_call0 and duet_callm0 only: the gate's fast path declined; enter the gate in Go and use duet_call
+	DUET_TRUE = 4,    // duet_call, duet_call0 and duet_callm0 only: the result was True; *out is empty
 	DUET_FALSE = 5,   // the same for False
 };
 
