@@ -244,11 +244,9 @@ func init() {
 	// used to run outside the gate: Finalize went ahead underneath it,
 	// and the goroutine was never heard of again.
 	childScenarios["finalize-waits-for-a-raising-call"] = func() error {
-		g, err := NewGlobals()
-		if err != nil {
-			return err
-		}
-		if err := Exec(`
+		var b Block
+		g := b.Globals(nil)
+		b.Exec(`
 import threading, time
 described = threading.Event()
 class E(Exception):
@@ -259,35 +257,18 @@ class E(Exception):
 class H:
     def fails(self): raise E()
 h = H()
-`, g); err != nil {
-			return err
-		}
-		h, err := g.Item("h")
-		if err != nil {
-			return err
-		}
-		f, err := h.Attr("fails")
-		if err != nil {
-			return err
-		}
-		described, err := g.Item("described")
-		if err != nil {
+`, g)
+		h := b.Item(g, "h")
+		f := b.Attr(h, "fails")
+		described := b.Item(g, "described")
+		if err := b.Err(); err != nil {
 			return err
 		}
 		done := make(chan error, 2)
 		go func() { _, err := f.Call(); done <- err }()
 		go func() { _, err := h.CallMethod("fails"); done <- err }()
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-			r, err := described.CallMethod("is_set")
-			if err != nil {
-				return err
-			}
-			if set, _ := As[bool](r); set {
-				break
-			}
-			if time.Now().After(deadline) {
-				return errors.New("the exceptions were never described")
-			}
+		if !BlockAs[bool](&b, b.CallMethod(described, "wait", 5)) { // lets go of the GIL
+			return errors.Join(b.Err(), errors.New("the exceptions were never described"))
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
@@ -325,9 +306,7 @@ func TestCallWithoutArgumentsAndFinalize(t *testing.T) {
 // alone and inside an attachment, answer as the general call does, and
 // the entry is counted while it runs.
 func TestMethodCallWithoutArguments(t *testing.T) {
-	g, err := NewGlobals()
-	require.NoError(t, err)
-	require.NoError(t, Exec(`
+	g := globals(t, `
 import threading
 from types import SimpleNamespace
 class H:
@@ -339,7 +318,7 @@ class H:
 ev = threading.Event()
 h = H()
 ns = SimpleNamespace(inner=SimpleNamespace(h=h))
-`, g))
+`)
 	item := func(name string) *Object {
 		o, err := g.Item(name)
 		require.NoError(t, err)

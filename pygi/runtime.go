@@ -234,18 +234,9 @@ func startHere() error {
 	interp.mu.Lock()
 	interp.initTID = syscall.Gettid()
 	interp.mu.Unlock()
-	interp.none = &Object{ref: capi.NoneRef(), kind: permanent}
-	for _, b := range []struct {
-		o **Object
-		i int64
-	}{{&interp.yes, 1}, {&interp.no, 0}} {
-		r, st, exc := capi.FromVals([]capi.Val{{Kind: capi.KindBool, I: b.i}}, nil)
-		if st != capi.OK {
-			capi.Drain([]capi.Ref{exc})
-			return errors.New("pygi: cannot make True and False")
-		}
-		*b.o = &Object{ref: r, kind: permanent}
-	}
+	interp.none = &Object{ref: capi.SingletonRef(capi.None), kind: permanent}
+	interp.yes = &Object{ref: capi.SingletonRef(capi.True), kind: permanent}
+	interp.no = &Object{ref: capi.SingletonRef(capi.False), kind: permanent}
 	// The helper module backs error formatting; it must exist before any
 	// operation can fail. Operations are not open yet, so run it directly.
 	g, _ := capi.NewGlobals()

@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/assert"
@@ -17,16 +16,14 @@ import (
 // entries, each used twice, still reach the attribute they name, and the
 // ones the table cannot keep (long, non-ASCII) work as before.
 func TestAttributeNamesReachTheirAttribute(t *testing.T) {
-	g, err := NewGlobals()
-	require.NoError(t, err)
-	require.NoError(t, Exec(`
+	g := globals(t, `
 class Echo:
     def __getattr__(self, name):
         return "got " + name
     def method(self, *a):
         return "method"
 echo = Echo()
-`, g))
+`)
 	echo, err := g.Item("echo")
 	require.NoError(t, err)
 	names := make([]string, 0, 3000)
@@ -67,28 +64,19 @@ func TestAttributeNamesThatAreNotUTF8AreAnError(t *testing.T) {
 
 // The table holds one reference to a name, however often it is used.
 func TestAttributeNamesDoNotLeak(t *testing.T) {
-	g, err := NewGlobals()
-	require.NoError(t, err)
-	require.NoError(t, Exec(`
+	g := globals(t, `
 import sys
 class C:
     def a_method_name_for_counting(self):
         return None
 c = C()
 name = sys.intern("a_method_name_for_counting")
-`, g))
+`)
 	c, err := g.Item("c")
 	require.NoError(t, err)
-	count := func() int64 {
-		r, err := Eval("sys.getrefcount(name)", g)
-		require.NoError(t, err)
-		n, err := As[int64](r)
-		require.NoError(t, err)
-		return n
-	}
 	_, err = c.CallMethod("a_method_name_for_counting") // the table's reference, once
 	require.NoError(t, err)
-	before := count()
+	before := refs(t, g, "name")
 	for range 10000 {
 		_, err := c.CallMethod("a_method_name_for_counting") // None
 		require.NoError(t, err)
@@ -96,7 +84,7 @@ name = sys.intern("a_method_name_for_counting")
 		require.NoError(t, err)
 		require.NoError(t, m.Close())
 	}
-	assert.Equal(t, before, count())
+	assert.Equal(t, before, refs(t, g, "name"))
 }
 
 // wrap allocates an owned Object padded into the 128-byte size class (see
@@ -113,10 +101,7 @@ func TestOwnedObjectsSizeClass(t *testing.T) {
 // Results left to Go's collector are released, padded or not: every
 // instance a loop of calls made is gone after both collectors ran.
 func TestResultsLeftToTheCollectorAreReleased(t *testing.T) {
-	g, err := NewGlobals()
-	require.NoError(t, err)
-	require.NoError(t, Exec(`
-import gc
+	g := globals(t, `
 live = 0
 class Counted:
     def __init__(self):
@@ -125,30 +110,17 @@ class Counted:
     def __del__(self):
         global live
         live -= 1
-`, g))
+`)
 	mk, err := g.Item("Counted")
 	require.NoError(t, err)
 	for range 5000 {
 		_, err := mk.Call()
 		require.NoError(t, err)
 	}
-	live := func() int64 {
-		r, err := Eval("live", g)
-		require.NoError(t, err)
-		n, err := As[int64](r)
-		require.NoError(t, err)
-		return n
-	}
-	// Cleanups run on goroutines of their own, after the collection that
-	// queued them: wait for them (slow under the race detector).
-	deadline := time.Now().Add(20 * time.Second)
-	for live() > 0 && time.Now().Before(deadline) {
-		runtime.GC()
-		time.Sleep(time.Millisecond)
-		require.NoError(t, Drain())
-		require.NoError(t, Exec("gc.collect()", g))
-	}
-	assert.Zero(t, live())
+	// Each look at live is an entry, which releases what the cleanups
+	// queued so far.
+	collectUntil(t, func() bool { return evalInt(t, g, "live") == 0 })
+	assert.Zero(t, evalInt(t, g, "live"))
 }
 
 // Keyword names go through the same table: each reaches its parameter, or
@@ -181,28 +153,19 @@ func TestKeywordNamesReachTheirParameters(t *testing.T) {
 // Objects behave as any other (Is, As, Truthy; Close does nothing), and
 // True's and False's reference counts are what they were.
 func TestCallsReturningBooleans(t *testing.T) {
-	g, err := NewGlobals()
-	require.NoError(t, err)
-	require.NoError(t, Exec(`
-import sys
+	g := globals(t, `
 class C:
     def yes(self): return True
     def no(self, x=None): return False
 c = C()
 f = lambda b: b
-`, g))
+`)
 	c, err := g.Item("c")
 	require.NoError(t, err)
 	f, err := g.Item("f")
 	require.NoError(t, err)
-	refs := func() [2]int64 {
-		r, err := Eval("(sys.getrefcount(True), sys.getrefcount(False))", g)
-		require.NoError(t, err)
-		v, err := As[[2]int64](r)
-		require.NoError(t, err)
-		return v
-	}
-	before, made := refs(), stats.created.Load()
+	bools := func() [2]int64 { return [2]int64{refs(t, g, "True"), refs(t, g, "False")} }
+	before, made := bools(), stats.created.Load()
 	for i := range 5000 {
 		y, err := c.CallMethod("yes")
 		require.NoError(t, err)
@@ -233,7 +196,7 @@ f = lambda b: b
 	runtime.GC()
 	require.NoError(t, Drain())
 	assert.Equal(t, made, stats.created.Load(), "no Object made for a boolean result")
-	assert.Equal(t, before, refs())
+	assert.Equal(t, before, bools())
 	var b Block
 	v := BlockAs[bool](&b, b.CallMethod(c, "yes"))
 	require.NoError(t, b.Err())

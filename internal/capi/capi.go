@@ -572,9 +572,10 @@ func NewGlobals() (Ref, Status) {
 	return out, st
 }
 
-// NoneRef returns a new owned ref to None.
-func NoneRef() Ref {
-	out, _, _ := res(C.duet_none())
+// SingletonRef returns a new owned ref to None, True or False: which is
+// None, True or False.
+func SingletonRef(which Status) Ref {
+	out, _, _ := res(C.duet_singleton(C.int(which)))
 	return out
 }
 

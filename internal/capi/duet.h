@@ -186,7 +186,7 @@ duet_res duet_iter(duet_ref r);
 duet_res duet_next(duet_ref it); // DUET_OK with an item (None included), DUET_END, or DUET_ERR
 duet_res duet_run(const char *src, int64_t len, const char *filename, int mode, duet_ref globals);
 duet_res duet_new_globals(void);
-duet_res duet_none(void);
+duet_res duet_singleton(int which); // a new ref to None, or to True or False (which: DUET_NONE, DUET_TRUE, DUET_FALSE)
 
 // ---- callbacks: Go functions as Python callables (callbacks.c) -------------
 //

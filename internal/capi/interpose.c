@@ -166,7 +166,14 @@ static int find_own(struct dl_phdr_info *info, size_t size, void *data) {
 // program's (FILE faulthandler.cgo2.c) or a C file named so is not one.
 // A table that names them otherwise (a CPython built from source) does not
 // count, and the dynamic table is read instead.
-static const char *const cpython_files[] = {"faulthandler.o", "signalmodule.o", "pylifecycle.o", "_posixsubprocess.o"};
+static const char *const cpython_files[] = {"faulthandler.o", "signalmodule.o", "pylifecycle.o", "_posixsubprocess.o", NULL};
+
+// one_of says whether the n bytes at s are one of list's names (NULL-ended).
+static int one_of(const char *s, size_t n, const char *const *list) {
+	for (; *list; list++)
+		if (strlen(*list) == n && memcmp(s, *list, n) == 0) return 1;
+	return 0;
+}
 
 // cpython_file: 1 for one of those, 2 for the empty name that ld puts
 // before the hidden symbols it made local (CPython's _PyFaulthandler_Fini
@@ -176,10 +183,7 @@ static int cpython_file(const char *name, size_t max) {
 	if (n == 0) return 2;
 	const char *base = memrchr(name, '/', n);
 	base = base ? base + 1 : name;
-	n -= (size_t)(base - name);
-	for (size_t i = 0; i < sizeof cpython_files / sizeof cpython_files[0]; i++)
-		if (strlen(cpython_files[i]) == n && memcmp(base, cpython_files[i], n) == 0) return 1;
-	return 0;
+	return one_of(base, n - (size_t)(base - name), cpython_files);
 }
 
 // CPython's rule for its own global names (its build checks it): Py or _Py.
@@ -192,14 +196,11 @@ static int cpython_name(const char *name, size_t max) {
 
 // The named functions of the four objects that call these themselves (the
 // test of the caller list keeps this list whole); the rest are local ones.
-static const char *const cpython_callers[] = {"PyOS_setsig", "PyOS_getsig", "_PyFaulthandler_Fini"};
+static const char *const cpython_callers[] = {"PyOS_setsig", "PyOS_getsig", "_PyFaulthandler_Fini", NULL};
 
 static int cpython_caller(const char *name, size_t max) {
-	for (size_t i = 0; i < sizeof cpython_callers / sizeof cpython_callers[0]; i++) {
-		size_t n = strlen(cpython_callers[i]);
-		if (max > n && memcmp(name, cpython_callers[i], n) == 0 && name[n] == 0) return 1;
-	}
-	return 0;
+	size_t n = strnlen(name, max);
+	return n < max && one_of(name, n, cpython_callers); // NUL-ended within the table
 }
 
 static int range_cmp(const void *a, const void *b) {

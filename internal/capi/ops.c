@@ -656,10 +656,10 @@ static int impl_new_globals(duet_res *res) {
 	return rc;
 }
 
-static int impl_none(duet_res *res) {
+static int impl_singleton(int which, duet_res *res) {
 	duet_ref *out = &res->ref;
 	PyGILState_STATE st = duet_enter();
-	*out = duet_new_ref(Py_NewRef(Py_None));
+	*out = duet_new_ref(Py_NewRef(which == DUET_TRUE ? Py_True : which == DUET_FALSE ? Py_False : Py_None));
 	int rc = out->s ? DUET_OK : DUET_ERR;
 	PyErr_Clear();
 	duet_leave(st);
@@ -693,4 +693,4 @@ DUET_ENTRY(next, (duet_ref it), (it, ))
 DUET_ENTRY(run, (const char *src, int64_t len, const char *filename, int mode, duet_ref globals),
            (src, len, filename, mode, globals, ))
 DUET_ENTRY(new_globals, (void), ())
-DUET_ENTRY(none, (void), ())
+DUET_ENTRY(singleton, (int which), (which, ))
