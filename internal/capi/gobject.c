@@ -524,6 +524,20 @@ static int closure_marshal_bare(duet_closure *c, GValue *ret, guint n, const GVa
 	return 1;
 }
 
+// keep_boxed runs on each argument of an emission after the handler: a
+// boxed argument's wrapper lends the emission's own memory (made without a
+// copy, as PyGObject's closures make them), which GLib frees when the
+// emission ends. A handler that kept the wrapper (a Go Clone, a Python
+// list) holds another reference: the wrapper is given a copy of its own
+// then, as PyGObject's closures do.
+static void keep_boxed(PyObject *o) {
+	if (Py_REFCNT(o) == 1 || !PyObject_TypeCheck(o, &PyGBoxed_Type)) return;
+	PyGBoxed *b = (PyGBoxed *)o;
+	if (b->free_on_dealloc || !b->boxed || !G_TYPE_IS_BOXED(b->gtype)) return;
+	b->boxed = g_boxed_copy(b->gtype, b->boxed);
+	b->free_on_dealloc = TRUE;
+}
+
 static void closure_marshal_in(GClosure *closure, GValue *ret, guint n, const GValue *params, gpointer hint,
                                gpointer marshal_data) {
 	duet_closure *c = (duet_closure *)closure;
@@ -616,6 +630,7 @@ static void closure_marshal_in(GClosure *closure, GValue *ret, guint n, const GV
 out:
 	for (int j = 0; j < made; j++) {
 		duet_slot_put(refs[j].s);
+		keep_boxed(objs[j]);
 		Py_DECREF(objs[j]);
 	}
 	if (objs != small_objs) PyMem_Free(objs);
