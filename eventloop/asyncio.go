@@ -74,6 +74,13 @@ func startTask(ctx context.Context, fn *pygi.Object, args []any) (*Task, error) 
 	ctx, cancel := untilLoopStops(ctx)
 	defer cancel()
 	t := &Task{done: make(chan struct{})}
+	// Who cancels the task when ctx ends: InvokeWait returns ctx's error
+	// as soon as ctx ends, also while fn is finishing on the UI thread
+	// (waiting for the GIL to release a temporary, say), with the task
+	// made. One compare-and-swap each way settles it: the task is handed
+	// to this goroutine (handedOver), or this goroutine gave up first
+	// (abandoned) and fn cancels the task it makes.
+	var hand atomic.Int32
 	err := InvokeWait(ctx, func() error {
 		// The first use of asyncio may be this one: importing it starts
 		// the loop's asyncio (through the hooks module's import watch).
@@ -94,17 +101,26 @@ func startTask(ctx context.Context, fn *pygi.Object, args []any) (*Task, error) 
 			return err
 		}
 		defer done.Close()
-		t.task, err = m.CallMethod("start_task", fn, args, done)
-		if err == nil && ctx.Err() != nil {
-			// The caller has stopped waiting (InvokeWait returned ctx's
-			// error): a task nobody will wait for is cancelled, as ending
-			// ctx promises.
+		if t.task, err = m.CallMethod("start_task", fn, args, done); err != nil {
+			return err
+		}
+		if !hand.CompareAndSwap(pending, handedOver) {
+			// A task nobody will wait for is cancelled, as ending ctx
+			// promises.
 			if r, cerr := t.task.CallMethod("cancel"); cerr == nil {
 				r.Close()
 			}
 		}
-		return err
+		return nil
 	})
+	if err != nil && !hand.CompareAndSwap(pending, abandoned) {
+		// ctx ended after fn had handed the task over: fn returned nil, so
+		// err is ctx's, and the task is ours to cancel (unless the loop
+		// has stopped, whose end cancels the tasks left).
+		if runContext().Err() == nil {
+			t.Cancel()
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil && runContext().Err() != nil && !errors.Is(err, ErrNotRunning) {
 			return nil, ErrNotRunning // the loop stopped before the task could start
@@ -113,6 +129,13 @@ func startTask(ctx context.Context, fn *pygi.Object, args []any) (*Task, error) 
 	}
 	return t, nil
 }
+
+// startTask's hand-over of the task it made (see there).
+const (
+	pending int32 = iota
+	handedOver
+	abandoned
+)
 
 // finished runs on the UI thread when the task is done.
 func (t *Task) finished(task *pygi.Object) {

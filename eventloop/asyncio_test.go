@@ -259,6 +259,68 @@ def not_a_coroutine():
 		}, 5*time.Second, 10*time.Millisecond, "the task saw CancelledError")
 	})
 
+	t.Run("the context ends while the task starts: the task is cancelled", func(t *testing.T) {
+		// The coroutine function starts a goroutine that takes the GIL as
+		// soon as the UI thread lets it go (the task made), keeps it 2 ms
+		// and then ends Await's ctx: the UI thread is still in Await's
+		// start, waiting for the GIL to release what it made, when
+		// InvokeWait gives up. Such an Await returned ctx's error while
+		// its task ran on, never cancelled.
+		var cancelNow atomic.Pointer[context.CancelFunc]
+		var x, start *pygi.Object
+		looptest.Do(t, func(t testing.TB) {
+			var b pygi.Block
+			x = b.Globals(pygi.Kw{"fire": func() { (*cancelNow.Load())() }})
+			b.Exec("import time\ndef spin():\n    t = time.perf_counter()\n    while time.perf_counter() - t < 0.002: pass\n    fire()\n", x)
+			spin := b.Item(x, "spin")
+			require.NoError(t, b.Err())
+			require.NoError(t, g.SetItem("kick", func() { go spin.Call() }))
+			b.Exec(`
+ends = {}
+async def slow(i):
+    try:
+        await asyncio.sleep(0.15)
+        ends[i] = 'finished'
+    except asyncio.CancelledError:
+        ends[i] = 'cancelled'
+        raise
+def start(i):
+    kick()
+    return slow(i)
+`, g)
+			start = b.Item(g, "start")
+			require.NoError(t, b.Err())
+		})
+		// The window is narrow: of the Awaits that give up, most do before
+		// the task is made, and one or two in 150 gave up in it.
+		var gaveUp []int
+		for i := range 150 {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancelNow.Store(&cancel)
+			r, err := eventloop.Await(ctx, start, i)
+			if err == nil {
+				r.Close()
+			} else {
+				require.ErrorIs(t, err, context.Canceled)
+				gaveUp = append(gaveUp, i)
+			}
+			cancel()
+		}
+		require.NotEmpty(t, gaveUp, "no Await gave up while its task started: the test missed the window")
+		// Every task that was not cancelled ends in 0.15 s; one cancelled
+		// before its first step never ran its body.
+		time.Sleep(400 * time.Millisecond)
+		looptest.Do(t, func(t testing.TB) {
+			for _, i := range gaveUp {
+				r, err := pygi.Eval(fmt.Sprintf("ends.get(%d, 'cancelled before it ran')", i), g)
+				require.NoError(t, err)
+				end, err := pygi.As[string](r)
+				require.NoError(t, err)
+				assert.NotEqual(t, "finished", end, "the task of Await %d, which returned ctx's error", i)
+			}
+		})
+	})
+
 	t.Run("refused", func(t *testing.T) {
 		looptest.Do(t, func(t testing.TB) {
 			fn, err := g.Item("not_a_coroutine")
