@@ -82,7 +82,13 @@
 // anywhere else. So a click handler that
 // only does Go work costs what a bare one does, and one that uses its
 // emitter costs what it did. Before its first use of Python it may wait
-// for goroutines that use Python; after it, the rule below holds. Lock
+// for goroutines that use Python, except where its emission comes from a
+// thread that holds the GIL: then it runs attached from its start, as a
+// handler of any other shape does (dispose-time signals such as destroy
+// and unrealize, emitted as Python lets go of a widget's last wrapper or
+// as package widgets lets go of gotk4's references to it; emissions
+// from GTK's loop and from PyGObject's emit let go of the GIL).
+// After its first use, the rule below holds. Lock
 // order is a goroutine's too: a lock it holds at its first use of Python
 // is taken before the GIL, so Go code that Python calls (holding the GIL)
 // must not take it (a handler holding the GIL from its start took the
