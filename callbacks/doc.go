@@ -26,7 +26,10 @@
 // parameters receive the argument itself for the duration of the call (like
 // PyO3's borrowed references: no reference is taken, which keeps signal
 // handlers cheap); afterwards such an Object reads as closed, never as freed
-// memory; Clone it to keep it. Returned errors raise GoError; panics are
+// memory; Clone it to keep it. A boxed signal argument (a Gdk.RGBA, say)
+// lends the emission's memory while the handler runs: one kept past it
+// (cloned, or handed to Python) is given a copy of its own then, as
+// PyGObject's closures do. Returned errors raise GoError; panics are
 // recovered at the boundary (they must never unwind through CPython's C
 // frames) and raise GoPanic, a BaseException carrying the Go stack. Both come
 // back to Go as a *pygi.Error that unwraps to the original error or to a
