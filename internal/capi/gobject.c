@@ -529,7 +529,8 @@ static int closure_marshal_bare(duet_closure *c, GValue *ret, guint n, const GVa
 // copy, as PyGObject's closures make them), which GLib frees when the
 // emission ends. A handler that kept the wrapper (a Go Clone, a Python
 // list) holds another reference: the wrapper is given a copy of its own
-// then, as PyGObject's closures do.
+// then, as PyGObject's closure for introspected signals does (its closure
+// for signals defined in Python lends; here those are copied too).
 static void keep_boxed(PyObject *o) {
 	if (Py_REFCNT(o) == 1 || !PyObject_TypeCheck(o, &PyGBoxed_Type)) return;
 	PyGBoxed *b = (PyGBoxed *)o;
