@@ -31,7 +31,10 @@ func Watchdog(t testing.TB, d time.Duration) (stop func()) {
 
 // RunChild re-executes the test binary with env (e.g. "PYGI_CHILD=name")
 // and no tests selected, so that TestMain runs the named scenario instead.
-// A child still running after a minute is killed and fails the test.
+// A child still running after a minute fails the test with what it wrote:
+// it is sent SIGQUIT first, so that its Go runtime adds every goroutine's
+// stack (and GOTRACEBACK=all its threads'), then killed if it is still
+// there a few seconds later.
 func RunChild(t testing.TB, env ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	exe, err := os.Executable()
@@ -42,11 +45,13 @@ func RunChild(t testing.TB, env ...string) (stdout, stderr string, err error) {
 	defer cancel()
 	cmd := Command(ctx, exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), env...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
+	cmd.WaitDelay = 5 * time.Second
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err = cmd.Run()
 	if ctx.Err() != nil {
-		t.Fatalf("child %v hung (killed after a minute)\nstderr: %s", env, errb.String())
+		t.Fatalf("child %v hung (stopped after a minute)\nstdout: %s\nstderr: %s", env, out.String(), errb.String())
 	}
 	return out.String(), errb.String(), err
 }
