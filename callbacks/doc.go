@@ -29,11 +29,11 @@
 // memory; Clone it to keep it. A boxed signal argument (a Gdk.RGBA, say)
 // lends the emission's memory while the handler runs: one kept past it
 // (cloned, or handed to Python) is given a copy of its own then, as
-// PyGObject's closures for GTK's signals do. Returned errors raise GoError; panics are
-// recovered at the boundary (they must never unwind through CPython's C
-// frames) and raise GoPanic, a BaseException carrying the Go stack. Both come
-// back to Go as a *pygi.Error that unwraps to the original error or to a
-// *PanicError.
+// PyGObject's closures for GTK's signals do. Returned errors raise
+// GoError; panics are recovered at the boundary (they must never unwind
+// through CPython's C frames) and raise GoPanic, a BaseException carrying
+// the Go stack. Both come back to Go as a *pygi.Error that unwraps to the
+// original error or to a *PanicError.
 //
 // The function runs on the thread Python called it from, holding the GIL
 // (except a bare or lazy signal handler: see Signals).
