@@ -74,13 +74,6 @@ func startTask(ctx context.Context, fn *pygi.Object, args []any) (*Task, error) 
 	ctx, cancel := untilLoopStops(ctx)
 	defer cancel()
 	t := &Task{done: make(chan struct{})}
-	// Who cancels the task when ctx ends: InvokeWait returns ctx's error
-	// as soon as ctx ends, also while fn is finishing on the UI thread
-	// (waiting for the GIL to release a temporary, say), with the task
-	// made. One compare-and-swap each way settles it: the task is handed
-	// to this goroutine (handedOver), or this goroutine gave up first
-	// (abandoned) and fn cancels the task it makes.
-	var hand atomic.Int32
 	err := InvokeWait(ctx, func() error {
 		// The first use of asyncio may be this one: importing it starts
 		// the loop's asyncio (through the hooks module's import watch).
@@ -101,27 +94,18 @@ func startTask(ctx context.Context, fn *pygi.Object, args []any) (*Task, error) 
 			return err
 		}
 		defer done.Close()
-		if t.task, err = m.CallMethod("start_task", fn, args, done); err != nil {
-			return err
-		}
-		if !hand.CompareAndSwap(pending, handedOver) {
-			// A task nobody will wait for is cancelled, as ending ctx
-			// promises.
-			if r, cerr := t.task.CallMethod("cancel"); cerr == nil {
-				r.Close()
-			}
-		}
-		return nil
+		t.task, err = m.CallMethod("start_task", fn, args, done)
+		return err
 	})
-	if err != nil && !hand.CompareAndSwap(pending, abandoned) {
-		// ctx ended after fn had handed the task over: fn returned nil, so
-		// err is ctx's, and the task is ours to cancel (unless the loop
-		// has stopped, whose end cancels the tasks left).
-		if runContext().Err() == nil {
-			t.Cancel()
-		}
-	}
 	if err != nil {
+		// When ctx ends, InvokeWait returns at once, also while fn runs
+		// on (waiting for the GIL to release a temporary, say): a task fn
+		// made after all is one nobody will wait for, cancelled as ending
+		// ctx promises. Invokes run in order, so this one runs after fn.
+		// (A loop that has stopped cancelled the tasks left as it ended.)
+		if runContext().Err() == nil {
+			Invoke(t.cancel)
+		}
 		if ctx.Err() != nil && runContext().Err() != nil && !errors.Is(err, ErrNotRunning) {
 			return nil, ErrNotRunning // the loop stopped before the task could start
 		}
@@ -129,13 +113,6 @@ func startTask(ctx context.Context, fn *pygi.Object, args []any) (*Task, error) 
 	}
 	return t, nil
 }
-
-// startTask's hand-over of the task it made (see there).
-const (
-	pending int32 = iota
-	handedOver
-	abandoned
-)
 
 // finished runs on the UI thread when the task is done.
 func (t *Task) finished(task *pygi.Object) {
@@ -191,12 +168,16 @@ func (t *Task) Wait(ctx context.Context) (*pygi.Object, error) {
 
 // Cancel asks the task to stop (asyncio's Task.cancel). Safe from any
 // goroutine.
-func (t *Task) Cancel() {
-	Invoke(func() {
-		if r, err := t.task.CallMethod("cancel"); err == nil {
-			r.Close()
-		}
-	})
+func (t *Task) Cancel() { Invoke(t.cancel) }
+
+// cancel is Cancel on the UI thread; a Task whose start failed has no task.
+func (t *Task) cancel() {
+	if t.task == nil {
+		return
+	}
+	if r, err := t.task.CallMethod("cancel"); err == nil {
+		r.Close()
+	}
 }
 
 // Await calls the coroutine function fn(args...) as a task on the loop and

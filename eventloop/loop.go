@@ -440,7 +440,8 @@ func ran(now time.Duration) {
 // InvokeWait runs fn on the loop and waits for it, returning its error (or
 // a *PanicError). Called on the loop itself it runs fn at once. When ctx
 // ends first, InvokeWait returns ctx's error and fn will not run if it has
-// not started.
+// not started; one that has runs on, and an Invoke made after InvokeWait
+// returned runs after it (to undo what fn did, say).
 func InvokeWait(ctx context.Context, fn func() error) error {
 	if IsMain() {
 		// Either inside the loop, or the loop is not running: waiting for

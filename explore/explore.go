@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/duet-gtk/duet/eventloop"
@@ -469,26 +468,20 @@ func (x *explorer) setUp(ctx context.Context) error {
 	// Python warnings that lost both (see watch_logs); undone first, while
 	// the routing still takes what comes. The handlers are GLib's, the
 	// process's: they come out however setUp ends. When ctx ends while the
-	// visit runs, InvokeWait returns at once and the visit goes on: one
-	// compare-and-swap each way says which side takes them out.
+	// visit runs, InvokeWait returns at once and the visit goes on: they
+	// are taken out after it, in the loop's order.
 	unwatch := func() {
 		if r, err := x.mod.CallMethod("unwatch_logs"); err == nil {
 			r.Close()
 		}
 	}
-	var hand atomic.Int32 // 0, then 1: the visit is done; 2: setUp gave up first
 	err = eventloop.InvokeWait(ctx, func() error {
 		r, err := x.mod.CallMethod("watch_logs")
 		r.Close()
-		if !hand.CompareAndSwap(0, 1) {
-			unwatch()
-		}
 		return err
 	})
 	if err != nil {
-		if !hand.CompareAndSwap(0, 2) {
-			unwatch()
-		}
+		eventloop.Invoke(unwatch)
 		return fmt.Errorf("explore: %w", err)
 	}
 	x.undo = append(x.undo,
