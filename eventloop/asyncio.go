@@ -102,7 +102,7 @@ func startTask(ctx context.Context, fn *pygi.Object, args []any) (*Task, error) 
 		// on (waiting for the GIL to release a temporary, say): a task fn
 		// made after all is one nobody will wait for, cancelled as ending
 		// ctx promises. Invokes run in order, so this one runs after fn.
-		// (A loop that has stopped cancelled the tasks left as it ended.)
+		// (A loop that stops first cancels the tasks left as it ends.)
 		if runContext().Err() == nil {
 			Invoke(t.cancel)
 		}

@@ -441,7 +441,8 @@ func ran(now time.Duration) {
 // a *PanicError). Called on the loop itself it runs fn at once. When ctx
 // ends first, InvokeWait returns ctx's error and fn will not run if it has
 // not started; one that has runs on, and an Invoke made after InvokeWait
-// returned runs after it (to undo what fn did, say).
+// returned runs after it: in this loop, or, when the loop stops first, in
+// the next one (or never).
 func InvokeWait(ctx context.Context, fn func() error) error {
 	if IsMain() {
 		// Either inside the loop, or the loop is not running: waiting for

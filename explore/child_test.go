@@ -101,6 +101,9 @@ box.append(Gtk.Scale.new_with_range(Gtk.Orientation.HORIZONTAL, 0, 10, 1))`,
 }
 
 func childMain(name string) int {
+	if name == "ctx-ends-then-the-loop-stops" {
+		return explore.CtxEndsThenTheLoopStops() // a loop of its own, no app
+	}
 	c, ok := children[name]
 	if !ok {
 		return 2
@@ -118,6 +121,15 @@ win.set_child(box)
 win.present()`, b.Globals(vars))
 		return b.Err()
 	})
+}
+
+// GLib's log handlers come out of the process also when the loop stops
+// right after a Run whose ctx ended while they went in: their undo cannot
+// wait for a loop that will not run it.
+func TestLogHandlersOutWhenTheLoopStopsRightAfter(t *testing.T) {
+	out, stderr, err := testutil.RunChild(t, "EXPLORE_CHILD=ctx-ends-then-the-loop-stops", "GTK_A11Y=none")
+	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, stderr)
+	assert.Contains(t, out, "handlers in after the loop: 0")
 }
 
 // lines reads the JSON lines DUET_EXPLORE_OUT got.

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/duet-gtk/duet/eventloop"
@@ -468,20 +469,31 @@ func (x *explorer) setUp(ctx context.Context) error {
 	// Python warnings that lost both (see watch_logs); undone first, while
 	// the routing still takes what comes. The handlers are GLib's, the
 	// process's: they come out however setUp ends. When ctx ends while the
-	// visit runs, InvokeWait returns at once and the visit goes on: they
-	// are taken out after it, in the loop's order.
+	// visit runs, InvokeWait returns at once and the visit goes on. An
+	// Invoke of the undo would run after the visit, but only while a loop
+	// runs: one that stops first (the app's ctx ended with this one) never
+	// runs it. So one compare-and-swap each way says which side takes them
+	// out: the visit itself, on the UI thread before the loop can return,
+	// when setUp gave up first; setUp, when the visit was done first.
 	unwatch := func() {
 		if r, err := x.mod.CallMethod("unwatch_logs"); err == nil {
 			r.Close()
 		}
 	}
+	const visitDone, gaveUp = 1, 2
+	var hand atomic.Int32
 	err = eventloop.InvokeWait(ctx, func() error {
 		r, err := x.mod.CallMethod("watch_logs")
 		r.Close()
+		if !hand.CompareAndSwap(0, visitDone) {
+			unwatch()
+		}
 		return err
 	})
 	if err != nil {
-		eventloop.Invoke(unwatch)
+		if !hand.CompareAndSwap(0, gaveUp) {
+			unwatch()
+		}
 		return fmt.Errorf("explore: %w", err)
 	}
 	x.undo = append(x.undo,
