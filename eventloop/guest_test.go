@@ -952,6 +952,14 @@ print("child killed by signal %d" % os.WTERMSIG(st) if os.WIFSIGNALED(st) else "
 `
 
 func TestForkedChildGetsPythonsDispositions(t *testing.T) {
+	if sanitized {
+		// The forked child runs Python, which allocates: under ASan a
+		// child forked while another thread held the sanitizer
+		// allocator's lock waits for it for ever (seen in about one run
+		// in eight, the child's stack in SizeClassAllocator64's Refill).
+		// The dispositions are checked by the race build's run.
+		t.Skip("fork without exec under -asan can deadlock in the sanitizer's allocator")
+	}
 	for _, c := range []string{"plain", "siginterrupt", "handler-siginterrupt", "handler-siginterrupt-false",
 		"faulthandler", "faulthandler-crash", "faulthandler-twice", "faulthandler-again", "faulthandler-child-disables",
 		"register", "register-chain", "register-child-unregisters", "register-siginterrupt", "register-handler-unregister",
