@@ -313,7 +313,9 @@ func bareHoldsFinalizeBack(lazy bool) error {
 	if err != nil {
 		return err
 	}
+	started := make(chan struct{})
 	late := func(self *pygi.Object) error {
+		close(started)
 		time.Sleep(300 * time.Millisecond)
 		// Finalize is waiting for this handler now: a call into Python
 		// from it is nested in it, not made to wait for Finalize (a lazy
@@ -345,7 +347,11 @@ func bareHoldsFinalizeBack(lazy bool) error {
 		_, err := capi.EmitN(p, "pong", 1)
 		emitted <- err
 	}()
-	time.Sleep(50 * time.Millisecond)
+	select { // Finalize once the handler runs
+	case <-started:
+	case err := <-emitted:
+		return fmt.Errorf("the emission ended before the handler started: %v", err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := pygi.Finalize(ctx); err != nil {
@@ -392,13 +398,15 @@ func bareWhileFinalizeDecides(lazy bool) error {
 		return err
 	}
 	e.Close()
+	inFlight := make(chan struct{})
 	go func() { // a call in flight keeps Finalize deciding for a while
 		_ = pygi.WithGIL(func() error {
+			close(inFlight)
 			pygi.WithoutGIL(func() { time.Sleep(500 * time.Millisecond) })
 			return nil
 		})
 	}()
-	time.Sleep(50 * time.Millisecond)
+	<-inFlight
 	emitted := make(chan error, 1)
 	go func() {
 		// Once Finalize decides, not after a while (on a loaded machine
@@ -489,8 +497,10 @@ func nestedInWithoutGIL(emit bool) error {
 	}
 	e.Close()
 	done := make(chan error, 1)
+	in := make(chan struct{})
 	go func() {
 		done <- pygi.WithGIL(func() error {
+			close(in)
 			var err error
 			pygi.WithoutGIL(func() {
 				for lifetime.Current() != lifetime.Closing {
@@ -509,6 +519,13 @@ func nestedInWithoutGIL(emit bool) error {
 			return err
 		})
 	}()
+	// Finalize once the WithGIL is in flight: on a loaded machine the
+	// goroutine could otherwise come after Python was gone.
+	select {
+	case <-in:
+	case err := <-done:
+		return fmt.Errorf("WithGIL before Finalize: %v", err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := pygi.Finalize(ctx); err != nil {

@@ -485,11 +485,11 @@ threading.Thread(target=watch, name="watcher").start()
 		if err := startOnItsOwnThread(); err != nil {
 			return err
 		}
-		release := make(chan struct{})
-		if !lifetime.OnPythonMain(func() { <-release }) {
+		release, running := make(chan struct{}), make(chan struct{})
+		if !lifetime.OnPythonMain(func() { close(running); <-release }) {
 			return errors.New("no Python thread to post to")
 		}
-		time.Sleep(50 * time.Millisecond) // the post is running there
+		<-running
 		took, err := finalizeIn(200 * time.Millisecond)
 		close(release)
 		if !errors.Is(err, context.DeadlineExceeded) || took > 1500*time.Millisecond || lifetime.Current() != lifetime.Ready {
