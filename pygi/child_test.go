@@ -312,8 +312,26 @@ threading.Thread(target=watch, name="watcher").start()
 		return nil
 	}
 	childScenarios["threads-bounded"] = func() error {
-		go Eval("sum(range(10**10))", nil) // holds the GIL in C for minutes
-		time.Sleep(100 * time.Millisecond)
+		started := make(chan error, 1)
+		go func() {
+			// Python's own thread, as a first Eval here would start it;
+			// the globals made first, so the one entry left is the call's.
+			g, err := NewGlobals()
+			started <- err
+			if err == nil {
+				Eval("sum(range(10**10))", g) // holds the GIL in C for minutes
+			}
+		}()
+		if err := <-started; err != nil {
+			return err
+		}
+		// Finalize once the call is in flight: one that came first would
+		// reopen the gate for threading's shutdown, the call would take the
+		// GIL then, and Finalize's wait for it is one ctx cannot cut short
+		// (see Finalize's doc).
+		for lifetime.InFlight() == 0 {
+			time.Sleep(100 * time.Microsecond)
+		}
 		took, err := finalizeIn(time.Second)
 		if err == nil || took > 3*time.Second || !strings.Contains(err.Error(), "1 calls in flight") {
 			return fmt.Errorf("with the GIL held: %v after %v", err, took)
