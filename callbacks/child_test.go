@@ -398,15 +398,19 @@ func bareWhileFinalizeDecides(lazy bool) error {
 		return err
 	}
 	e.Close()
-	inFlight := make(chan struct{})
+	inFlight, refused := make(chan struct{}), make(chan error, 1)
 	go func() { // a call in flight keeps Finalize deciding for a while
-		_ = pygi.WithGIL(func() error {
+		refused <- pygi.WithGIL(func() error {
 			close(inFlight)
 			pygi.WithoutGIL(func() { time.Sleep(500 * time.Millisecond) })
 			return nil
 		})
 	}()
-	<-inFlight
+	select {
+	case <-inFlight:
+	case err := <-refused:
+		return fmt.Errorf("WithGIL before Finalize: %v", err)
+	}
 	emitted := make(chan error, 1)
 	go func() {
 		// Once Finalize decides, not after a while (on a loaded machine

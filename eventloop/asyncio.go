@@ -97,18 +97,22 @@ func startTask(ctx context.Context, fn *pygi.Object, args []any) (*Task, error) 
 		t.task, err = m.CallMethod("start_task", fn, args, done)
 		return err
 	})
-	if err != nil {
-		// When ctx ends, InvokeWait returns at once, also while fn runs
-		// on (waiting for the GIL to release a temporary, say): a task fn
-		// made after all is one nobody will wait for, cancelled as ending
-		// ctx promises. Invokes run in order, so this one runs after fn.
-		// (A loop that stops first cancels the tasks left as it ends.)
-		if runContext().Err() == nil {
+	if err != nil && ctx.Err() != nil {
+		switch {
+		case runContext().Err() == nil:
+			// When ctx ends, InvokeWait returns at once, also while fn
+			// runs on (waiting for the GIL to release a temporary, say): a
+			// task fn made after all is one nobody will wait for,
+			// cancelled as ending ctx promises. Invokes run in order, so
+			// this one runs after fn.
 			Invoke(t.cancel)
+		case !errors.Is(err, ErrNotRunning):
+			// The loop stopped before the task could start (and cancels
+			// the tasks left as it ends).
+			return nil, ErrNotRunning
 		}
-		if ctx.Err() != nil && runContext().Err() != nil && !errors.Is(err, ErrNotRunning) {
-			return nil, ErrNotRunning // the loop stopped before the task could start
-		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	return t, nil

@@ -312,14 +312,15 @@ threading.Thread(target=watch, name="watcher").start()
 		return nil
 	}
 	childScenarios["threads-bounded"] = func() error {
-		started := make(chan error, 1)
+		started, ended := make(chan error, 1), make(chan error, 1)
 		go func() {
 			// Python's own thread, as a first Eval here would start it;
 			// the globals made first, so the one entry left is the call's.
 			g, err := NewGlobals()
 			started <- err
 			if err == nil {
-				Eval("sum(range(10**10))", g) // holds the GIL in C for minutes
+				_, err = Eval("sum(range(10**10))", g) // holds the GIL in C for minutes
+				ended <- err
 			}
 		}()
 		if err := <-started; err != nil {
@@ -330,7 +331,11 @@ threading.Thread(target=watch, name="watcher").start()
 		// GIL then, and Finalize's wait for it is one ctx cannot cut short
 		// (see Finalize's doc).
 		for lifetime.InFlight() == 0 {
-			time.Sleep(100 * time.Microsecond)
+			select {
+			case err := <-ended:
+				return fmt.Errorf("the long call ended at once: %v", err)
+			case <-time.After(100 * time.Microsecond):
+			}
 		}
 		took, err := finalizeIn(time.Second)
 		if err == nil || took > 3*time.Second || !strings.Contains(err.Error(), "1 calls in flight") {
