@@ -95,6 +95,10 @@ func startTask(ctx context.Context, fn *pygi.Object, args []any) (*Task, error) 
 		}
 		defer done.Close()
 		t.task, err = m.CallMethod("start_task", fn, args, done)
+		if err == nil && t.task.IsNone() { // the loop is ending (see start_task)
+			t.task = nil
+			return ErrNotRunning
+		}
 		return err
 	})
 	if err != nil && ctx.Err() != nil {
@@ -138,9 +142,12 @@ func (t *Task) Done() <-chan struct{} { return t.done }
 // Wait waits for the task's result: the coroutine's return value, or its
 // exception as a *pygi.Error (a GoError raised from a Go error unwraps to
 // that error), or context.Canceled if the task was cancelled. When ctx ends
-// first, the task is cancelled and Wait returns ctx's error at once; the
-// coroutine sees CancelledError at its next await. Never on the UI thread
-// while the task runs there: it would wait for itself.
+// first, Wait asks the loop to cancel the task and returns ctx's error at
+// once; the coroutine sees CancelledError at its next await. A task whose
+// last step runs as ctx ends may finish before the request reaches it: it
+// ends as it would have, and its result is dropped (as a Go call that
+// returns when its ctx ends may have done its work). Never on the UI
+// thread while the task runs there: it would wait for itself.
 func (t *Task) Wait(ctx context.Context) (*pygi.Object, error) {
 	select {
 	case <-t.done:
@@ -185,8 +192,9 @@ func (t *Task) cancel() {
 }
 
 // Await calls the coroutine function fn(args...) as a task on the loop and
-// waits for its result, or until ctx ends (which cancels the task). From a
-// goroutine; the loop must be running.
+// waits for its result, or until ctx ends (which cancels the task, as
+// Task.Wait says). From a goroutine; the loop must be running: a loop that
+// has stopped, or is ending, gives ErrNotRunning.
 func Await(ctx context.Context, fn *pygi.Object, args ...any) (*pygi.Object, error) {
 	t, err := startTask(ctx, fn, args)
 	if err != nil {

@@ -355,6 +355,11 @@ def start_task(fn, args, done):
     awaitable), as a task on the duet loop; done(task) runs when it ends."""
     import asyncio
 
+    if not _state["running"]:
+        # The loop ends: its end settles the tasks left and iterates GLib
+        # meanwhile, which may run a start queued before. None tells Go
+        # (ErrNotRunning), as a start that came after the end is told.
+        return None
     loop = running_loop()
     aw = fn(*args)
     if not asyncio.iscoroutine(aw) and not asyncio.isfuture(aw) and not hasattr(aw, "__await__"):

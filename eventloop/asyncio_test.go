@@ -662,8 +662,8 @@ func init() {
 			_, err := eventloop.Await(ctx, coro)
 			if time.Since(start) > 3*time.Second {
 				err = fmt.Errorf("Await took %v", time.Since(start))
-			} else if err == nil {
-				err = errors.New("Await succeeded on a stopped loop")
+			} else if !errors.Is(err, eventloop.ErrNotRunning) {
+				err = fmt.Errorf("Await on a stopped loop: %v, want ErrNotRunning", err)
 			} else {
 				err = nil
 			}
@@ -681,6 +681,57 @@ func init() {
 			return errors.New("Await hung after the loop stopped")
 		}
 		fmt.Println("Await returned")
+		return pygi.Finalize(context.Background())
+	}
+	// An Await whose start the loop's end runs (the end iterates GLib while
+	// it lets the tasks it cancelled settle) is told ErrNotRunning, not
+	// Python's error for a loop that is not running.
+	lifetimeChildren["await-while-the-loop-ends"] = func() error {
+		coro, err := pygi.Eval("(lambda: __import__('asyncio').sleep(0.01))", nil)
+		if err != nil {
+			return err
+		}
+		g, err := pygi.NewGlobals()
+		if err != nil {
+			return err
+		}
+		res := make(chan error, 1)
+		// Called as the loop's end cancels linger: the Await's start is
+		// queued then, and the end's iterations run it.
+		if err := g.SetItem("await_now", func() {
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				_, err := eventloop.Await(ctx, coro)
+				res <- err
+			}()
+		}); err != nil {
+			return err
+		}
+		if err := pygi.Exec(`import asyncio
+async def linger():
+    try:
+        await asyncio.sleep(100)
+    except asyncio.CancelledError:
+        await_now()
+        await asyncio.sleep(0.2)
+        raise
+`, g); err != nil {
+			return err
+		}
+		eventloop.Invoke(func() {
+			if err := pygi.Exec("task = asyncio.get_running_loop().create_task(linger())", g); err != nil {
+				panic(err)
+			}
+			eventloop.After(20*time.Millisecond, eventloop.Quit)
+		})
+		if err := eventloop.Run(context.Background()); err != nil {
+			return err
+		}
+		if err := <-res; !errors.Is(err, eventloop.ErrNotRunning) {
+			return fmt.Errorf("Await while the loop ends: %v, want ErrNotRunning", err)
+		}
+		fmt.Println("Await while the loop ends: ErrNotRunning")
 		return pygi.Finalize(context.Background())
 	}
 	lifetimeChildren["await-foreign-loop"] = func() error {
@@ -755,6 +806,10 @@ func TestAsyncioWaitsHonourTheirContext(t *testing.T) {
 	out, errOut, code := runLifetimeChild(t, "await-loop-stops")
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	assert.Contains(t, out, "Await returned")
+
+	out, errOut, code = runLifetimeChild(t, "await-while-the-loop-ends")
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	assert.Contains(t, out, "Await while the loop ends: ErrNotRunning")
 }
 
 func TestGoAsyncAwaitedFromAnotherAsyncioLoop(t *testing.T) {
