@@ -95,9 +95,8 @@ func startTask(ctx context.Context, fn *pygi.Object, args []any) (*Task, error) 
 		}
 		defer done.Close()
 		t.task, err = m.CallMethod("start_task", fn, args, done)
-		if err == nil && t.task.IsNone() { // the loop is ending (see start_task)
-			t.task = nil
-			return ErrNotRunning
+		if pe := (*pygi.Error)(nil); errors.As(err, &pe) && pe.Matches(asyncioPy.Name()+".NotRunning") {
+			return ErrNotRunning // the loop is ending (see NotRunning)
 		}
 		return err
 	})

@@ -339,10 +339,16 @@ def imported(ui, name=None, path=None, target=None):
     return f.find_spec(name, path, target)
 
 
+class NotRunning(RuntimeError):
+    """The duet loop is not running, or is ending: its end settles the
+    tasks left and iterates GLib meanwhile, which may run a start queued
+    before. Go reads it as ErrNotRunning."""
+
+
 def running_loop():
     """The GLibEventLoop of the running duet loop, started if need be."""
     if not _state["running"]:
-        raise RuntimeError("the duet loop is not running")
+        raise NotRunning("the duet loop is not running")
     if _state["loop"] is None:
         import asyncio  # noqa: F401  (the finder starts the loop)
 
@@ -355,11 +361,6 @@ def start_task(fn, args, done):
     awaitable), as a task on the duet loop; done(task) runs when it ends."""
     import asyncio
 
-    if not _state["running"]:
-        # The loop ends: its end settles the tasks left and iterates GLib
-        # meanwhile, which may run a start queued before. None tells Go
-        # (ErrNotRunning), as a start that came after the end is told.
-        return None
     loop = running_loop()
     aw = fn(*args)
     if not asyncio.iscoroutine(aw) and not asyncio.isfuture(aw) and not hasattr(aw, "__await__"):
