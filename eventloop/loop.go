@@ -270,13 +270,16 @@ var queue struct {
 // Invokes queued before its own are left (Invokes queued after it, the
 // loop's own say, do not hold it), so the backlog stays near PaceCap. A
 // loop that finishes no Invoke for twice its recent time between two (at
-// least PaceFor) is taken for held up there (by a lock the sender holds,
+// least PaceFor; a time in which it was taken for held up does not count
+// as recent) is taken for held up there (by a lock the sender holds,
 // say; a loop starved of the CPU looks the same, and lets each sender
 // through one Invoke a wait) and the sender goes on after that wait: a
 // sender that holds a lock the loop's next Invoke takes holds the loop
 // that long an Invoke past PaceCap (do not Invoke while holding a lock
-// your Invoked functions take). InvokeWait waits there no longer than its
-// ctx. It is skipped on the UI thread, in a thread that holds the GIL (the
+// your Invoked functions take). Past twice PaceCap (a loop whose pace
+// slowed while it was taken for held up) a sender waits for the loop's
+// progress, up to the 20 ms stall mark. InvokeWait waits there no longer
+// than its ctx. It is skipped on the UI thread, in a thread that holds the GIL (the
 // loop may need it to catch up) and while no loop runs. From a Go
 // finalizer (whose one goroutine every other finalizer waits behind) or a
 // cleanup, Invoke from a goroutine of its own.
@@ -337,7 +340,15 @@ var backlog struct {
 	// gap is the loop's recent time from one Invoke's end to the next's
 	// while a backlog waits (ns, a moving average): how long a sender at
 	// PaceCap waits without progress before it takes the loop for held up.
+	// A time in which a sender took the loop for held up is left out:
+	// when the sender held it (a lock), the wait it gave fed the average
+	// and the next wait was longer, until each send held the UI thread
+	// for the stall mark (a sender holding a lock for each of 120 sends
+	// waited 1 ms at first, 20 ms from the 90th on).
 	gap atomic.Int64
+	// heldUp is the lastRun of the time in which a sender at PaceCap last
+	// took the loop for held up: ran leaves that time out of gap.
+	heldUp atomic.Int64
 	// lastRun is when the loop last finished an Invoke (or began to run,
 	// or had work queued while it had none), as time since epoch. A loop
 	// that has finished none for stallAfter is stuck (in one long function,
@@ -400,12 +411,21 @@ func pace(done <-chan struct{}) bool {
 // Invokes queued before its own are left, for as long as the loop keeps
 // its pace (no Invoke finished for twice its recent time between two, at
 // least PaceFor: a loop held up, by a lock the sender holds say, is waited
-// for that long, not for the stall mark); false when done was closed
-// first. Waking each PaceFor to look is cheap beside a flood this deep.
+// for that long, not for the stall mark); past twice PaceCap, until at
+// most that many are left, for as long as the loop is not stuck. False
+// when done was closed first. Waking each PaceFor to look is cheap beside
+// a flood this deep.
 func paceAtCap(done <-chan struct{}) bool {
 	backlog.paced.Add(1)
-	target := backlog.queued.Load() - PaceCap
+	limit := int64(PaceCap)
 	held := min(max(2*time.Duration(backlog.gap.Load()), PaceFor), stallAfter)
+	if backlog.n.Load() > 2*PaceCap {
+		// The backlog still grew: the loop is slower than gap says (its
+		// pace changed while every time was left out, say). Wait for its
+		// progress, up to the stall mark, and gap learns the new pace.
+		limit, held = 2*PaceCap, stallAfter
+	}
+	target := backlog.queued.Load() - limit
 	t := time.NewTimer(PaceFor)
 	defer t.Stop()
 	for {
@@ -416,7 +436,11 @@ func paceAtCap(done <-chan struct{}) bool {
 			return false
 		case <-t.C:
 		}
-		if backlog.done.Load() >= target || !state.running.Load() || sinceRun() >= held {
+		if backlog.done.Load() >= target || !state.running.Load() {
+			return true
+		}
+		if last := backlog.lastRun.Load(); time.Duration(int64(time.Since(epoch))-last) >= held {
+			backlog.heldUp.Store(last)
 			return true
 		}
 		t.Reset(PaceFor)
@@ -427,7 +451,8 @@ func paceAtCap(done <-chan struct{}) bool {
 // mark it wakes the paced senders. UI thread.
 func ran(now time.Duration) {
 	backlog.done.Add(1)
-	if gap := int64(now) - backlog.lastRun.Swap(int64(now)); gap < int64(stallAfter) && backlog.n.Load() > 1 {
+	last := backlog.lastRun.Swap(int64(now))
+	if gap := int64(now) - last; gap < int64(stallAfter) && backlog.n.Load() > 1 && backlog.heldUp.Load() != last {
 		avg := backlog.gap.Load()
 		backlog.gap.Store(avg + (gap-avg)/8)
 	}
