@@ -46,6 +46,18 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
+	// What the driver keeps for its user (the temporary directory of a
+	// crash or a hang, a trace written without -o, the children's crash
+	// reports) lands here and goes with it: each run of these tests left
+	// six directories and a trace in /tmp and four crash reports in the
+	// user's state directory.
+	for _, v := range []string{"TMPDIR", "XDG_STATE_HOME"} {
+		sub := filepath.Join(dir, strings.ToLower(v))
+		if err := os.Mkdir(sub, 0o700); err != nil {
+			panic(err)
+		}
+		os.Setenv(v, sub)
+	}
 	plantedExe = filepath.Join(dir, "planted")
 	if out, err := exec.Command("go", "build", "-o", plantedExe, planted).CombinedOutput(); err != nil {
 		os.Stderr.Write(out)
