@@ -99,19 +99,20 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	defer os.RemoveAll(work)
+	// Every way out removes work: os.Exit runs no deferred call (a defer
+	// here left a directory in /tmp at each run).
+	fail := func(err error) {
+		fmt.Fprintln(os.Stderr, "reloadshot:", err)
+		os.RemoveAll(work)
+		os.Exit(1)
+	}
 	file, py := filepath.Join(work, "form.ui"), filepath.Join(work, "swatch.py")
 	for name, src := range map[string]string{file: form, py: swatch} {
 		if err := os.WriteFile(name, []byte(src), 0o644); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+			fail(err)
 		}
 	}
-	fail := func(err error) {
-		fmt.Fprintln(os.Stderr, "reloadshot:", err)
-		os.Exit(1)
-	}
-	os.Exit(app.Main(app.Options{ID: "org.duet.ReloadShot", NonUnique: true, Reload: true, ReloadDir: work}, func(a *app.App) error {
+	code := app.Main(app.Options{ID: "org.duet.ReloadShot", NonUnique: true, Reload: true, ReloadDir: work}, func(a *app.App) error {
 		// The class first: the .ui file names its GType.
 		if _, err := widgets.LoadFile(py); err != nil {
 			return err
@@ -238,7 +239,9 @@ func main() {
 			take("reload-after.png", shows(blue, false))
 		}()
 		return b.Err()
-	}))
+	})
+	os.RemoveAll(work)
+	os.Exit(code)
 }
 
 // shows checks that a picture has the bar in colour bar (a full row of it:
