@@ -251,7 +251,7 @@ func runChild(t *testing.T, name string, during func(cmd *exec.Cmd, stdout io.Re
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := testutil.Command(ctx, exe, "-test.run=^$")
-	cmd.Env = append(append(os.Environ(), "APP_CHILD="+name, "GTK_A11Y=none"), env...)
+	cmd.Env = append(testutil.ChildEnv(t, "APP_CHILD="+name, "GTK_A11Y=none"), env...)
 	var errb strings.Builder
 	cmd.Stderr = &errb
 	pr, pw := io.Pipe()

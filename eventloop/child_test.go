@@ -65,7 +65,7 @@ func TestSIGINTQuitsGracefully(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			cmd := testutil.Command(ctx, exe, "-test.run=^$")
-			cmd.Env = append(os.Environ(), "EVENTLOOP_CHILD=sigint")
+			cmd.Env = testutil.ChildEnv(t, "EVENTLOOP_CHILD=sigint")
 			var out, errb strings.Builder
 			pr, pw, err := os.Pipe()
 			require.NoError(t, err)

@@ -392,7 +392,7 @@ func TestCriticalsAreFatal(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := testutil.Command(ctx, exe, "-test.run=^TestCriticalsAreFatal$")
-	cmd.Env = append(os.Environ(), "DUET_TEST_CRITICAL=1")
+	cmd.Env = testutil.ChildEnv(t, "DUET_TEST_CRITICAL=1")
 	out, err := cmd.CombinedOutput()
 	require.Error(t, err, "the critical must end the run\n%s", out)
 	assert.Contains(t, string(out), "CRITICAL")

@@ -149,7 +149,7 @@ func idleLoopSleeps(t *testing.T, child string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := testutil.Command(ctx, exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), "EVENTLOOP_CHILD="+child)
+	cmd.Env = testutil.ChildEnv(t, "EVENTLOOP_CHILD="+child)
 	var errb strings.Builder
 	cmd.Stderr = &errb
 	out, err := cmd.StdoutPipe()

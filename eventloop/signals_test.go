@@ -264,7 +264,7 @@ func signalChild(t *testing.T, name string, sigs ...syscall.Signal) signalRun {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := testutil.Command(ctx, exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), "EVENTLOOP_CHILD="+name)
+	cmd.Env = testutil.ChildEnv(t, "EVENTLOOP_CHILD="+name)
 	var errb strings.Builder
 	cmd.Stderr = &errb
 	pipe, err := cmd.StdoutPipe()
@@ -365,7 +365,7 @@ func TestSIGINTInterruptsPythonOnTheMainThread(t *testing.T) {
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	cmd := testutil.Command(context.Background(), exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), "EVENTLOOP_CHILD=sigint-busy-python")
+	cmd.Env = testutil.ChildEnv(t, "EVENTLOOP_CHILD=sigint-busy-python")
 	var errb strings.Builder
 	cmd.Stderr = &errb
 	pipe, err := cmd.StdoutPipe()
@@ -401,7 +401,7 @@ func TestTimeoutTermOnAStuckUIThread(t *testing.T) {
 	require.NoError(t, err)
 	start := time.Now()
 	cmd := exec.Command(timeoutCmd, "--preserve-status", "-s", "TERM", "3", exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), "EVENTLOOP_CHILD=loop-stuck-sigterm")
+	cmd.Env = testutil.ChildEnv(t, "EVENTLOOP_CHILD=loop-stuck-sigterm")
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	require.True(t, errors.As(err, &ee), "want a failing status, got %v\n%s", err, out)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -44,7 +45,7 @@ func RunChild(t testing.TB, env ...string) (stdout, stderr string, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := Command(ctx, exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = ChildEnv(t, env...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
 	cmd.WaitDelay = 5 * time.Second
 	var out, errb strings.Builder
@@ -54,6 +55,18 @@ func RunChild(t testing.TB, env ...string) (stdout, stderr string, err error) {
 		t.Fatalf("child %v hung (stopped after a minute)\nstdout: %s\nstderr: %s", env, out.String(), errb.String())
 	}
 	return out.String(), errb.String(), err
+}
+
+// ChildEnv is the environment for a child a test starts: this process's,
+// with env added, and DUET_CRASH_REPORT pointing into the test's temporary
+// directory (env may say otherwise). A child that crashes on purpose, as
+// many do, would otherwise leave its report in the user's own state
+// directory (looptest turns reports on), one more with each run; its
+// stderr has the report too.
+func ChildEnv(t testing.TB, env ...string) []string {
+	t.Helper()
+	report := "DUET_CRASH_REPORT=" + filepath.Join(t.TempDir(), "crash-report.txt")
+	return append(append(os.Environ(), report), env...)
 }
 
 // Command is exec.CommandContext for a child that must not outlive the
