@@ -279,8 +279,8 @@ var queue struct {
 // your Invoked functions take). Past twice PaceCap (a loop whose pace
 // slowed while it was taken for held up) a sender waits for the loop's
 // progress, up to the 20 ms stall mark. InvokeWait waits there no longer
-// than its ctx. It is skipped on the UI thread, in a thread that holds the GIL (the
-// loop may need it to catch up) and while no loop runs. From a Go
+// than its ctx. It is skipped on the UI thread, in a thread that holds the
+// GIL (the loop may need it to catch up) and while no loop runs. From a Go
 // finalizer (whose one goroutine every other finalizer waits behind) or a
 // cleanup, Invoke from a goroutine of its own.
 func Invoke(fn func()) {
