@@ -936,11 +936,12 @@ func TestPaceCapBoundsTheBacklogOfASlowLoop(t *testing.T) {
 	assert.LessOrEqual(t, most.Load(), int64(eventloop.PaceCap+paceCapSlack))
 }
 
-// A loop whose pace slows once the backlog is at PaceCap is taken for held
-// up at each of its slow Invokes (its recent pace is the fast one), and
-// those times are left out of its pace, so it would never learn the slow
-// one: past twice PaceCap, senders wait for its progress, and the backlog
-// stops there instead of growing for as long as they send.
+// A loop whose pace slows once the backlog is at PaceCap still bounds it
+// there. Its recent pace is the fast one, so each slow Invoke outlasts the
+// wait a sender gives a held-up loop; taken for held up, every waiting
+// sender got one Invoke through each time, and the backlog grew for as
+// long as they sent (116 000 queued in 6 s). A loop whose thread runs is
+// not held up, however long its Invoke.
 func TestPaceCapBoundsTheBacklogOfALoopThatSlowsAtTheCap(t *testing.T) {
 	defer watchdog(t, 2*time.Minute)()
 	const senders = 32
@@ -962,7 +963,13 @@ func TestPaceCapBoundsTheBacklogOfALoopThatSlowsAtTheCap(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for !stop.Load() && time.Now().UnixNano() < deadline.Load() {
+			for !stop.Load() {
+				if time.Now().UnixNano() >= deadline.Load() {
+					// The items end with the flood: a sender waits for
+					// its place behind Invokes of 10 ms.
+					stop.Store(true)
+					return
+				}
 				eventloop.Invoke(item)
 				q := forensics.ReadStats().Loop.Queued
 				for m := most.Load(); q > m && !most.CompareAndSwap(m, q); m = most.Load() {
@@ -982,7 +989,7 @@ func TestPaceCapBoundsTheBacklogOfALoopThatSlowsAtTheCap(t *testing.T) {
 	assertAllRan(t)
 	require.True(t, slow.Load(), "the flood never reached PaceCap (most %d)", most.Load())
 	t.Logf("most queued: %d (PaceCap %d)", most.Load(), eventloop.PaceCap)
-	assert.LessOrEqual(t, most.Load(), int64(2*eventloop.PaceCap+paceCapSlack))
+	assert.LessOrEqual(t, most.Load(), int64(eventloop.PaceCap+paceCapSlack))
 }
 
 // InvokeWait at PaceCap ends with its ctx: it waited for its place in the

@@ -1,6 +1,7 @@
 package eventloop
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -251,7 +252,7 @@ var queue struct {
 
 // Invoke queues fn to run on the loop, in order with every other Invoke
 // from the same goroutine. It is safe from any goroutine and does not wait
-// for the loop, except briefly during a flood (below).
+// for the loop, except during a flood (below).
 // A panic in fn is recovered and reported (see OnPanic); the loop
 // keeps running. Work queued while no loop runs waits for the next one.
 //
@@ -268,18 +269,19 @@ var queue struct {
 // keeps sending, but only up to PaceCap queued: past that, a sender waits
 // for as long as the loop keeps its pace, until at most PaceCap of the
 // Invokes queued before its own are left (Invokes queued after it, the
-// loop's own say, do not hold it), so the backlog stays near PaceCap. A
-// loop that finishes no Invoke for twice its recent time between two (at
-// least PaceFor; a time in which it was taken for held up does not count
-// as recent) is taken for held up there (by a lock the sender holds,
-// say; a loop starved of the CPU looks the same, and lets each sender
-// through one Invoke a wait) and the sender goes on after that wait: a
-// sender that holds a lock the loop's next Invoke takes holds the loop
-// that long an Invoke past PaceCap (do not Invoke while holding a lock
-// your Invoked functions take). Past twice PaceCap (a loop whose pace
-// slowed while it was taken for held up) a sender waits for the loop's
-// progress, up to the 20 ms stall mark. InvokeWait waits there no longer
-// than its ctx. It is skipped on the UI thread, in a thread that holds the
+// loop's own say, do not hold it), so the backlog stays near PaceCap:
+// behind a slow loop that wait is as long as the loop takes to run them.
+// A loop busy in an Invoke (its thread running, or ready to run on a
+// loaded machine) keeps its pace, however long the Invoke. A loop whose
+// thread waits (for a lock, the GIL, I/O) and that has finished no Invoke
+// for twice its recent time between two (at least PaceFor) is taken for
+// held up there, by a lock the sender holds say, and the sender goes on
+// after that wait: a sender that holds a lock the loop's next Invoke
+// takes holds the loop that long an Invoke past PaceCap, about PaceFor
+// behind small Invokes and up to 20 ms behind Invokes of 10 ms (do not
+// Invoke while holding a lock your Invoked functions take), and each
+// other waiting sender gets one Invoke through. InvokeWait waits there no
+// longer than its ctx. It is skipped on the UI thread, in a thread that holds the
 // GIL (the loop may need it to catch up) and while no loop runs. From a Go
 // finalizer (whose one goroutine every other finalizer waits behind) or a
 // cleanup, Invoke from a goroutine of its own.
@@ -340,15 +342,19 @@ var backlog struct {
 	// gap is the loop's recent time from one Invoke's end to the next's
 	// while a backlog waits (ns, a moving average): how long a sender at
 	// PaceCap waits without progress before it takes the loop for held up.
-	// A time in which a sender took the loop for held up is left out:
-	// when the sender held it (a lock), the wait it gave fed the average
-	// and the next wait was longer, until each send held the UI thread
-	// for the stall mark (a sender holding a lock for each of 120 sends
-	// waited 1 ms at first, 20 ms from the 90th on).
+	// A time in which a sender took the loop for held up and that ended
+	// soon after the sender went on is left out: the loop waited for the
+	// sender (a lock), and when that wait fed the average the next wait
+	// was longer, until each send held the UI thread for the stall mark (a
+	// sender holding a lock for each of 120 sends waited 1 ms at first,
+	// 20 ms from the 90th on). One that ended later was the loop's own
+	// slowness (an Invoke waiting for the GIL or I/O), and counts.
 	gap atomic.Int64
 	// heldUp is the lastRun of the time in which a sender at PaceCap last
-	// took the loop for held up: ran leaves that time out of gap.
-	heldUp atomic.Int64
+	// took the loop for held up, and heldUpAt when it did (time since
+	// epoch): ran leaves that time out of gap if it ended within
+	// senderSoon of heldUpAt.
+	heldUp, heldUpAt atomic.Int64
 	// lastRun is when the loop last finished an Invoke (or began to run,
 	// or had work queued while it had none), as time since epoch. A loop
 	// that has finished none for stallAfter is stuck (in one long function,
@@ -409,23 +415,15 @@ func pace(done <-chan struct{}) bool {
 
 // paceAtCap holds a sender past PaceCap until at most PaceCap of the
 // Invokes queued before its own are left, for as long as the loop keeps
-// its pace (no Invoke finished for twice its recent time between two, at
-// least PaceFor: a loop held up, by a lock the sender holds say, is waited
-// for that long, not for the stall mark); past twice PaceCap, until at
-// most that many are left, for as long as the loop is not stuck. False
-// when done was closed first. Waking each PaceFor to look is cheap beside
-// a flood this deep.
+// its pace: its thread runs (or is ready to), or it waits but has finished
+// an Invoke within twice its recent time between two, at least PaceFor (a
+// loop held up, by a lock the sender holds say, is waited for that long,
+// not for the stall mark). False when done was closed first. Waking each
+// PaceFor to look is cheap beside a flood this deep.
 func paceAtCap(done <-chan struct{}) bool {
 	backlog.paced.Add(1)
-	limit := int64(PaceCap)
+	target := backlog.queued.Load() - PaceCap
 	held := min(max(2*time.Duration(backlog.gap.Load()), PaceFor), stallAfter)
-	if backlog.n.Load() > 2*PaceCap {
-		// The backlog still grew: the loop is slower than gap says (its
-		// pace changed while every time was left out, say). Wait for its
-		// progress, up to the stall mark, and gap learns the new pace.
-		limit, held = 2*PaceCap, stallAfter
-	}
-	target := backlog.queued.Load() - limit
 	t := time.NewTimer(PaceFor)
 	defer t.Stop()
 	for {
@@ -439,7 +437,9 @@ func paceAtCap(done <-chan struct{}) bool {
 		if backlog.done.Load() >= target || !state.running.Load() {
 			return true
 		}
-		if last := backlog.lastRun.Load(); time.Duration(int64(time.Since(epoch))-last) >= held {
+		last, now := backlog.lastRun.Load(), int64(time.Since(epoch))
+		if time.Duration(now-last) >= held && !uiThreadRuns() {
+			backlog.heldUpAt.Store(now)
 			backlog.heldUp.Store(last)
 			return true
 		}
@@ -447,12 +447,38 @@ func paceAtCap(done <-chan struct{}) bool {
 	}
 }
 
+// senderSoon: a time in which a sender took the loop for held up, ended
+// this soon after the sender went on, was the loop waiting for the sender
+// (see backlog.gap). A lock handed over takes microseconds; an Invoke
+// that waits for the GIL or I/O ends later.
+const senderSoon = PaceFor / 2
+
+// uiThreadRuns reports whether the UI (main) thread is running or ready
+// to run, rather than waiting (for a lock, the GIL, I/O, a timer): a loop
+// that computes is slow, not held up by a sender, and waiting for it holds
+// up nothing. Where the kernel does not say (no /proc), false: the loop is
+// judged by time alone.
+func uiThreadRuns() bool {
+	b, err := os.ReadFile(uiStatPath)
+	if err != nil {
+		return false
+	}
+	// "tid (comm) S ...": comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] == 'R'
+}
+
+// uiStatPath is the main thread's stat file: the UI thread is the main
+// thread, whose thread id is the process id.
+var uiStatPath = fmt.Sprintf("/proc/self/task/%d/stat", os.Getpid())
+
 // ran counts one Invoke run, at now (time since epoch); at the low-water
 // mark it wakes the paced senders. UI thread.
 func ran(now time.Duration) {
 	backlog.done.Add(1)
 	last := backlog.lastRun.Swap(int64(now))
-	if gap := int64(now) - last; gap < int64(stallAfter) && backlog.n.Load() > 1 && backlog.heldUp.Load() != last {
+	sender := backlog.heldUp.Load() == last && int64(now)-backlog.heldUpAt.Load() < int64(senderSoon)
+	if gap := int64(now) - last; gap < int64(stallAfter) && backlog.n.Load() > 1 && !sender {
 		avg := backlog.gap.Load()
 		backlog.gap.Store(avg + (gap-avg)/8)
 	}
