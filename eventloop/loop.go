@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -459,7 +460,9 @@ const senderSoon = PaceFor / 2
 // up nothing. Where the kernel does not say (no /proc), false: the loop is
 // judged by time alone.
 func uiThreadRuns() bool {
-	b, err := os.ReadFile(uiStatPath)
+	// The UI thread is the main thread, whose thread id is the process id
+	// (looked up each time: a forked child has its own).
+	b, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(os.Getpid()) + "/stat")
 	if err != nil {
 		return false
 	}
@@ -467,10 +470,6 @@ func uiThreadRuns() bool {
 	i := bytes.LastIndexByte(b, ')')
 	return i >= 0 && i+2 < len(b) && b[i+2] == 'R'
 }
-
-// uiStatPath is the main thread's stat file: the UI thread is the main
-// thread, whose thread id is the process id.
-var uiStatPath = fmt.Sprintf("/proc/self/task/%d/stat", os.Getpid())
 
 // ran counts one Invoke run, at now (time since epoch); at the low-water
 // mark it wakes the paced senders. UI thread.
