@@ -919,9 +919,7 @@ func TestPaceCapBoundsTheBacklogOfASlowLoop(t *testing.T) {
 			defer wg.Done()
 			for !stop.Load() && time.Now().UnixNano() < deadline.Load() {
 				eventloop.Invoke(slow)
-				q := forensics.ReadStats().Loop.Queued
-				for m := most.Load(); q > m && !most.CompareAndSwap(m, q); m = most.Load() {
-				}
+				q := noteQueued(&most)
 				if q >= eventloop.PaceCap && !reached.Swap(true) {
 					// The cap reached: a second more of the flood at it.
 					deadline.Store(time.Now().Add(time.Second).UnixNano())
@@ -934,6 +932,14 @@ func TestPaceCapBoundsTheBacklogOfASlowLoop(t *testing.T) {
 	looptest.Turn(t)
 	require.True(t, reached.Load(), "the flood never reached PaceCap (most %d)", most.Load())
 	assert.LessOrEqual(t, most.Load(), int64(eventloop.PaceCap+paceCapSlack))
+}
+
+// noteQueued returns the backlog now, and keeps the most seen in most.
+func noteQueued(most *atomic.Int64) int64 {
+	q := forensics.ReadStats().Loop.Queued
+	for m := most.Load(); q > m && !most.CompareAndSwap(m, q); m = most.Load() {
+	}
+	return q
 }
 
 // A loop whose pace slows once the backlog is at PaceCap still bounds it
@@ -971,9 +977,7 @@ func TestPaceCapBoundsTheBacklogOfALoopThatSlowsAtTheCap(t *testing.T) {
 					return
 				}
 				eventloop.Invoke(item)
-				q := forensics.ReadStats().Loop.Queued
-				for m := most.Load(); q > m && !most.CompareAndSwap(m, q); m = most.Load() {
-				}
+				q := noteQueued(&most)
 				if q >= eventloop.PaceCap && !slow.Swap(true) {
 					// The cap reached: the loop slows, and four seconds
 					// more of the flood (without the bound, 32 senders
