@@ -31,7 +31,11 @@
 // handler, chained before Go's, writes its part after Go's; an abort()
 // from C code (Py_FatalError, g_error, the diagnosis below) gets duet's
 // part first. The process then dies of SIGABRT (a core dump, where the
-// system keeps them). stderr also names the report file.
+// system keeps them). stderr also names the report file. duet's private
+// directory keeps the newest 100 reports: a process that turns reports on
+// there removes the oldest past that (its own reports only: files named
+// duet-crash-*.txt, regular and the user's own; a path of the user's
+// choosing is never pruned).
 //
 // What recording a crossing costs with the ring on is make bench's "crash
 // reports' ring" row; off, it is one predictable branch. A Go nil dereference

@@ -12,9 +12,11 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/duet-gtk/duet/callbacks"
 	"github.com/duet-gtk/duet/forensics"
@@ -124,6 +126,65 @@ func TestCleanEndsLeaveNoReportFile(t *testing.T) {
 			assert.Empty(t, entries(t, e.tmp))
 		})
 	}
+}
+
+// The private directory keeps the newest 100 reports: an app that
+// crashes often (duetexplore keeps a report per crashing child) used to
+// add one per crash for ever. Only duet's own reports go: a file of
+// another name, a link named as a report and a report with a second name
+// stay.
+func TestPrivateDirectoryKeepsTheNewestReports(t *testing.T) {
+	e := newCrashEnv(t)
+	dir := filepath.Join(e.state, "duet", "crash-reports")
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	const old = 110
+	base := time.Now().Add(-time.Hour)
+	name := func(i int) string { return fmt.Sprintf("duet-crash-app-%d-%016x.txt", 1000+i, i) }
+	for i := range old { // written newest first: the age is the mtime, not the order made
+		p := filepath.Join(dir, name(old-1-i))
+		require.NoError(t, os.WriteFile(p, []byte("old report\n"), 0o600))
+		mt := base.Add(time.Duration(old-1-i) * time.Second)
+		require.NoError(t, os.Chtimes(p, mt, mt))
+	}
+	keepers := map[string]string{
+		"notes.txt":                 "a file of the user's",
+		"duet-crash-link.txt":       "a link named as a report",
+		"duet-crash-hardlinked.txt": "a report with a second name",
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), nil, 0o600))
+	require.NoError(t, os.Symlink(filepath.Join(e.tmp, "x"), filepath.Join(dir, "duet-crash-link.txt")))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "duet-crash-hardlinked.txt"), nil, 0o600))
+	require.NoError(t, os.Link(filepath.Join(dir, "duet-crash-hardlinked.txt"), filepath.Join(e.tmp, "second-name")))
+	for _, k := range []string{"notes.txt", "duet-crash-link.txt", "duet-crash-hardlinked.txt"} {
+		mt := base.Add(-time.Hour) // older than every report
+		tv := unix.NsecToTimeval(mt.UnixNano())
+		require.NoError(t, unix.Lutimes(filepath.Join(dir, k), []unix.Timeval{tv, tv}))
+	}
+
+	_, stderr, err := testutil.RunChild(t, append(e.vars("FORENSICS_CHILD=segv"), "REPORT=")...)
+	require.Error(t, err, "the child must crash")
+	m := reportLine.FindStringSubmatch(stderr)
+	require.NotNil(t, m, "stderr names the report\n%.3000s", stderr)
+
+	left := map[string]bool{}
+	for _, n := range entries(t, dir) {
+		left[n] = true
+	}
+	for k, why := range keepers {
+		assert.True(t, left[k], "%s (%s) stays", k, why)
+	}
+	assert.True(t, left[filepath.Base(m[1])], "the new report is there")
+	var kept, tooOld []string
+	for i := range old {
+		if left[name(i)] {
+			kept = append(kept, name(i))
+			if i < old-99 {
+				tooOld = append(tooOld, name(i))
+			}
+		}
+	}
+	assert.Len(t, kept, 99, "the newest 99 old reports, and the new one: 100")
+	assert.Empty(t, tooOld, "kept, older than the newest 99")
 }
 
 // nobody is the uid another local user's entries get when the test runs as

@@ -18,7 +18,8 @@ import (
 // file, and returns the file's path. With path "" the file is a new one in
 // duet's private directory ($XDG_STATE_HOME/duet/crash-reports, mode
 // 0700, the user's own), with a name no one can predict, and it exists
-// only once a crash has written it. A path names the file instead: one
+// only once a crash has written it (the directory keeps the newest 100
+// reports, see the package doc). A path names the file instead: one
 // that exists is appended to (and never removed) when it is the user's own
 // regular file, readable by the user alone, with no other name, or a
 // character device; one that does not exist is created by a crash; a

@@ -1,6 +1,7 @@
 package diag
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 
@@ -122,7 +124,11 @@ func openReport(path string) (*report, error) {
 			}
 			return r
 		}, filepath.Base(os.Args[0]))
-		return openUnnamed(dir, fmt.Sprintf("duet-crash-%s-%d-%s.txt", prog, os.Getpid(), hex.EncodeToString(b[:])))
+		r, err := openUnnamed(dir, fmt.Sprintf("duet-crash-%s-%d-%s.txt", prog, os.Getpid(), hex.EncodeToString(b[:])))
+		if err == nil {
+			pruneReports(dir, keepReports-1) // room for this one
+		}
+		return r, err
 	}
 	path, err := filepath.Abs(path)
 	if err != nil {
@@ -138,6 +144,61 @@ func openReport(path string) (*report, error) {
 		return openUnnamed(filepath.Dir(path), filepath.Base(path))
 	default:
 		return nil, fmt.Errorf("forensics: crash report file: %w", err)
+	}
+}
+
+// keepReports bounds the reports kept in duet's private directory: a
+// process that may add one there first removes the oldest past the
+// bound, so that an app that crashes often (duetexplore runs a child per
+// finding, and keeps each one's report) does not fill the user's state
+// directory. A user's own path is never pruned.
+const keepReports = 100
+
+// pruneReports leaves at most keep reports in dir, removing the oldest (by
+// modification time). Only what duet names a report is looked at, and
+// only a regular file of the user's own is removed: never a link, never
+// another name. Everything is done relative to the directory's
+// descriptor, so a directory swapped after PrivateDir checked it is not
+// followed. A report another process removes meanwhile is not an error;
+// nothing here is (a report not pruned is only a file too many).
+func pruneReports(dir string, keep int) {
+	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	d := os.NewFile(uintptr(dfd), dir)
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	var reports []string
+	for _, n := range names {
+		if strings.HasPrefix(n, "duet-crash-") && strings.HasSuffix(n, ".txt") {
+			reports = append(reports, n)
+		}
+	}
+	if len(reports) <= keep { // the usual case: no stat at all
+		return
+	}
+	type aged struct {
+		name  string
+		mtime unix.Timespec
+	}
+	var own []aged
+	uid := uint32(os.Getuid())
+	for _, n := range reports {
+		var st unix.Stat_t
+		if unix.Fstatat(dfd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+			continue
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Uid != uid || st.Nlink != 1 {
+			continue
+		}
+		own = append(own, aged{n, st.Mtim})
+	}
+	slices.SortFunc(own, func(a, b aged) int {
+		return cmp.Or(cmp.Compare(a.mtime.Sec, b.mtime.Sec), cmp.Compare(a.mtime.Nsec, b.mtime.Nsec), strings.Compare(a.name, b.name))
+	})
+	for _, a := range own[:max(0, len(own)-keep)] {
+		unix.Unlinkat(dfd, a.name, 0)
 	}
 }
 
