@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/duet-gtk/duet/internal/capi"
 	"github.com/duet-gtk/duet/internal/diag"
 	"github.com/duet-gtk/duet/internal/lifetime"
@@ -644,10 +646,66 @@ var carry struct {
 // 2 ms turns the Invokes got a tenth of it, and what they carry (window
 // teardown, the releases of gotk4's references, a Collect) fell behind
 // for good, its garbage with it.
+//
+// On a loaded machine the others' runs stretch in time (the UI thread
+// waits for a CPU in them), and a turn bounded by time alone got less of
+// the thread's CPU than they did: a quarter of it beside a timer always
+// due, where an idle machine gives two fifths, and Invokes fell behind for
+// good. So a turn given after such a hold ends once it had both its time
+// and as much CPU time as the others had (within maxBatchBudget), and it
+// may stretch past its time by as much as theirs did, up to maxStretch:
+// the share is the same loaded or idle. Where the others waited (a timer
+// that sleeps, blocking I/O) rather than computed, their CPU time is short
+// and the turn goes by time, as before.
 const (
 	batchBudget    = 2 * time.Millisecond
 	maxBatchBudget = 8 * time.Millisecond
+	maxStretch     = 4
 )
+
+// turn says when a dispatch's turn is over. Everything but a turn after a
+// hold (heldBack > 0) reads the clock only, once per Invoke.
+type turn struct {
+	began     time.Time
+	budget    time.Duration // its time
+	stretched time.Duration // how long it may take while its CPU time is short (budget: no stretch)
+	cpu       time.Duration // its CPU time, when stretched
+	cpuBegan  time.Duration
+}
+
+func newTurn(began time.Time, heldBack, heldCPU time.Duration) turn {
+	t := turn{began: began, budget: min(max(heldBack, batchBudget), maxBatchBudget)}
+	t.stretched = t.budget
+	if heldCPU > 0 && heldBack > heldCPU {
+		if now, ok := threadCPU(); ok {
+			t.cpu, t.cpuBegan = min(heldCPU, maxBatchBudget), now
+			t.stretched = time.Duration(float64(t.budget) * min(float64(heldBack)/float64(heldCPU), maxStretch))
+		}
+	}
+	return t
+}
+
+func (t *turn) over(now time.Time) bool {
+	switch took := now.Sub(t.began); {
+	case took <= t.budget:
+		return false
+	case took > t.stretched:
+		return true
+	}
+	cpu, ok := threadCPU()
+	return !ok || cpu-t.cpuBegan >= t.cpu
+}
+
+// threadCPU is the calling thread's CPU time (a system call, about as
+// costly as a small Invoke: read only in a turn after a hold, once the
+// turn's time is up).
+func threadCPU() (time.Duration, bool) {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+		return 0, false
+	}
+	return time.Duration(ts.Nano()), true
+}
 
 // dispatch runs on the loop (from the invoke source): queued work, in order,
 // for about batchBudget. It says whether work is left for the next turn.
@@ -659,10 +717,9 @@ const (
 // level goes on with the one carry, in order: after each function the
 // batch is read afresh, since a nested level may have finished it and
 // taken the next.
-func dispatch(heldBack time.Duration) (more bool) {
+func dispatch(heldBack, heldCPU time.Duration) (more bool) {
 	loopStats.dispatches.Add(1)
-	began := time.Now()
-	budget := min(max(heldBack, batchBudget), maxBatchBudget)
+	t := newTurn(time.Now(), heldBack, heldCPU)
 	for {
 		if carry.next == len(carry.items) {
 			queue.mu.Lock()
@@ -688,7 +745,7 @@ func dispatch(heldBack time.Duration) (more bool) {
 			reportError("", err)
 		}
 		if carry.next < len(carry.items) {
-			if now.Sub(began) > budget {
+			if t.over(now) {
 				return true
 			}
 			continue
@@ -701,7 +758,7 @@ func dispatch(heldBack time.Duration) (more bool) {
 				queue.mu.Unlock()
 			}
 		}
-		if now.Sub(began) > budget {
+		if t.over(now) {
 			queue.mu.Lock()
 			more = len(queue.items) > 0
 			queue.mu.Unlock()

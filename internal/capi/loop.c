@@ -5,6 +5,7 @@
 #include <glib.h>
 #include <sched.h>
 #include <string.h>
+#include <time.h>
 
 #include "_cgo_export.h"
 #include "duet.h"
@@ -22,24 +23,33 @@
 // priority, so that what a user sees and feels keeps its pace between two
 // batches: sources at the default priority (input, timers), then layout and
 // paint at theirs. Waiting there is bounded: a second source at the default
-// priority (the restorer) puts it back at the default priority after
-// BACKLOG_WAIT_US, so that whatever stays ready above the backlog's
-// priority (an idle that always returns True, an asyncio task yielding with
-// sleep(0), a tick slower than a frame) cannot keep Invokes from running.
-// An empty queue puts it back at once. Both sources live for the process.
+// priority (the restorer) runs the next batch itself after BACKLOG_WAIT_US
+// and puts the source back at the default priority, so that whatever stays
+// ready above the backlog's priority (an idle that always returns True, an
+// asyncio task yielding with sleep(0), a tick slower than a frame) cannot
+// keep Invokes from running. An empty queue puts it back at once. Both
+// sources live for the process.
+//
+// The restorer's batch comes last in its iteration: after what is ready at
+// the default priority (input, a timer), which a slow paint kept waiting
+// too. Each time it is armed, the restorer goes to the end of the default
+// priority's sources (GLib appends a source whose priority is set; another
+// order would only move the batch within the iteration). Putting the
+// source back and letting it run in the next iteration (as before) cost
+// the batch two more runs of an always-due timer (the restorer's
+// iteration, then the source's own, where it came after the timer):
+// Invokes had 8 ms a turn beside 18 ms of a 6 ms timer, and fell behind
+// for good. Running the batch ahead of the others (just above the default
+// priority) gave even shares but doubled their wait behind a slow paint.
 //
 // When the restorer had to act, the sources above kept the thread for the
-// whole wait and longer (a timer always due): it runs the next batch
-// itself, told how long they held it (eventloop then gives the batch about
-// as long, within a bound), so that the two share the thread instead of
-// Invokes getting a batch per several of the others' turns and falling
-// behind for good. It runs the batch rather than only putting the source
-// back: the source would run in the next iteration beside the others at
-// the default priority, after another run of a timer attached before it,
-// and the batch's bound then gave Invokes a third of the thread, not half
-// (a quarter on a loaded machine, where a 6 ms timer run takes 12). Its
-// priority, just above the default, makes that one batch come before
-// whatever is ready at the default, whatever order they were attached in.
+// whole wait and longer (a timer always due): its batch is told how long
+// they held it (eventloop then gives the batch about as long, within a
+// bound), so that the two share the thread instead of Invokes getting a
+// batch per several of the others' turns. It is told both the time that
+// passed and the thread's CPU time in it: on a loaded machine the others'
+// runs stretch with the thread's waits for a CPU, and a bound in time
+// alone gave Invokes a smaller share there than on an idle machine.
 
 #define INVOKE_BACKLOG_PRIORITY (G_PRIORITY_HIGH_IDLE + 21) // GDK_PRIORITY_REDRAW + 1
 #define BACKLOG_WAIT_US 4000
@@ -48,9 +58,11 @@ typedef struct {
 	GSource base;
 	gint pending;
 	int backlog; // UI thread only: the priority is the backlog's
-	// UI thread only: when the last batch that left work ended, and
-	// whether the restorer put the source back since.
+	// UI thread only: when the last batch that left work ended (the
+	// monotonic clock, and the thread's CPU clock), and whether the
+	// restorer put the source back since.
 	gint64 batch_end;
+	gint64 batch_end_cpu;
 	int restored;
 } invoke_source;
 
@@ -84,8 +96,20 @@ static gboolean inv_prepare(GSource *s, gint *timeout) {
 
 static gboolean inv_check(GSource *s) { return !inv_blocked() && g_atomic_int_get(&((invoke_source *)s)->pending); }
 
+// The calling thread's CPU time in microseconds (0 where it cannot be
+// read: the batch then goes by time alone).
+static gint64 thread_cpu_us(void) {
+	struct timespec ts;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+	return (gint64)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 static void set_backlog(invoke_source *inv, int on) {
-	if (on) g_source_set_ready_time(restorer, g_get_monotonic_time() + BACKLOG_WAIT_US);
+	if (on) {
+		g_source_set_priority(restorer, G_PRIORITY_DEFAULT + 1); // to the end of
+		g_source_set_priority(restorer, G_PRIORITY_DEFAULT);     // the default's sources
+		g_source_set_ready_time(restorer, g_get_monotonic_time() + BACKLOG_WAIT_US);
+	}
 	if (on == inv->backlog) return;
 	inv->backlog = on;
 	g_source_set_priority(&inv->base, on ? INVOKE_BACKLOG_PRIORITY : G_PRIORITY_DEFAULT);
@@ -101,15 +125,23 @@ static gboolean inv_dispatch(GSource *s, GSourceFunc cb, gpointer data) {
 	int nested_ok = inv_nested_ok;
 	inv_nested_ok = 0;
 	inv_depth++;
-	gint64 held = 0;
-	if (inv->restored) held = g_get_monotonic_time() - inv->batch_end;
+	gint64 held = 0, held_cpu = 0;
+	if (inv->restored) {
+		held = g_get_monotonic_time() - inv->batch_end;
+		held_cpu = thread_cpu_us() - inv->batch_end_cpu;
+	}
 	inv->restored = 0;
 	// Go work the loop runs (in a nested loop, say, inside a lazy signal
 	// handler) is not that handler's use of Python (see duet_lazy).
 	int lazy = duet_lazy_pause();
-	int more = duetLoopDispatch((long long)held);
+	int more = duetLoopDispatch((long long)held, (long long)held_cpu);
 	duet_lazy_resume(lazy);
-	if (more) inv->batch_end = g_get_monotonic_time();
+	if (more) {
+		// A clock read per batch that leaves work (each some 2 ms long),
+		// none per Invoke.
+		inv->batch_end = g_get_monotonic_time();
+		inv->batch_end_cpu = thread_cpu_us();
+	}
 	inv_depth--;
 	inv_nested_ok = nested_ok;
 	if (more) g_atomic_int_set(&inv->pending, 1); // the rest, next turn
@@ -127,8 +159,8 @@ static gboolean restore_dispatch(GSource *s, GSourceFunc cb, gpointer data) {
 	invoker->restored = 1;
 	g_source_set_priority(&invoker->base, G_PRIORITY_DEFAULT);
 	// Inside a dispatch that may not nest Invokes (a nested loop run by
-	// one), the source stays put at the default priority, as its own
-	// prepare would say.
+	// one) the source stays put at the default priority, as its own
+	// prepare says.
 	if (!inv_blocked() && g_atomic_int_get(&invoker->pending)) inv_dispatch(&invoker->base, NULL, NULL);
 	return G_SOURCE_CONTINUE;
 }
@@ -256,10 +288,10 @@ void duet_loop_setup(void) {
 	g_source_set_can_recurse(&s->base, TRUE); // where it may, inv_blocked says
 	g_source_attach(&s->base, NULL);
 	restorer = g_source_new(&restore_funcs, sizeof(GSource));
-	g_source_set_priority(restorer, G_PRIORITY_DEFAULT - 1);
-	// It runs batches too, and a nested loop inside one (a modal wait
-	// after an await) must still bound the backlog's wait: GLib would
-	// block a source in its own dispatch.
+	g_source_set_priority(restorer, G_PRIORITY_DEFAULT);
+	// It runs batches, and a nested loop inside one (a modal wait after
+	// an await) must still bound the backlog's wait: GLib would block a
+	// source in its own dispatch.
 	g_source_set_can_recurse(restorer, TRUE);
 	g_source_set_name(restorer, "duet invoke backlog");
 	g_source_attach(restorer, NULL); // as the invoke source: for the process
