@@ -862,12 +862,14 @@ func TestInvokesKeepUpWithABusyTimer(t *testing.T) {
 	defer watchdog(t, 2*time.Minute)()
 	// 3 ms of Invokes a run, against the timer's 6 (CPU time: work, not
 	// busy, as a real timer's and Invokes' work is). With 2 ms turns the
-	// backlog grew at every run, about 350 of the 450 behind at the end;
-	// with turns as long as the timer held them in time, it was bounded on
-	// an idle machine (56 behind at the end, as many at half-way) but grew
-	// on a loaded one, where the timer's runs stretch (three CPU hogs on
-	// two cores: 85 to 312 behind at the end). Turns bounded in CPU time
-	// too keep it near 56 on both.
+	// backlog grew at every run, about 350 of the 450 behind at the end.
+	// With turns as long as the timer held them, taken in the iteration
+	// after the restorer's, it still grew: 31-43 behind at half-way, 58-75
+	// at the end (the timer ran three times a turn), and 85-312 at the end
+	// with three CPU hogs on two cores, where the timer's runs stretch and
+	// a turn bounded in time alone shrank. With the turn in the restorer's
+	// iteration and bounded in CPU time too: 6-10 at half-way, 3-5 at the
+	// end.
 	const runs, perRun = 150, 3
 	var posted, ran atomic.Int64
 	done := make(chan int64, 1)
@@ -893,7 +895,7 @@ func TestInvokesKeepUpWithABusyTimer(t *testing.T) {
 	t.Logf("%d of %d Invokes behind at half-way, %d of %d at the end", half, posted.Load()/2, behind, posted.Load())
 	looptest.Turn(t)
 	assert.Equal(t, posted.Load(), ran.Load(), "every Invoke ran")
-	assert.Less(t, behind, int64(runs*perRun/3), "Invokes left behind when the timer stopped, of %d posted", runs*perRun)
+	assert.Less(t, behind, int64(runs*perRun/10), "Invokes left behind when the timer stopped, of %d posted", runs*perRun)
 }
 
 // GLib's timeouts count whole milliseconds: a timer is never early, and a
