@@ -86,6 +86,15 @@ int duet_loop_allow_nested(int on) {
 	if (!duet_on_ui_thread()) return 0;
 	int was = inv_nested_ok;
 	inv_nested_ok = on;
+	// The dispatch under way cleared the flag when it began, and what it
+	// has not run yet (the rest of its batch, what was queued before it
+	// began) is flagged again only when it ends: a nested loop run from
+	// here saw no work, and an Invoke queued meanwhile flagged none either
+	// (only the first Invoke into an empty queue does). A modal wait that
+	// an Invoke ends then waited for as long as its own timeout (15 of 20
+	// with a busy timer and a flood). Flagged here, at the cost of one
+	// dispatch that may find nothing.
+	if (on && inv_depth > 0) g_atomic_int_set(&invoker->pending, 1);
 	return was;
 }
 
