@@ -345,18 +345,22 @@ var backlog struct {
 	// gap is the loop's recent time from one Invoke's end to the next's
 	// while a backlog waits (ns, a moving average): how long a sender at
 	// PaceCap waits without progress before it takes the loop for held up.
-	// A time in which a sender took the loop for held up and that ended
-	// soon after the sender went on is left out: the loop waited for the
-	// sender (a lock), and when that wait fed the average the next wait
-	// was longer, until each send held the UI thread for the stall mark (a
-	// sender holding a lock for each of 120 sends waited 1 ms at first,
-	// 20 ms from the 90th on). One that ended later was the loop's own
-	// slowness (an Invoke waiting for the GIL or I/O), and counts.
+	// Of a time in which a sender took the loop for held up, only the part
+	// after the sender went on counts: the part before is the sender's own
+	// wait, and the loop may have waited for the sender (a lock). When that
+	// wait fed the average the next wait was longer, until each send held
+	// the UI thread for the stall mark (a sender holding a lock for each of
+	// 120 sends waited 1 ms at first, 20 ms from the 90th on). The part
+	// after is the loop's own slowness (an Invoke waiting for the GIL or
+	// I/O goes on waiting) or, behind a lock, how soon the loop went on
+	// once the sender did: neither grows with the sender's wait. (Leaving
+	// out a time that ended within half a PaceFor of the sender going on,
+	// as before, failed on a loaded machine, where the two threads wait
+	// for a CPU: the waits grew to 16 ms there.)
 	gap atomic.Int64
 	// heldUp is the lastRun of the time in which a sender at PaceCap last
 	// took the loop for held up, and heldUpAt when it did (time since
-	// epoch): ran leaves that time out of gap if it ended within
-	// senderSoon of heldUpAt.
+	// epoch): ran counts that time from heldUpAt.
 	heldUp, heldUpAt atomic.Int64
 	// lastRun is when the loop last finished an Invoke (or began to run,
 	// or had work queued while it had none), as time since epoch. A loop
@@ -450,12 +454,6 @@ func paceAtCap(done <-chan struct{}) bool {
 	}
 }
 
-// senderSoon: a time in which a sender took the loop for held up, ended
-// this soon after the sender went on, was the loop waiting for the sender
-// (see backlog.gap). A lock handed over takes microseconds; an Invoke
-// that waits for the GIL or I/O ends later.
-const senderSoon = PaceFor / 2
-
 // uiThreadRuns reports whether the UI (main) thread is running or ready
 // to run, rather than waiting (for a lock, the GIL, I/O, a timer): a loop
 // that computes is slow, not held up by a sender, and waiting for it holds
@@ -478,8 +476,11 @@ func uiThreadRuns() bool {
 func ran(now time.Duration) {
 	backlog.done.Add(1)
 	last := backlog.lastRun.Swap(int64(now))
-	sender := backlog.heldUp.Load() == last && int64(now)-backlog.heldUpAt.Load() < int64(senderSoon)
-	if gap := int64(now) - last; gap < int64(stallAfter) && backlog.n.Load() > 1 && !sender {
+	gap := int64(now) - last
+	if backlog.heldUp.Load() == last {
+		gap = max(0, int64(now)-backlog.heldUpAt.Load()) // see backlog.gap
+	}
+	if gap < int64(stallAfter) && backlog.n.Load() > 1 {
 		avg := backlog.gap.Load()
 		backlog.gap.Store(avg + (gap-avg)/8)
 	}
