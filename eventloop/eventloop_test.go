@@ -731,17 +731,20 @@ func TestInvokePacingSlowLoop(t *testing.T) {
 // model under a mutex) holds the UI thread only as long as one wait: a
 // sender that waited for the loop's progress held it for the whole stall
 // mark, each time (100 ms freezes, for as long as the sender kept on).
+// Counted, not the longest wait: on a loaded machine a refresh now and
+// then waits 50 to 120 ms (the two threads waiting for a CPU), where with
+// the fault nearly every wait was the stall mark.
 func TestInvokePacingSenderHoldingALock(t *testing.T) {
 	defer watchdog(t, 2*time.Minute)()
 	var mu sync.Mutex
 	model := 0
-	var worst time.Duration // the loop thread's only
+	var waits []time.Duration // the loop thread's only until Turn
 	refresh := func() {
 		start := time.Now()
 		mu.Lock()
 		_ = model
 		mu.Unlock()
-		worst = max(worst, time.Since(start))
+		waits = append(waits, time.Since(start))
 	}
 	for end := time.Now().Add(500 * time.Millisecond); time.Now().Before(end); {
 		mu.Lock()
@@ -751,8 +754,17 @@ func TestInvokePacingSenderHoldingALock(t *testing.T) {
 	}
 	looptest.Turn(t)
 	assertAllRan(t)
-	t.Logf("longest a refresh waited for the lock: %v", worst)
-	assert.Less(t, worst, 50*time.Millisecond, "the sender held the UI thread through its wait")
+	held, long := 0, 0 // waits over 1 ms (the sender was paced), and over 10 ms
+	for _, w := range waits {
+		if w > time.Millisecond {
+			held++
+		}
+		if w > 10*time.Millisecond {
+			long++
+		}
+	}
+	t.Logf("%d refreshes; longest wait for the lock %v; %d waits over 1 ms, %d over 10 ms", len(waits), slices.Max(waits), held, long)
+	assert.LessOrEqual(t, long, held/10+5, "the sender held the UI thread through its waits")
 }
 
 // A loop taken for stuck (it waits for the sender) is not waited for below

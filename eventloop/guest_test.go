@@ -683,15 +683,19 @@ def start():
 `, g); err != nil {
 			return err
 		}
+		// The timer starts once the task runs: started before Run, it may be
+		// due on the loop's first turn on a loaded machine, ahead of the
+		// Invoke, and the loop ended with no task to wait for before the
+		// signal came.
 		eventloop.Invoke(func() {
 			pygi.Eval("start()", g)
-		})
-		eventloop.After(200*time.Millisecond, func() {
-			eventloop.Quit()
-			go func() {
-				time.Sleep(300 * time.Millisecond)
-				syscall.Kill(os.Getpid(), syscall.SIGTERM)
-			}()
+			eventloop.After(200*time.Millisecond, func() {
+				eventloop.Quit()
+				go func() {
+					time.Sleep(300 * time.Millisecond)
+					syscall.Kill(os.Getpid(), syscall.SIGTERM)
+				}()
+			})
 		})
 		err = eventloop.Run(context.Background())
 		var se *eventloop.SignalError
