@@ -453,24 +453,35 @@ def schedule():
 	// posted from a timer, not from an Invoke: an Invoke posted by one
 	// that ran past its turn's budget (a loaded machine) is a backlog, and
 	// waits below the redraw priority as it should (it failed 2 in 12
-	// under CPU hogs so).
-	var before atomic.Int64
-	before.Store(-1)
-	posted := make(chan struct{})
-	eventloop.After(0, func() {
-		r, err := schedule.Call()
-		assert.NoError(t, err)
-		r.Close()
-		eventloop.Invoke(func() {
-			redraws, err := pygi.As[[]int](ranList)
+	// under CPU hogs so). duet's own Invokes (the release queue's drain,
+	// from Go's cleanups) may still be queued ahead of it, rarely (1 in 200
+	// on a loaded machine), and then one of them may end a turn: up to
+	// three tries, each with an idle of its own.
+	var ahead []int // idles that ran ahead of the Invoke, per try
+	for try := range 3 {
+		idlesBefore := try + 2 // the flood's idle, then one per try
+		var before atomic.Int64
+		before.Store(-1)
+		posted := make(chan struct{})
+		eventloop.After(0, func() {
+			r, err := schedule.Call()
 			assert.NoError(t, err)
-			before.Store(int64(len(redraws)))
+			r.Close()
+			eventloop.Invoke(func() {
+				redraws, err := pygi.As[[]int](ranList)
+				assert.NoError(t, err)
+				before.Store(int64(len(redraws)))
+			})
+			close(posted)
 		})
-		close(posted)
-	})
-	<-posted
-	looptest.Turn(t)
-	assert.EqualValues(t, 1, before.Load(), "the Invoke ran before the second redraw-priority idle")
+		<-posted
+		looptest.Turn(t)
+		ahead = append(ahead, int(before.Load())-(idlesBefore-1))
+		if before.Load() == int64(idlesBefore-1) {
+			break
+		}
+	}
+	assert.Contains(t, ahead, 0, "the Invoke ran before the redraw-priority idle posted with it (idles run ahead of it in each try: %v)", ahead)
 }
 
 // Whatever stays ready below the invoke source's priority (an idle that
