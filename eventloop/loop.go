@@ -660,9 +660,9 @@ var carry struct {
 // for good, its garbage with it.
 //
 // On a loaded machine the others' runs stretch in time (the UI thread
-// waits for a CPU in them), and a turn bounded by time alone got less of
-// the thread's CPU than they did: a quarter of it beside a timer always
-// due, where an idle machine gives two fifths, and Invokes fell behind for
+// waits for a CPU in them), and a turn bounded by time alone got a smaller
+// share of the thread's CPU there than on an idle machine: beside a timer
+// always due, Invokes that kept up on an idle machine fell behind for
 // good. So a turn given after such a hold ends once it had both its time
 // and as much CPU time as the others had (within maxBatchBudget), and it
 // may stretch past its time by as much as theirs did, up to maxStretch:
