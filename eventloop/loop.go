@@ -367,8 +367,12 @@ var backlog struct {
 	gap atomic.Int64
 	// heldUp is the lastRun of the time in which a sender at PaceCap last
 	// took the loop for held up, and heldUpAt when it did (time since
-	// epoch): ran counts that time from heldUpAt.
+	// epoch): ran counts that time from heldUpAt. heldUpN is how many
+	// senders went on in that time (see letThrough, which alone writes
+	// the three, under heldUpMu).
 	heldUp, heldUpAt atomic.Int64
+	heldUpMu         sync.Mutex
+	heldUpN          int
 	// lastRun is when the loop last finished an Invoke (or began to run,
 	// or had work queued while it had none), as time since epoch. A loop
 	// that has finished none for stallAfter and whose thread waits (for a
@@ -456,13 +460,33 @@ func paceAtCap(done <-chan struct{}) bool {
 			return true
 		}
 		last, now := backlog.lastRun.Load(), int64(time.Since(epoch))
-		if time.Duration(now-last) >= held && !uiThreadRuns() {
-			backlog.heldUpAt.Store(now)
-			backlog.heldUp.Store(last)
+		if time.Duration(now-last) >= held && !uiThreadRuns() && letThrough(last, now) {
 			return true
 		}
 		t.Reset(PaceFor)
 	}
+}
+
+// letThrough says whether a sender at PaceCap that took the loop for held
+// up may go on: one sender for each time the loop is held up, and one
+// more for each stall mark it lasts. Letting every waiting sender go on
+// let a loop whose Invokes wait for I/O (6 ms each, 32 senders) grow its
+// backlog to three times the cap, as each wait ended before the loop's.
+// The one more per stall mark is for a sender holding the lock the loop
+// waits for when another sender took the turn: it waits at most that.
+func letThrough(last, now int64) bool {
+	backlog.heldUpMu.Lock()
+	defer backlog.heldUpMu.Unlock()
+	if backlog.heldUp.Load() != last {
+		backlog.heldUpN = 0
+	}
+	if backlog.heldUpN > int((now-last)/int64(stallAfter)) {
+		return false
+	}
+	backlog.heldUpN++
+	backlog.heldUpAt.Store(now)
+	backlog.heldUp.Store(last)
+	return true
 }
 
 // uiThreadRuns reports whether the UI (main) thread is running or ready
@@ -661,14 +685,13 @@ var carry struct {
 //
 // On a loaded machine the others' runs stretch in time (the UI thread
 // waits for a CPU in them), and a turn bounded by time alone got a smaller
-// share of the thread's CPU there than on an idle machine: beside a timer
-// always due, Invokes that kept up on an idle machine fell behind for
-// good. So a turn given after such a hold ends once it had both its time
-// and as much CPU time as the others had (within maxBatchBudget), and it
-// may stretch past its time by as much as theirs did, up to maxStretch:
-// the share is the same loaded or idle. Where the others waited (a timer
-// that sleeps, blocking I/O) rather than computed, their CPU time is short
-// and the turn goes by time, as before.
+// share of the thread there than on an idle machine: beside a timer always
+// due, Invokes that kept up on an idle machine fell behind for good. So a
+// turn after such a hold runs on past its time by as long as its thread
+// waited for a CPU in it (the kernel's count, /proc/thread-self/schedstat),
+// up to maxStretch times its time. Not by the CPU time the others had: a
+// turn of Invokes that wait (I/O, a sleep) never reached it, and ran to
+// the bound beside a timer that sleeps (32 ms a turn where it had 8).
 const (
 	batchBudget    = 2 * time.Millisecond
 	maxBatchBudget = 8 * time.Millisecond
@@ -676,47 +699,72 @@ const (
 )
 
 // turn says when a dispatch's turn is over. Everything but a turn after a
-// hold (heldBack > 0) reads the clock only, once per Invoke.
+// hold (heldBack > 0) reads the clock only, once per Invoke; one after a
+// hold reads the kernel's count once at its start and, past its time, at
+// most every stretchLook.
 type turn struct {
 	began     time.Time
 	budget    time.Duration // its time
-	stretched time.Duration // how long it may take while its CPU time is short (budget: no stretch)
-	cpu       time.Duration // its CPU time, when stretched
-	cpuBegan  time.Duration
+	stretched time.Duration // the most it may take (budget: no stretch)
+	waited0   time.Duration // its thread's time waiting for a CPU when it began
+	looked    time.Duration // when past its time it last looked (since began)
+	waited    time.Duration // what it saw then
 }
 
-func newTurn(began time.Time, heldBack, heldCPU time.Duration) turn {
+const stretchLook = 500 * time.Microsecond
+
+func newTurn(began time.Time, heldBack time.Duration) turn {
 	t := turn{began: began, budget: min(max(heldBack, batchBudget), maxBatchBudget)}
 	t.stretched = t.budget
-	if heldCPU > 0 && heldBack > heldCPU {
-		if now, ok := threadCPU(); ok {
-			t.cpu, t.cpuBegan = min(heldCPU, maxBatchBudget), now
-			t.stretched = time.Duration(float64(t.budget) * min(float64(heldBack)/float64(heldCPU), maxStretch))
+	if heldBack > 0 {
+		if w, ok := cpuWait(); ok {
+			t.stretched, t.waited0 = maxStretch*t.budget, w
 		}
 	}
 	return t
 }
 
 func (t *turn) over(now time.Time) bool {
-	switch took := now.Sub(t.began); {
+	took := now.Sub(t.began)
+	switch {
 	case took <= t.budget:
 		return false
 	case took > t.stretched:
 		return true
 	}
-	cpu, ok := threadCPU()
-	return !ok || cpu-t.cpuBegan >= t.cpu
+	if t.looked == 0 || took-t.looked >= stretchLook {
+		w, ok := cpuWait()
+		if !ok {
+			return true
+		}
+		t.looked, t.waited = took, w-t.waited0
+	}
+	return took > t.budget+t.waited
 }
 
-// threadCPU is the calling thread's CPU time (a system call, about as
-// costly as a small Invoke: read only in a turn after a hold, once the
-// turn's time is up).
-func threadCPU() (time.Duration, bool) {
-	var ts unix.Timespec
-	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+// cpuWait is the calling thread's time spent waiting for a CPU (ready to
+// run, not running) since it began, from /proc/thread-self/schedstat
+// ("run_ns wait_ns slices"); false where the kernel does not say.
+func cpuWait() (time.Duration, bool) {
+	var b [64]byte
+	fd, err := unix.Open("/proc/thread-self/schedstat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
 		return 0, false
 	}
-	return time.Duration(ts.Nano()), true
+	n, err := unix.Read(fd, b[:])
+	unix.Close(fd)
+	if err != nil || n <= 0 {
+		return 0, false
+	}
+	f := bytes.Fields(b[:n])
+	if len(f) < 2 {
+		return 0, false
+	}
+	w, err := strconv.ParseInt(string(f[1]), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return time.Duration(w), true
 }
 
 // dispatch runs on the loop (from the invoke source): queued work, in order,
@@ -729,9 +777,9 @@ func threadCPU() (time.Duration, bool) {
 // level goes on with the one carry, in order: after each function the
 // batch is read afresh, since a nested level may have finished it and
 // taken the next.
-func dispatch(heldBack, heldCPU time.Duration) (more bool) {
+func dispatch(heldBack time.Duration) (more bool) {
 	loopStats.dispatches.Add(1)
-	t := newTurn(time.Now(), heldBack, heldCPU)
+	t := newTurn(time.Now(), heldBack)
 	for {
 		if carry.next == len(carry.items) {
 			queue.mu.Lock()

@@ -5,7 +5,6 @@
 #include <glib.h>
 #include <sched.h>
 #include <string.h>
-#include <time.h>
 
 #include "_cgo_export.h"
 #include "duet.h"
@@ -46,10 +45,8 @@
 // whole wait and longer (a timer always due): its batch is told how long
 // they held it (eventloop then gives the batch about as long, within a
 // bound), so that the two share the thread instead of Invokes getting a
-// batch per several of the others' turns. It is told both the time that
-// passed and the thread's CPU time in it: on a loaded machine the others'
-// runs stretch with the thread's waits for a CPU, and a bound in time
-// alone gave Invokes a smaller share there than on an idle machine.
+// batch per several of the others' turns (eventloop's dispatch also lets
+// the batch run on by as long as it waits for a CPU, on a loaded machine).
 
 #define INVOKE_BACKLOG_PRIORITY (G_PRIORITY_HIGH_IDLE + 21) // GDK_PRIORITY_REDRAW + 1
 #define BACKLOG_WAIT_US 4000
@@ -58,11 +55,9 @@ typedef struct {
 	GSource base;
 	gint pending;
 	int backlog; // UI thread only: the priority is the backlog's
-	// UI thread only: when the last batch that left work ended (the
-	// monotonic clock, and the thread's CPU clock), and whether the
-	// restorer put the source back since.
+	// UI thread only: when the last batch that left work ended, and
+	// whether the restorer put the source back since.
 	gint64 batch_end;
-	gint64 batch_end_cpu;
 	int restored;
 } invoke_source;
 
@@ -105,15 +100,11 @@ static gboolean inv_prepare(GSource *s, gint *timeout) {
 
 static gboolean inv_check(GSource *s) { return !inv_blocked() && g_atomic_int_get(&((invoke_source *)s)->pending); }
 
-// The calling thread's CPU time in microseconds (0 where it cannot be
-// read: the batch then goes by time alone).
-static gint64 thread_cpu_us(void) {
-	struct timespec ts;
-	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
-	return (gint64)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 static void set_backlog(invoke_source *inv, int on) {
+	// No backlog, no hold to tell the next batch of: a restorer that fired
+	// where Invokes could not run (a nested loop) left the flag, and the
+	// next batch, however much later, was told of a hold of that long.
+	if (!on) inv->restored = 0;
 	if (on) {
 		g_source_set_priority(restorer, G_PRIORITY_DEFAULT + 1); // to the end of
 		g_source_set_priority(restorer, G_PRIORITY_DEFAULT);     // the default's sources
@@ -134,23 +125,15 @@ static gboolean inv_dispatch(GSource *s, GSourceFunc cb, gpointer data) {
 	int nested_ok = inv_nested_ok;
 	inv_nested_ok = 0;
 	inv_depth++;
-	gint64 held = 0, held_cpu = 0;
-	if (inv->restored) {
-		held = g_get_monotonic_time() - inv->batch_end;
-		held_cpu = thread_cpu_us() - inv->batch_end_cpu;
-	}
+	gint64 held = 0;
+	if (inv->restored) held = g_get_monotonic_time() - inv->batch_end;
 	inv->restored = 0;
 	// Go work the loop runs (in a nested loop, say, inside a lazy signal
 	// handler) is not that handler's use of Python (see duet_lazy).
 	int lazy = duet_lazy_pause();
-	int more = duetLoopDispatch((long long)held, (long long)held_cpu);
+	int more = duetLoopDispatch((long long)held);
 	duet_lazy_resume(lazy);
-	if (more) {
-		// A clock read per batch that leaves work (each some 2 ms long),
-		// none per Invoke.
-		inv->batch_end = g_get_monotonic_time();
-		inv->batch_end_cpu = thread_cpu_us();
-	}
+	if (more) inv->batch_end = g_get_monotonic_time();
 	inv_depth--;
 	inv_nested_ok = nested_ok;
 	if (more) g_atomic_int_set(&inv->pending, 1); // the rest, next turn

@@ -14,7 +14,7 @@ import (
 )
 
 var (
-	loopDispatch atomic.Pointer[func(heldBack, heldCPU time.Duration) bool]
+	loopDispatch atomic.Pointer[func(heldBack time.Duration) bool]
 	timerFire    atomic.Pointer[func(uintptr) bool]
 )
 
@@ -23,15 +23,15 @@ var (
 // next turn, fire runs a timer and says whether it repeats. dispatch's
 // heldBack is how long sources at a higher priority kept a backlog from
 // running before this turn, when they kept it past its bounded wait (0
-// otherwise: see loop.c), and heldCPU the UI thread's CPU time in it.
-func SetLoopHandlers(dispatch func(heldBack, heldCPU time.Duration) bool, fire func(uintptr) bool) {
+// otherwise: see loop.c).
+func SetLoopHandlers(dispatch func(heldBack time.Duration) bool, fire func(uintptr) bool) {
 	loopDispatch.Store(&dispatch)
 	timerFire.Store(&fire)
 }
 
 //export duetLoopDispatch
-func duetLoopDispatch(heldBackUS, heldCPUUS C.longlong) C.int {
-	if f := loopDispatch.Load(); f != nil && (*f)(time.Duration(heldBackUS)*time.Microsecond, time.Duration(heldCPUUS)*time.Microsecond) {
+func duetLoopDispatch(heldBackUS C.longlong) C.int {
+	if f := loopDispatch.Load(); f != nil && (*f)(time.Duration(heldBackUS)*time.Microsecond) {
 		return 1
 	}
 	return 0

@@ -189,7 +189,9 @@ func pruneReports(dir string, keep int) {
 		if unix.Fstatat(dfd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
 			continue
 		}
-		if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Uid != uid || st.Nlink != 1 {
+		// An empty report is a running process's where files cannot be
+		// unnamed (see above: named at its start, written by a crash).
+		if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Uid != uid || st.Nlink != 1 || st.Size == 0 {
 			continue
 		}
 		own = append(own, aged{n, st.Mtim})
