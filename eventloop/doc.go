@@ -23,9 +23,9 @@
 // When they did keep it that long (a timer slower than its interval is
 // always due), the next turn comes in the same iteration of the loop,
 // after what is ready at the default priority, and is as long as they
-// held it, up to 8 ms (and as much of the UI thread's CPU time as they
-// had, so that a loaded machine, where their runs stretch, does not
-// shrink it), so that Invokes and the busy sources share the thread
+// held it, up to 8 ms, plus as long as the UI thread waited for a CPU in
+// it (so that a loaded machine, where everything stretches, does not
+// shrink its share), so that Invokes and the busy sources share the thread
 // instead of the queue growing for good. A round trip still waits for the work queued before it, so a flood is
 // paced: past [PaceAbove] queued Invokes, a goroutine's Invoke waits (at
 // most [PaceFor], and never on the UI thread or holding the GIL) for the
