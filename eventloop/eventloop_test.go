@@ -779,9 +779,11 @@ func TestInvokePacingSenderHoldingALock(t *testing.T) {
 }
 
 // A loop taken for stuck (it waits for the sender) is not waited for below
-// PaceCap; past it, each Invoke waits PaceFor, so the backlog stops there
-// instead of taking a whole flood (a verdict of stuck, right or wrong, let
-// a flood through whole: 170 000 queued in a second).
+// PaceCap; past it, each Invoke waits at least PaceFor, so the backlog
+// stops there instead of taking a whole flood (a verdict of stuck, right
+// or wrong, let a flood through whole: 170 000 queued in a second). A loop
+// that stays stuck lets one sender on per stall mark (see letThrough):
+// the 300 here take 6 s.
 func TestInvokePacingCap(t *testing.T) {
 	defer watchdog(t, 2*time.Minute)()
 	release := make(chan struct{})
@@ -962,9 +964,7 @@ func TestTimersRoundUpToMilliseconds(t *testing.T) {
 const paceCapSlack = 1024
 
 func TestPaceCapBoundsTheBacklogOfASlowLoop(t *testing.T) {
-	const senders = 32
 	var stop, reached atomic.Bool
-	var most atomic.Int64
 	slow := func() {
 		if stop.Load() {
 			return // the test is over: the backlog drains at once
@@ -972,28 +972,39 @@ func TestPaceCapBoundsTheBacklogOfASlowLoop(t *testing.T) {
 		for end := time.Now().Add(3 * time.Millisecond); time.Now().Before(end); {
 		}
 	}
-	var wg sync.WaitGroup
-	var deadline atomic.Int64 // to reach the cap on a loaded machine
+	most := floodToCap(32, slow, time.Second, &reached, &stop)
+	looptest.Turn(t)
+	require.True(t, reached.Load(), "the flood never reached PaceCap (most %d)", most)
+	assert.LessOrEqual(t, most, int64(eventloop.PaceCap+paceCapSlack))
+}
+
+// floodToCap has senders goroutines Invoke item until the backlog reaches
+// PaceCap (or 30 s pass, on a loaded machine), sets atCap there, floods
+// for more after it, then sets stop (items may end with the flood: a
+// sender waits for its place behind them) and returns the most queued.
+func floodToCap(senders int, item func(), more time.Duration, atCap, stop *atomic.Bool) int64 {
+	var most, deadline atomic.Int64
 	deadline.Store(time.Now().Add(30 * time.Second).UnixNano())
+	var wg sync.WaitGroup
 	for range senders {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for !stop.Load() && time.Now().UnixNano() < deadline.Load() {
-				eventloop.Invoke(slow)
-				q := noteQueued(&most)
-				if q >= eventloop.PaceCap && !reached.Swap(true) {
-					// The cap reached: a second more of the flood at it.
-					deadline.Store(time.Now().Add(time.Second).UnixNano())
+			for !stop.Load() {
+				if time.Now().UnixNano() >= deadline.Load() {
+					stop.Store(true)
+					return
+				}
+				eventloop.Invoke(item)
+				if noteQueued(&most) >= eventloop.PaceCap && !atCap.Swap(true) {
+					deadline.Store(time.Now().Add(more).UnixNano())
 				}
 			}
 		}()
 	}
 	wg.Wait()
 	stop.Store(true)
-	looptest.Turn(t)
-	require.True(t, reached.Load(), "the flood never reached PaceCap (most %d)", most.Load())
-	assert.LessOrEqual(t, most.Load(), int64(eventloop.PaceCap+paceCapSlack))
+	return most.Load()
 }
 
 // noteQueued returns the backlog now, and keeps the most seen in most.
@@ -1012,9 +1023,7 @@ func noteQueued(most *atomic.Int64) int64 {
 // not held up, however long its Invoke.
 func TestPaceCapBoundsTheBacklogOfALoopThatSlowsAtTheCap(t *testing.T) {
 	defer watchdog(t, 2*time.Minute)()
-	const senders = 32
 	var stop, slow atomic.Bool
-	var most atomic.Int64
 	item := func() {
 		switch {
 		case stop.Load():
@@ -1024,38 +1033,14 @@ func TestPaceCapBoundsTheBacklogOfALoopThatSlowsAtTheCap(t *testing.T) {
 			busy(1500 * time.Microsecond) // slower than its senders
 		}
 	}
-	var wg sync.WaitGroup
-	var deadline atomic.Int64 // to reach the cap on a loaded machine
-	deadline.Store(time.Now().Add(30 * time.Second).UnixNano())
-	for range senders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for !stop.Load() {
-				if time.Now().UnixNano() >= deadline.Load() {
-					// The items end with the flood: a sender waits for
-					// its place behind Invokes of 10 ms.
-					stop.Store(true)
-					return
-				}
-				eventloop.Invoke(item)
-				q := noteQueued(&most)
-				if q >= eventloop.PaceCap && !slow.Swap(true) {
-					// The cap reached: the loop slows, and four seconds
-					// more of the flood (without the bound, 32 senders
-					// took the backlog to 116 000 in six).
-					deadline.Store(time.Now().Add(4 * time.Second).UnixNano())
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	stop.Store(true)
+	// At the cap the loop slows, and four seconds more of the flood
+	// (without the bound, 32 senders took the backlog to 116 000 in six).
+	most := floodToCap(32, item, 4*time.Second, &slow, &stop)
 	looptest.Turn(t)
 	assertAllRan(t)
-	require.True(t, slow.Load(), "the flood never reached PaceCap (most %d)", most.Load())
-	t.Logf("most queued: %d (PaceCap %d)", most.Load(), eventloop.PaceCap)
-	assert.LessOrEqual(t, most.Load(), int64(eventloop.PaceCap+paceCapSlack))
+	require.True(t, slow.Load(), "the flood never reached PaceCap (most %d)", most)
+	t.Logf("most queued: %d (PaceCap %d)", most, eventloop.PaceCap)
+	assert.LessOrEqual(t, most, int64(eventloop.PaceCap+paceCapSlack))
 }
 
 // InvokeWait at PaceCap ends with its ctx: it waited for its place in the

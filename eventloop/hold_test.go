@@ -2,7 +2,6 @@ package eventloop_test
 
 import (
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,9 +22,7 @@ import (
 // backlog to 94 000-100 000 in 4 s.
 func TestPaceCapBoundsTheBacklogOfALoopThatWaits(t *testing.T) {
 	defer watchdog(t, 2*time.Minute)()
-	const senders = 32
 	var stop, slow atomic.Bool
-	var most atomic.Int64
 	item := func() {
 		switch {
 		case stop.Load():
@@ -35,32 +32,12 @@ func TestPaceCapBoundsTheBacklogOfALoopThatWaits(t *testing.T) {
 			busy(1500 * time.Microsecond)
 		}
 	}
-	var deadline atomic.Int64
-	deadline.Store(time.Now().Add(60 * time.Second).UnixNano())
-	var wg sync.WaitGroup
-	for range senders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for !stop.Load() {
-				if time.Now().UnixNano() >= deadline.Load() {
-					stop.Store(true)
-					return
-				}
-				eventloop.Invoke(item)
-				if noteQueued(&most) >= eventloop.PaceCap && !slow.Swap(true) {
-					deadline.Store(time.Now().Add(4 * time.Second).UnixNano())
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	stop.Store(true)
+	most := floodToCap(32, item, 4*time.Second, &slow, &stop)
 	looptest.Turn(t)
 	assertAllRan(t)
 	require.True(t, slow.Load(), "the backlog reached the cap")
-	t.Logf("most queued: %d (PaceCap %d)", most.Load(), eventloop.PaceCap)
-	assert.LessOrEqual(t, most.Load(), int64(eventloop.PaceCap+paceCapSlack), "the backlog of a loop that waits stayed at the cap")
+	t.Logf("most queued: %d (PaceCap %d)", most, eventloop.PaceCap)
+	assert.LessOrEqual(t, most, int64(eventloop.PaceCap+paceCapSlack), "the backlog of a loop that waits stayed at the cap")
 }
 
 // A turn after a hold runs past its time only by as long as its thread

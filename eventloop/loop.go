@@ -473,7 +473,9 @@ func paceAtCap(done <-chan struct{}) bool {
 // let a loop whose Invokes wait for I/O (6 ms each, 32 senders) grow its
 // backlog to three times the cap, as each wait ended before the loop's.
 // The one more per stall mark is for a sender holding the lock the loop
-// waits for when another sender took the turn: it waits at most that.
+// waits for when another sender took the turn: it waits at most that. A
+// loop that stays stuck (an Invoke that never returns) so lets one sender
+// on per stall mark, where each used to wait PaceFor.
 func letThrough(last, now int64) bool {
 	backlog.heldUpMu.Lock()
 	defer backlog.heldUpMu.Unlock()
@@ -496,14 +498,29 @@ func letThrough(last, now int64) bool {
 // judged by time alone.
 func uiThreadRuns() bool {
 	// The UI thread is the main thread, whose thread id is the process id
-	// (looked up each time: a forked child has its own).
-	b, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(os.Getpid()) + "/stat")
-	if err != nil {
-		return false
-	}
-	// "tid (comm) S ...": comm may hold spaces and parentheses.
+	// (looked up each time: a forked child has its own). Only the head of
+	// the line is read: "tid (comm) S ...", comm at most 16 bytes (and it
+	// may hold spaces and parentheses, hence the last one).
+	var buf [128]byte
+	b, ok := readProc("/proc/self/task/"+strconv.Itoa(os.Getpid())+"/stat", buf[:])
 	i := bytes.LastIndexByte(b, ')')
-	return i >= 0 && i+2 < len(b) && b[i+2] == 'R'
+	return ok && i >= 0 && i+2 < len(b) && b[i+2] == 'R'
+}
+
+// readProc reads the head of a /proc file into buf, without the allocation
+// of os.ReadFile: the pacing and the turns read these while the loop is
+// held or stuck, sometimes once per Invoke. False where it cannot be read.
+func readProc(path string, buf []byte) ([]byte, bool) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false
+	}
+	n, err := unix.Read(fd, buf)
+	unix.Close(fd)
+	if err != nil || n <= 0 {
+		return nil, false
+	}
+	return buf[:n], true
 }
 
 // ran counts one Invoke run, at now (time since epoch); at the low-water
@@ -746,17 +763,12 @@ func (t *turn) over(now time.Time) bool {
 // run, not running) since it began, from /proc/thread-self/schedstat
 // ("run_ns wait_ns slices"); false where the kernel does not say.
 func cpuWait() (time.Duration, bool) {
-	var b [64]byte
-	fd, err := unix.Open("/proc/thread-self/schedstat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
+	var buf [64]byte
+	b, ok := readProc("/proc/thread-self/schedstat", buf[:])
+	if !ok {
 		return 0, false
 	}
-	n, err := unix.Read(fd, b[:])
-	unix.Close(fd)
-	if err != nil || n <= 0 {
-		return 0, false
-	}
-	f := bytes.Fields(b[:n])
+	f := bytes.Fields(b)
 	if len(f) < 2 {
 		return 0, false
 	}
