@@ -781,9 +781,7 @@ func TestInvokePacingSenderHoldingALock(t *testing.T) {
 // A loop taken for stuck (it waits for the sender) is not waited for below
 // PaceCap; past it, each Invoke waits at least PaceFor, so the backlog
 // stops there instead of taking a whole flood (a verdict of stuck, right
-// or wrong, let a flood through whole: 170 000 queued in a second). A loop
-// that stays stuck lets one sender on per stall mark (see letThrough):
-// the 300 here take 6 s.
+// or wrong, let a flood through whole: 170 000 queued in a second).
 func TestInvokePacingCap(t *testing.T) {
 	defer watchdog(t, 2*time.Minute)()
 	release := make(chan struct{})

@@ -16,10 +16,10 @@ import (
 )
 
 // A loop whose Invokes wait (for I/O, here a sleep of 6 ms) once the
-// backlog is at PaceCap keeps it there: each time the loop is held up, one
-// sender goes on. When every waiting sender went on, and only the time
-// after the give-up counted as the loop's pace, 32 senders took the
-// backlog to 94 000-100 000 in 4 s.
+// backlog is at PaceCap keeps it there: such a wait counts as the loop's
+// pace, so senders wait for its progress. When only the time after a
+// sender's give-up counted, 32 senders took the backlog to 94 000-100 000
+// in 4 s.
 func TestPaceCapBoundsTheBacklogOfALoopThatWaits(t *testing.T) {
 	defer watchdog(t, 2*time.Minute)()
 	var stop, slow atomic.Bool

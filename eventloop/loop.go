@@ -352,27 +352,24 @@ var backlog struct {
 	// gap is the loop's recent time from one Invoke's end to the next's
 	// while a backlog waits (ns, a moving average): how long a sender at
 	// PaceCap waits without progress before it takes the loop for held up.
-	// Of a time in which a sender took the loop for held up, only the part
-	// after the sender went on counts: the part before is the sender's own
-	// wait, and the loop may have waited for the sender (a lock). When that
-	// wait fed the average the next wait was longer, until each send held
-	// the UI thread for the stall mark (a sender holding a lock for each of
-	// 120 sends waited 1 ms at first, 20 ms from the 90th on). The part
-	// after is the loop's own slowness (an Invoke waiting for the GIL or
-	// I/O goes on waiting) or, behind a lock, how soon the loop went on
-	// once the sender did: neither grows with the sender's wait. (Leaving
-	// out a time that ended within half a PaceFor of the sender going on,
-	// as before, failed on a loaded machine, where the two threads wait
-	// for a CPU: the waits grew to 16 ms there.)
+	// A time in which a sender took the loop for held up and that ended
+	// soon after the sender went on is left out: the loop waited for the
+	// sender (a lock), and when that wait fed the average the next wait
+	// was longer, until each send held the UI thread for the stall mark (a
+	// sender holding a lock for each of 120 sends waited 1 ms at first,
+	// 20 ms from the 90th on). One that ended later was the loop's own
+	// slowness (an Invoke waiting for the GIL or I/O), and counts: that is
+	// what keeps a loop whose Invokes wait at the cap. On a loaded machine,
+	// where the two threads wait for a CPU, "soon" fails and a lock-holding
+	// sender's waits grow again, up to the stall mark (see the issue notes:
+	// counting only the time after the give-up, and letting one sender on
+	// per hold, each broke something worse).
 	gap atomic.Int64
 	// heldUp is the lastRun of the time in which a sender at PaceCap last
 	// took the loop for held up, and heldUpAt when it did (time since
-	// epoch): ran counts that time from heldUpAt. heldUpN is how many
-	// senders went on in that time (see letThrough, which alone writes
-	// the three, under heldUpMu).
+	// epoch): ran leaves that time out of gap if it ended within
+	// senderSoon of heldUpAt.
 	heldUp, heldUpAt atomic.Int64
-	heldUpMu         sync.Mutex
-	heldUpN          int
 	// lastRun is when the loop last finished an Invoke (or began to run,
 	// or had work queued while it had none), as time since epoch. A loop
 	// that has finished none for stallAfter and whose thread waits (for a
@@ -460,36 +457,20 @@ func paceAtCap(done <-chan struct{}) bool {
 			return true
 		}
 		last, now := backlog.lastRun.Load(), int64(time.Since(epoch))
-		if time.Duration(now-last) >= held && !uiThreadRuns() && letThrough(last, now) {
+		if time.Duration(now-last) >= held && !uiThreadRuns() {
+			backlog.heldUpAt.Store(now)
+			backlog.heldUp.Store(last)
 			return true
 		}
 		t.Reset(PaceFor)
 	}
 }
 
-// letThrough says whether a sender at PaceCap that took the loop for held
-// up may go on: one sender for each time the loop is held up, and one
-// more for each stall mark it lasts. Letting every waiting sender go on
-// let a loop whose Invokes wait for I/O (6 ms each, 32 senders) grow its
-// backlog to three times the cap, as each wait ended before the loop's.
-// The one more per stall mark is for a sender holding the lock the loop
-// waits for when another sender took the turn: it waits at most that. A
-// loop that stays stuck (an Invoke that never returns) so lets one sender
-// on per stall mark, where each used to wait PaceFor.
-func letThrough(last, now int64) bool {
-	backlog.heldUpMu.Lock()
-	defer backlog.heldUpMu.Unlock()
-	if backlog.heldUp.Load() != last {
-		backlog.heldUpN = 0
-	}
-	if backlog.heldUpN > int((now-last)/int64(stallAfter)) {
-		return false
-	}
-	backlog.heldUpN++
-	backlog.heldUpAt.Store(now)
-	backlog.heldUp.Store(last)
-	return true
-}
+// senderSoon: a time in which a sender took the loop for held up, ended
+// this soon after the sender went on, was the loop waiting for the sender
+// (see backlog.gap). A lock handed over takes microseconds; an Invoke
+// that waits for the GIL or I/O ends later.
+const senderSoon = PaceFor / 2
 
 // uiThreadRuns reports whether the UI (main) thread is running or ready
 // to run, rather than waiting (for a lock, the GIL, I/O, a timer): a loop
@@ -528,11 +509,8 @@ func readProc(path string, buf []byte) ([]byte, bool) {
 func ran(now time.Duration) {
 	backlog.done.Add(1)
 	last := backlog.lastRun.Swap(int64(now))
-	gap := int64(now) - last
-	if backlog.heldUp.Load() == last {
-		gap = max(0, int64(now)-backlog.heldUpAt.Load()) // see backlog.gap
-	}
-	if gap < int64(stallAfter) && backlog.n.Load() > 1 {
+	sender := backlog.heldUp.Load() == last && int64(now)-backlog.heldUpAt.Load() < int64(senderSoon)
+	if gap := int64(now) - last; gap < int64(stallAfter) && backlog.n.Load() > 1 && !sender {
 		avg := backlog.gap.Load()
 		backlog.gap.Store(avg + (gap-avg)/8)
 	}
